@@ -1,0 +1,107 @@
+#pragma once
+/// A resolved, checked scenario: plain structs with units resolved to SI integers.
+/// Every field is documented (name, unit, default, meaning) in scenarios/fields.cpp, which is
+/// also what `lynxsim show`, the loader and docs/scenario.md use — one place only.
+#include "sim/time.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lynx {
+
+/// GPT model shape. A preset fills the shape; explicit fields override it.
+struct ModelSpec {
+  std::string preset;          ///< e.g. "gpt-22b"; empty for a custom model
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int ffn_hidden = 0;          ///< default 4 * hidden
+  int seq_len = 2048;
+  int vocab = 51200;
+  bool flash_attention = false;
+};
+
+enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved };
+enum class DpOverlap { kBucketed, kEnd };
+
+struct ParallelSpec {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  bool sequence_parallel = false;
+  int micro_batch = 1;
+  int global_batch = 1;
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  int virtual_stages = 1;            ///< model chunks per GPU (interleaved only)
+  bool distributed_optimizer = false;
+  DpOverlap dp_overlap = DpOverlap::kBucketed;
+  std::uint64_t dp_bucket_bytes = 40'000'000;  ///< Megatron's default bucket, 40 MB
+};
+
+/// Efficiency that grows with the size of the work: eff(w) = max * w / (w + half_work).
+/// w is FLOPs for compute-bound kernels and bytes for memory-bound ones.
+struct EfficiencyCurve {
+  double max = 1.0;
+  double half_work = 0.0;
+};
+
+struct LinkSpec {
+  std::uint64_t bw_bytes_per_s = 0;  ///< per direction
+  TimePs latency_ps = 0;
+};
+
+/// One hardware profile (hw_models/profiles/NAME.yaml) after overrides.
+struct HardwareSpec {
+  std::string profile;                ///< profile name
+  std::string source;                 ///< where its numbers come from (datasheet, calibration)
+  // GPU
+  std::string gpu_name;
+  std::uint64_t peak_flops_per_s = 0;     ///< dense bf16/fp16 tensor-core peak
+  std::uint64_t hbm_bw_bytes_per_s = 0;
+  std::uint64_t memory_bytes = 0;         ///< HBM capacity
+  std::uint64_t memory_reserve_bytes = 0; ///< workspace, fragmentation, CUDA context
+  TimePs kernel_launch_ps = 0;            ///< per-kernel overhead
+  EfficiencyCurve gemm;                   ///< vs FLOPs of one GEMM
+  EfficiencyCurve attention;              ///< batched QK^T / ·V GEMMs (or flash kernel), vs FLOPs
+  EfficiencyCurve memory_bound;           ///< elementwise / norm / softmax kernels, vs bytes
+  double contention_factor = 0.0;         ///< see sim::GpuDesc
+  // Node and cluster
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::string intra_node = "nvswitch";    ///< "nvswitch" or "pcie"
+  LinkSpec nvlink;                        ///< per GPU per direction, to the NVSwitch
+  LinkSpec pcie;                          ///< per GPU per direction, to its host bridge
+  int gpus_per_pcie_switch = 2;           ///< GPUs sharing one bridge uplink (pcie nodes)
+  LinkSpec pcie_host;                     ///< bridge uplink to the CPU root complex
+  int nics_per_node = 8;                  ///< rail-aligned: GPU i uses NIC i % nics
+  LinkSpec nic;                           ///< per NIC per direction
+  double collective_efficiency = 1.0;     ///< achieved/link bandwidth of NCCL ring steps
+};
+
+enum class RecomputeKind { kNone, kFull, kSelective, kLynxHeu, kLynxOpt, kCheckmate };
+enum class FullMethod { kUniform, kBlock };
+
+struct RecomputeSpec {
+  RecomputeKind strategy = RecomputeKind::kNone;
+  FullMethod method = FullMethod::kUniform;
+  int num_layers = 1;  ///< full: uniform = layers per recompute chunk; block = layers per stage
+};
+
+struct SimSpec {
+  bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
+  int iterations = 1;
+};
+
+struct Scenario {
+  std::string name;          ///< file stem or "default"
+  std::string source_file;   ///< path it was read from ("<built-in>" for the default)
+  ModelSpec model;
+  ParallelSpec parallel;
+  HardwareSpec hardware;
+  RecomputeSpec recompute;
+  SimSpec sim;
+};
+
+}  // namespace lynx

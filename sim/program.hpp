@@ -1,0 +1,96 @@
+#pragma once
+/// The contract between schedules (which build programs) and the executor (which runs them).
+/// A Program is a flat task DAG over GPUs, their named streams and one-directional links.
+/// It knows nothing about transformers: a task is a kernel, a communication or a marker.
+#include "sim/time.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lynx::sim {
+
+using GpuId = std::int32_t;
+using StreamId = std::int32_t;  ///< index into GpuDesc::stream_names
+using LinkId = std::int32_t;    ///< index into Machine::links
+using TaskId = std::int32_t;    ///< index into Program::tasks
+using TagId = std::uint16_t;    ///< index into Program::tags (memory tags, e.g. "act/attn_core")
+
+/// One GPU: its streams (from configuration, not hard-coded) and how kernels share it.
+struct GpuDesc {
+  std::string name;                        ///< trace label, e.g. "stage3"
+  std::vector<std::string> stream_names;   ///< e.g. {"compute","tp","pp","dp","recompute"}
+  std::uint64_t memory_capacity_bytes = 0; ///< OOM is recorded (not thrown) above this
+  /// Each communication kernel running beside a compute kernel slows it by this fraction:
+  /// rate = 1 / (n_compute_kernels * (1 + contention_factor * n_comm_kernels)).
+  double contention_factor = 0.0;
+};
+
+/// One-directional link (full duplex = two links); bandwidth shared by its concurrent flows.
+struct LinkDesc {
+  std::string name;
+  std::uint64_t bw_bytes_per_s = 0;
+  TimePs latency_ps = 0;  ///< added once per flow, after its bytes are through
+};
+
+struct Machine {
+  std::vector<GpuDesc> gpus;
+  std::vector<LinkDesc> links;
+};
+
+enum class TaskKind : std::uint8_t {
+  kKernel,  ///< occupies SMs for work_ps of solo time, slowed by concurrent kernels
+  kComm,    ///< moves its flows over links; also a kernel for contention (NCCL uses SMs)
+  kMarker,  ///< zero-time synchronisation point (e.g. "iteration start")
+};
+
+/// What the time of a task counts as in the per-stage breakdown.
+enum class Category : std::uint8_t {
+  kCompute, kRecompute, kRecomputeOverlapped, kTpComm, kPpComm, kDpComm, kOptimizer, kOther
+};
+
+/// Bytes over a path of links; the path is Program::path_links[first_link, +num_links).
+struct Flow {
+  std::uint64_t bytes = 0;
+  std::uint32_t first_link = 0;
+  std::uint32_t num_links = 0;
+};
+
+/// A memory change applied when a task starts (alloc, bytes > 0) or ends (free, bytes < 0).
+struct MemEffect {
+  std::int64_t bytes = 0;
+  TagId tag = 0;
+  bool at_end = false;  ///< false: applied at task start; true: at task end
+};
+
+struct Task {
+  GpuId gpu = 0;
+  StreamId stream = 0;
+  TaskKind kind = TaskKind::kKernel;
+  Category category = Category::kCompute;
+  /// kKernel: solo duration. kComm: fixed latency added after all its flows complete.
+  TimePs work_ps = 0;
+  std::uint32_t name = 0;  ///< index into Program::names (trace label)
+  /// Collective rendezvous: tasks with the same group >= 0 start together once all are ready,
+  /// and end together when the last member's flows are done.
+  std::int32_t group = -1;
+  std::uint32_t first_dep = 0, num_deps = 0;  ///< Program::deps: tasks that must end first
+  std::uint32_t first_flow = 0, num_flows = 0;
+  std::uint32_t first_mem = 0, num_mem = 0;
+};
+
+/// Tasks on one (gpu, stream) run in the order they appear in `tasks` (CUDA stream FIFO);
+/// cross-stream and cross-GPU ordering is explicit in deps (CUDA events).
+struct Program {
+  std::vector<Task> tasks;
+  std::vector<TaskId> deps;
+  std::vector<Flow> flows;
+  std::vector<LinkId> path_links;
+  std::vector<MemEffect> mem;
+  std::vector<std::string> names;
+  std::vector<std::string> tags;
+  /// Bytes resident on each GPU before the first task (weights, grads, optimizer state).
+  std::vector<std::int64_t> static_bytes_per_gpu;
+};
+
+}  // namespace lynx::sim

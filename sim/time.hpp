@@ -1,0 +1,48 @@
+#pragma once
+/// Simulated time: a signed 64-bit count of picoseconds, the one time unit of the project.
+/// 2^63 ps is about 106 days of simulated time; additions are overflow-checked.
+#include "sim/error.hpp"
+
+#include <cstdint>
+
+namespace lynx {
+
+using TimePs = std::int64_t;  ///< picoseconds
+
+inline constexpr TimePs kPsPerNs = 1'000;
+inline constexpr TimePs kPsPerUs = 1'000'000;
+inline constexpr TimePs kPsPerMs = 1'000'000'000;
+inline constexpr TimePs kPsPerS = 1'000'000'000'000;
+
+constexpr TimePs ns_to_ps(std::int64_t ns) { return ns * kPsPerNs; }
+constexpr TimePs us_to_ps(std::int64_t us) { return us * kPsPerUs; }
+constexpr TimePs ms_to_ps(std::int64_t ms) { return ms * kPsPerMs; }
+constexpr double ps_to_s(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerS); }
+constexpr double ps_to_us(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerUs); }
+
+/// a + b, throwing lynx::Error instead of wrapping on overflow.
+inline TimePs checked_add(TimePs a, TimePs b) {
+  TimePs sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) fail("simulated time overflow: {} ps + {} ps", a, b);
+  return sum;
+}
+
+/// Time to move `bytes` at `bw_bytes_per_s`: ceil(bytes * 1e12 / bw) in 128-bit integers,
+/// so it is exact and never 0 for a non-zero size.
+inline TimePs transfer_time_ps(std::uint64_t bytes, std::uint64_t bw_bytes_per_s) {
+  if (bw_bytes_per_s == 0) fail("transfer of {} bytes over a link with zero bandwidth", bytes);
+  const unsigned __int128 scaled = static_cast<unsigned __int128>(bytes) * kPsPerS;
+  const unsigned __int128 t = (scaled + bw_bytes_per_s - 1) / bw_bytes_per_s;
+  if (t > static_cast<unsigned __int128>(INT64_MAX)) fail("transfer time of {} bytes overflows", bytes);
+  return static_cast<TimePs>(t);
+}
+
+namespace literals {
+constexpr TimePs operator""_ps(unsigned long long v) { return static_cast<TimePs>(v); }
+constexpr TimePs operator""_ns(unsigned long long v) { return static_cast<TimePs>(v) * kPsPerNs; }
+constexpr TimePs operator""_us(unsigned long long v) { return static_cast<TimePs>(v) * kPsPerUs; }
+constexpr TimePs operator""_ms(unsigned long long v) { return static_cast<TimePs>(v) * kPsPerMs; }
+constexpr TimePs operator""_s(unsigned long long v) { return static_cast<TimePs>(v) * kPsPerS; }
+}  // namespace literals
+
+}  // namespace lynx
