@@ -16,23 +16,44 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 
 /// One phase of a collective: every member sends `bytes` to its successor along its path,
 /// all flows concurrently, then the phase pays `latency_ps` (step latencies).
+/// Timing contract with the executor: a flow over path(src, dst) already pays that path's
+/// latency once (sim::LinkDesc::latency_ps), so latency_ps holds the remaining steps − 1 step
+/// latencies: latency_ps = (steps − 1) · max over the phase's flows of path_latency_ps. On an
+/// idle ring the phase therefore takes transfer + steps · path latency (alpha-beta model).
+/// There is no per-step software overhead in HardwareSpec; the path latency is the step cost.
 struct FlowSpec {
   Rank src = 0;
   Rank dst = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;  ///< on the wire: ceil(logical bytes / hw.collective_efficiency)
 };
 struct Phase {
   std::vector<FlowSpec> flows;
   TimePs latency_ps = 0;
+  int steps = 1;  ///< synchronised algorithm steps in this phase (ring steps, tree levels = 1)
 };
 
 /// Phases of `kind` over `ranks` (ring order as given) for a payload of `bytes` (the full
 /// tensor for all-reduce/broadcast; the full gathered tensor for all-gather/reduce-scatter;
 /// the message for send/recv, ranks = {src, dst}).
 /// Ring all-reduce on n GPUs of one scope: one phase, each member sends 2(n-1)/n·bytes to its
-/// successor, latency 2(n-1)·(path latency + hw step overhead).
+/// successor, 2(n-1) steps; reduce-scatter / all-gather: (n-1)/n·bytes, n-1 steps (shares are
+/// rounded up to whole bytes). Ranks on several nodes, the same number k on each of m nodes:
+/// hierarchical — all-reduce = intra-node RS, inter-node ring all-reduce of the bytes/k shard
+/// among the ranks with the same position in their node, intra-node AG (3 phases; 1 when
+/// k = 1); reduce-scatter = intra RS + inter RS of the shard; all-gather = inter AG of the
+/// shard + intra AG. Uneven groups: one flat ring. Broadcast (ring): pipelined chain from
+/// ranks[0], one phase of n-1 flows of `bytes`, n-1 steps. Tree (all-reduce, broadcast only):
+/// binary tree in heap order over `ranks` (root ranks[0], children of i at 2i+1, 2i+2), one
+/// phase per level of full-size flows — reduce leaves-to-root, then broadcast root-to-leaves
+/// (not pipelined, unlike NCCL's double binary tree: an upper bound for large messages).
+/// Send/recv: one phase, one flow, one step. One rank: no phases.
+/// Throws lynx::Error for an empty rank list, duplicate or out-of-range ranks, send/recv
+/// without exactly two ranks, tree for RS/AG, collective_efficiency outside (0, 1].
 std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw, Collective kind,
                                    Algorithm algo, const std::vector<Rank>& ranks,
                                    std::uint64_t bytes);
+
+/// The hw collective for a workload op's collective; throws for kNone.
+Collective to_collective(model::CollectiveKind kind);
 
 }  // namespace lynx::hw

@@ -6,12 +6,17 @@
 namespace lynx::hw {
 
 /// eff(w) = curve.max * w / (w + curve.half_work)  (w > 0), in (0, max].
+/// Throws lynx::Error for w <= 0, max outside (0, 1] or half_work < 0.
 double efficiency(const EfficiencyCurve& curve, double work);
 
 /// Solo time of one kernel: max(flops / (peak · eff_compute(flops)),
 /// bytes / (hbm_bw · eff_memory(bytes))) + kernel_launch, rounded up to whole ps; the compute
-/// curve is hw.gemm for kGemm, hw.attention for kAttention; kMemoryBound ignores flops.
-/// A kernel with no flops and no bytes takes 0.
+/// curve is hw.gemm for kGemm, hw.attention for kAttention; kMemoryBound ignores flops (so
+/// does kCollective: its local reduction kernel is bandwidth-bound; the network part is timed
+/// by the link model). The memory curve is hw.memory_bound for every kind.
+/// A kernel with no flops and no bytes takes 0. Rounding: a value within 4 ulp above a whole
+/// ps (floating-point noise, e.g. 800 / (1e12 · 0.8)) is not rounded up.
+/// Throws lynx::Error for negative work or a zero peak / bandwidth that the kernel needs.
 TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes);
 
 }  // namespace lynx::hw

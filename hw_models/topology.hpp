@@ -15,6 +15,9 @@ using Rank = int;
 
 class Topology {
  public:
+  /// Builds the link graph; throws lynx::Error for an invalid shape (nodes, gpus_per_node,
+  /// intra_node, gpus_per_pcie_switch, zero bandwidths of links that exist, no NICs on a
+  /// multi-node cluster). NICs and the fabric exist only when nodes > 1.
   explicit Topology(const HardwareSpec& hw);
   ~Topology();
   Topology(Topology&&) noexcept;
@@ -24,12 +27,30 @@ class Topology {
   int node_of(Rank r) const;
   /// Every one-directional link of the cluster, indexed by sim::LinkId.
   const std::vector<sim::LinkDesc>& links() const;
-  /// Links from src to dst, in order (empty when src == dst). Deterministic.
+  /// Links from src to dst, in order (empty when src == dst). Deterministic: in a node, over
+  /// the NVSwitch (GPU->switch->GPU) or, on PCIe nodes, the fewest-hop route through PCIe
+  /// switches and the host; across nodes, GPUDirect RDMA with each GPU on its own rail NIC:
+  /// src GPU -> PCIe -> NIC (src local % nics) -> fabric -> NIC (dst local % nics) -> PCIe ->
+  /// dst GPU (the host is crossed only when a NIC is on another GPU's PCIe switch).
+  /// Computed on first use and cached (the reference stays valid for the Topology's lifetime;
+  /// not safe to call concurrently from several threads). Throws for an out-of-range rank.
   const std::vector<sim::LinkId>& path(Rank src, Rank dst) const;
   /// Sum of link latencies along path(src, dst).
   TimePs path_latency_ps(Rank src, Rank dst) const;
-  /// Smallest link bandwidth along path(src, dst).
+  /// Smallest link bandwidth along path(src, dst); UINT64_MAX when src == dst (no link).
   std::uint64_t path_bw_bytes_per_s(Rank src, Rank dst) const;
+
+  /// For simulating one representative GPU per symmetric group: true when every link that
+  /// any GPU-to-GPU path crosses belongs to a single GPU that is an end of that path (its own
+  /// NVLink / PCIe links, a PCIe uplink or rail NIC no other GPU uses), so one GPU's traffic
+  /// meets another's only on role-symmetric links. False e.g. when two GPUs share a PCIe
+  /// uplink or a NIC on some path. Computed once.
+  bool links_private_per_gpu() const;
+  /// The link with the same role as `link` that belongs to rank_to_rep[owner], where owner is
+  /// the GPU `link` belongs to (e.g. "n1.nvswitch->gpu3" with rank_to_rep[11] == 8 gives
+  /// "n1.nvswitch->gpu0"). Unchanged when the link has no single owner, the owner is outside
+  /// rank_to_rep or maps to -1, or the representative has no link of that role.
+  sim::LinkId mirror_link(sim::LinkId link, const std::vector<Rank>& rank_to_rep) const;
 
  private:
   struct Impl;

@@ -16,7 +16,14 @@ namespace lynx::model {
 ModelSpec resolve_model(const ModelSpec& spec);
 std::vector<std::string> preset_names();
 
+/// Checks that the model shards over `p`: heads, ffn_hidden and vocab divisible by tp, seq_len
+/// divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages. Throws
+/// lynx::Error with one message per problem (the first found). Resolves the preset first.
+void check_layout(const ModelSpec& m, const ParallelSpec& p);
+
 /// 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) — Narayanan et al. 2021, Eq. 2 (incl. position emb.).
+/// Counted exactly per layer as 4h² + 2hf + 9h + f (equals Eq. 2 when f = 4h); final LN omitted
+/// as in Eq. 2.
 double parameter_count(const ModelSpec& m);
 /// Korthikanti et al. 2022 Eq. 7: model FLOPs per iteration, no recomputation.
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
@@ -25,20 +32,26 @@ double selective_flops_per_iteration(const ModelSpec& m, std::int64_t global_bat
 /// Narayanan et al. 2021 Eq. 3: executed FLOPs with full recomputation.
 double full_recompute_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
 
+/// FLOPs in Op are matmul FLOPs only (2·m·n·k per GEMM), the convention of Eq. 7/8 and of
+/// Narayanan Eq. 3; memory-bound ops report 0 FLOPs (the compute model ignores them anyway).
 enum class OpKind : std::uint8_t {
   kGemm,         ///< dense GEMM (tensor cores)
   kAttention,    ///< batched QK^T / ·V GEMMs, or the fused flash-attention kernel
   kMemoryBound,  ///< LayerNorm, softmax, dropout, GeLU, residual add, cross-entropy
   kCollective,   ///< TP all-reduce / reduce-scatter / all-gather
+                 ///< (`collective` may be kNone when only the backward communicates)
 };
 
 /// The op groups a recomputation plan decides about (DESIGN.md "Decision").
 enum class OpGroup : std::uint8_t {
   kLayerNorm,      ///< LN1/LN2 outputs (and inputs)
-  kAttnProjInput,  ///< QKV GEMM input, out-projection input, residual dropout masks
-  kAttnCore,       ///< Q, K, V, softmax output, attention dropout mask and output
+  kAttnProjInput,  ///< QKV GEMM input and its outputs Q, K, V (saved on the QKV GEMM: the
+                   ///< core's backward reads them, and selective recomputation keeps them),
+                   ///< out-projection input, residual dropout mask
+  kAttnCore,       ///< QK^T, softmax, dropout, ·V: softmax output, dropout mask and output
+                   ///< (the 5·a·s²·b/t that selective recomputation drops)
   kMlp,            ///< FC1 input, GeLU input, FC2 input, dropout mask
-  kLayerInput,     ///< the layer input (kept by every strategy)
+  kLayerInput,     ///< the layer input (kept by every strategy); also every embedding/head op
 };
 
 enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather };
@@ -52,24 +65,39 @@ struct Op {
   /// Backward split as Megatron runs it: input-gradient (dgrad) and weight-gradient (wgrad).
   double bwd_dgrad_flops = 0, bwd_dgrad_bytes = 0;
   double bwd_wgrad_flops = 0, bwd_wgrad_bytes = 0;
-  /// Activation bytes this op's backward needs that the forward leaves in memory (per GPU).
+  /// Activation bytes this op's backward needs that the forward leaves in memory (per GPU);
+  /// exception: Q, K, V are counted on qkv_gemm, which produces them (see OpGroup).
   std::uint64_t saved_bytes = 0;
   /// GEMM shape per GPU (kGemm: one GEMM; kAttention: `gemm_batch` GEMMs) — C[m×n] = A[m×k]·B[k×n].
   std::int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
   CollectiveKind collective = CollectiveKind::kNone;  ///< forward collective
   CollectiveKind bwd_collective = CollectiveKind::kNone;  ///< its mirror in backward
   std::uint64_t collective_bytes = 0;  ///< full (unsharded) tensor size of the collective
+  /// Sequence parallelism: this GEMM saved its input sharded (1/t) and all-gathers it again
+  /// (this many bytes, full tensor) before its wgrad (Korthikanti et al. 2022, Sec. 4.2.2).
+  std::uint64_t bwd_input_allgather_bytes = 0;
 };
 
-/// Forward ops of one transformer layer in execution order (DESIGN.md "Workload").
+/// Forward ops of one transformer layer in execution order (DESIGN.md "Workload"); the
+/// backward runs them in reverse. With tp > 1 there are four TP ops per layer:
+///   no SP: tp_copy_{attn,mlp} (before QKV / FC1: forward nothing, backward all-reduce) and
+///          tp_allreduce_{attn,mlp} (after out-proj / FC2: forward all-reduce, backward nothing);
+///   SP:    sp_allgather_{attn,mlp} (forward all-gather, backward reduce-scatter) and
+///          sp_reducescatter_{attn,mlp} (forward reduce-scatter, backward all-gather).
+/// Sum of saved_bytes = Korthikanti et al. 2022 per-layer activation memory, exactly.
 std::vector<Op> layer_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Embedding lookup (+ SP scatter) on the first stage.
 std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Final LayerNorm, LM head GEMM and vocab-parallel cross-entropy on the last stage.
 std::vector<Op> head_ops(const ModelSpec& m, const ParallelSpec& p);
 
-/// Bytes of weights of one layer per GPU (fp16/bf16), for static memory.
+/// Parameters (elements, not bytes) of one layer per GPU, for static memory:
+/// QKV (3h²+3h)/t, out-proj h²/t + h, FC1 (hf+f)/t, FC2 fh/t + h, two LayerNorms 4h.
 std::uint64_t layer_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
+/// Parameters on the first stage besides its layers: word embedding V·h/t + position s·h.
 std::uint64_t embedding_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
+/// Parameters on the last stage besides its layers: final LayerNorm 2h, plus (pp > 1) the
+/// copy of the tied word embedding V·h/t that Megatron keeps there for the LM head.
+std::uint64_t head_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
 
 }  // namespace lynx::model

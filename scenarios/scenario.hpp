@@ -55,6 +55,7 @@ struct LinkSpec {
 /// One hardware profile (hw_models/profiles/NAME.yaml) after overrides.
 struct HardwareSpec {
   std::string profile;                ///< profile name
+  std::string profile_file;           ///< absolute path it was read from; empty for a built-in
   std::string source;                 ///< where its numbers come from (datasheet, calibration)
   // GPU
   std::string gpu_name;

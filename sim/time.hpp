@@ -9,6 +9,11 @@ namespace lynx {
 
 using TimePs = std::int64_t;  ///< picoseconds
 
+/// 128-bit integers for exact intermediate products (a GCC/Clang extension; `__extension__`
+/// keeps -Wpedantic quiet for every file that includes this header).
+__extension__ using Int128 = __int128;
+__extension__ using UInt128 = unsigned __int128;
+
 inline constexpr TimePs kPsPerNs = 1'000;
 inline constexpr TimePs kPsPerUs = 1'000'000;
 inline constexpr TimePs kPsPerMs = 1'000'000'000;
@@ -31,9 +36,9 @@ inline TimePs checked_add(TimePs a, TimePs b) {
 /// so it is exact and never 0 for a non-zero size.
 inline TimePs transfer_time_ps(std::uint64_t bytes, std::uint64_t bw_bytes_per_s) {
   if (bw_bytes_per_s == 0) fail("transfer of {} bytes over a link with zero bandwidth", bytes);
-  const unsigned __int128 scaled = static_cast<unsigned __int128>(bytes) * kPsPerS;
-  const unsigned __int128 t = (scaled + bw_bytes_per_s - 1) / bw_bytes_per_s;
-  if (t > static_cast<unsigned __int128>(INT64_MAX)) fail("transfer time of {} bytes overflows", bytes);
+  const UInt128 scaled = static_cast<UInt128>(bytes) * kPsPerS;
+  const UInt128 t = (scaled + bw_bytes_per_s - 1) / bw_bytes_per_s;
+  if (t > static_cast<UInt128>(INT64_MAX)) fail("transfer time of {} bytes overflows", bytes);
   return static_cast<TimePs>(t);
 }
 

@@ -1,0 +1,19 @@
+#pragma once
+/// Single-GPU benchmark sections: launch overhead, cuBLAS GEMMs (plain and strided-batched)
+/// and our memory-bound kernels, on the current device.
+#include "calibrate/bench_context.hpp"
+#include "calibrate/workload_shapes.hpp"
+
+#include <vector>
+
+namespace lynx::calibrate {
+
+/// settings.launch_rows rows "launch,empty_kernel": an empty kernel timed like every kernel.
+void bench_launch(const BenchContext& ctx);
+/// Every shape in every dtype: cublasGemmEx (kGemm) or cublasGemmStridedBatchedEx
+/// (kAttention), fp32 accumulation, random inputs.
+void bench_gemms(const BenchContext& ctx, const std::vector<GemmShape>& shapes);
+/// Every memory-bound kernel shape in every dtype, random inputs.
+void bench_memory_kernels(const BenchContext& ctx, const std::vector<MemoryKernelShape>& shapes);
+
+}  // namespace lynx::calibrate

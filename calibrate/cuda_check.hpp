@@ -1,0 +1,32 @@
+#pragma once
+/// Checks for every CUDA runtime, cuBLAS and NCCL call of lynxsim-calibrate: a failure throws
+/// lynx::Error naming the file:line, the call and the library's error string.
+#include "sim/error.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+namespace lynx::calibrate {
+
+inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
+  if (status != cudaSuccess)
+    fail("{}:{}: {} failed: {} ({})", file, line, call, cudaGetErrorName(status),
+         cudaGetErrorString(status));
+}
+inline void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail("{}:{}: {} failed: {} ({})", file, line, call, cublasGetStatusName(status),
+         cublasGetStatusString(status));
+}
+inline void check_nccl(ncclResult_t status, const char* call, const char* file, int line) {
+  if (status != ncclSuccess)
+    fail("{}:{}: {} failed: {} ({})", file, line, call, ncclGetErrorString(status),
+         ncclGetLastError(nullptr));
+}
+
+}  // namespace lynx::calibrate
+
+#define LYNX_CUDA_CHECK(call) ::lynx::calibrate::check_cuda((call), #call, __FILE__, __LINE__)
+#define LYNX_CUBLAS_CHECK(call) ::lynx::calibrate::check_cublas((call), #call, __FILE__, __LINE__)
+#define LYNX_NCCL_CHECK(call) ::lynx::calibrate::check_nccl((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,798 @@
+#include "calibrate/fitter.hpp"
+
+#include "calibrate/least_squares.hpp"
+#include "calibrate/stats.hpp"
+#include "hw_models/topology.hpp"
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
+
+namespace lynx::calibrate {
+
+namespace {
+
+constexpr double kUsPerS = 1e6;
+constexpr double kPsPerS = 1e12;
+
+// ---- value formatting for the report ----------------------------------------------------
+
+std::string format_bw(double bytes_per_s) { return fmt::format("{:.1f} GB/s", bytes_per_s / 1e9); }
+std::string format_us(double seconds) { return fmt::format("{:.3f} us", seconds * kUsPerS); }
+std::string format_curve(const EfficiencyCurve& curve, const char* unit) {
+  return fmt::format("max {:.4f}, half_work {:.4g} {}", curve.max, curve.half_work, unit);
+}
+
+/// RMS of (predicted − measured)/measured.
+double rms_relative(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  LYNX_CHECK(predicted.size() == measured.size(), "{} vs {}", predicted.size(), measured.size());
+  if (measured.empty()) return 0.0;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const double rel = (predicted[i] - measured[i]) / measured[i];
+    sum += rel * rel;
+  }
+  return std::sqrt(sum / static_cast<double>(measured.size()));
+}
+
+FieldFit not_measured(std::string field, std::string value, std::string why) {
+  FieldFit f;
+  f.field = std::move(field);
+  f.value = std::move(value);
+  f.source = "not measured: kept the base profile's value (" + why + ")";
+  return f;
+}
+
+// ---- kernel launch overhead -------------------------------------------------------------
+
+struct LaunchFit {
+  bool fitted = false;
+  double launch_s = 0.0;
+  int measurements = 0;
+  double rms = 0.0;
+  std::string how;
+};
+
+/// Launch overhead L, the fixed time every kernel pays (HardwareSpec::kernel_launch_ps).
+///
+/// Estimator: the median of the `launch` rows — an empty kernel (one block, no memory
+/// traffic) timed exactly like every other kernel (CUDA events around one launch). That is
+/// the intercept of the time-vs-work line at zero work, measured instead of extrapolated:
+/// under the profile's model t = L + (w + half)/(peak·max) the intercept of a line fitted
+/// through small kernels is L + half/(peak·max), so L and half_work cannot be separated by
+/// extrapolation; the empty kernel separates them.
+///
+/// Fallback without launch rows: the intercept of a weighted line t = c0 + c1·bytes through
+/// the smallest memory-bound kernels (the quarter with the fewest bytes, at least 2 and at
+/// most 8 rows, weights 1/t²), clamped to [0, the smallest time]. It includes the memory
+/// curve's half_work/(bw·max) term, so that curve's half_work then fits to about 0 — the sum
+/// (what predictions use) stays right.
+LaunchFit fit_launch(const std::vector<const Measurement*>& launch_rows,
+                     const std::vector<const Measurement*>& memory_rows) {
+  LaunchFit fit;
+  if (!launch_rows.empty()) {
+    std::vector<double> times;
+    for (const Measurement* row : launch_rows) times.push_back(row->time_us_median / kUsPerS);
+    fit.launch_s = median(times);
+    fit.measurements = static_cast<int>(times.size());
+    fit.rms = rms_relative(std::vector<double>(times.size(), fit.launch_s), times);
+    fit.fitted = true;
+    fit.how = "median of the empty-kernel rows";
+    return fit;
+  }
+  if (memory_rows.size() >= 2) {
+    std::vector<const Measurement*> sorted = memory_rows;
+    std::sort(sorted.begin(), sorted.end(), [](const Measurement* a, const Measurement* b) {
+      return std::tie(a->bytes, a->time_us_median) < std::tie(b->bytes, b->time_us_median);
+    });
+    const std::size_t count = std::clamp<std::size_t>(sorted.size() / 4, 2, 8);
+    std::vector<double> bytes, times, weights;
+    for (std::size_t i = 0; i < count; ++i) {
+      bytes.push_back(static_cast<double>(sorted[i]->bytes));
+      times.push_back(sorted[i]->time_us_median / kUsPerS);
+      weights.push_back(1.0 / (times.back() * times.back()));
+    }
+    const double smallest = *std::min_element(times.begin(), times.end());
+    try {
+      const LineFit line = fit_line_weighted(bytes, times, weights);
+      fit.launch_s = std::clamp(line.intercept, 0.0, smallest);
+    } catch (const Error&) {
+      fit.launch_s = smallest;  // all the smallest kernels have one size: their time bounds L
+    }
+    fit.measurements = static_cast<int>(count);
+    fit.rms = rms_relative(std::vector<double>(count, fit.launch_s), times);
+    fit.fitted = true;
+    fit.how = fmt::format(
+        "no empty-kernel rows: intercept of the {} smallest memory-bound kernels (includes "
+        "the memory curve's half_work term)",
+        count);
+  }
+  return fit;
+}
+
+// ---- efficiency curves ------------------------------------------------------------------
+
+struct CurvePoint {
+  double work = 0.0;    ///< FLOPs or bytes
+  double time_s = 0.0;  ///< measured median
+};
+
+struct CurveFit {
+  bool fitted = false;
+  EfficiencyCurve curve;
+  int measurements = 0;
+  double rms = 0.0;
+  std::vector<std::string> notes;
+};
+
+/// Fits eff(w) = max·w/(w + half) to kernels with work w (FLOPs against `peak`, or bytes
+/// against the HBM bandwidth) and measured time t.
+///
+/// Model (hw_models/compute_model.hpp): t = w/(peak·eff(w)) + L, so the efficiency a kernel
+/// achieved is eff = w/(peak·(t − L)), and 1/eff = 1/max + (half/max)·(1/w) is linear in 1/w.
+/// We fit y = 1/eff against x = 1/w by weighted least squares and read max = 1/intercept,
+/// half = slope/intercept. Weights: timings have roughly constant relative noise ε, so
+/// σ(y)/y = ε·t/(t − L); the inverse-variance weight is ((t − L)/(t·y))² (the constant ε
+/// drops out). x is scaled by the median work to keep the normal equations well conditioned.
+/// Rows with t − L below `min_fraction`·t are skipped (at the launch floor they carry no
+/// efficiency information). Constraints of the compute model: 0 < max <= 1 and half >= 0 —
+/// a fitted half < 0 (efficiency falling with size) refits max alone with half = 0; a max
+/// above 1 (the datasheet peak is below what was measured) refits half with max = 1. Both are
+/// reported. The residual is the RMS relative error of the predicted times over the rows used.
+CurveFit fit_efficiency_curve(const std::vector<CurvePoint>& points, double peak, double launch_s,
+                              double min_fraction, const std::string& what) {
+  CurveFit fit;
+  std::vector<double> x, y, w, used_work, used_time;
+  int skipped = 0;
+  for (const CurvePoint& p : points) {
+    const double net = p.time_s - launch_s;
+    if (!(p.work > 0.0) || net < min_fraction * p.time_s) {
+      ++skipped;
+      continue;
+    }
+    const double inverse_eff = peak * net / p.work;
+    x.push_back(1.0 / p.work);
+    y.push_back(inverse_eff);
+    const double relative = net / (p.time_s * inverse_eff);
+    w.push_back(relative * relative);
+    used_work.push_back(p.work);
+    used_time.push_back(p.time_s);
+  }
+  if (skipped > 0)
+    fit.notes.push_back(fmt::format("{}: skipped {} row(s) within {:.0f}% of the launch floor", what,
+                                    skipped, 100.0 * min_fraction));
+  if (used_work.size() < 2) {
+    fit.notes.push_back(fmt::format("{}: {} usable row(s), need 2 distinct sizes", what,
+                                    used_work.size()));
+    return fit;
+  }
+  const double work_scale = median(used_work);
+  std::vector<double> x_scaled;
+  for (double xi : x) x_scaled.push_back(xi * work_scale);
+
+  double inverse_max = 0.0, half = 0.0;
+  try {
+    const LineFit line = fit_line_weighted(x_scaled, y, w);
+    inverse_max = line.intercept;
+    half = line.slope * work_scale / line.intercept;
+  } catch (const Error& e) {
+    fit.notes.push_back(fmt::format("{}: {}", what, e.what()));
+    return fit;
+  }
+  if (!(inverse_max > 0.0) || half < 0.0) {
+    // Efficiency does not grow with size here: the best constant efficiency.
+    fit.notes.push_back(fmt::format(
+        "{}: the fitted curve is not increasing (1/max {:.4g}, half {:.4g}); fitted a constant "
+        "efficiency (half_work = 0)",
+        what, inverse_max, half));
+    double sum_w = 0.0, sum_wy = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      sum_w += w[i];
+      sum_wy += w[i] * y[i];
+    }
+    inverse_max = sum_wy / sum_w;
+    half = 0.0;
+  }
+  double max = 1.0 / inverse_max;
+  if (max > 1.0) {
+    // 1/eff − 1 = half·(1/w) with max pinned at 1.
+    std::vector<double> y_minus_one;
+    for (double yi : y) y_minus_one.push_back(yi - 1.0);
+    const double slope = fit_proportional_weighted(x_scaled, y_minus_one, w);
+    fit.notes.push_back(fmt::format(
+        "{}: fitted max {:.4f} exceeds 1 (measured faster than the base profile's peak); "
+        "clamped to 1 and refitted half_work",
+        what, max));
+    max = 1.0;
+    half = std::max(0.0, slope * work_scale);
+  }
+  fit.curve.max = max;
+  fit.curve.half_work = half;
+  std::vector<double> predicted;
+  for (double work : used_work) predicted.push_back(launch_s + (work + half) / (peak * max));
+  fit.rms = rms_relative(predicted, used_time);
+  fit.measurements = static_cast<int>(used_work.size());
+  fit.fitted = true;
+  return fit;
+}
+
+// ---- collectives ------------------------------------------------------------------------
+
+/// Ring bytes each rank sends for a payload S (collectives.hpp's convention for S) and the
+/// number of ring steps, for a ring of n members.
+struct RingCost {
+  double wire_factor = 0.0;  ///< wire bytes / S
+  int steps = 0;
+};
+
+RingCost ring_cost(const std::string& collective, int n) {
+  const double nd = n;
+  if (collective == "all_reduce") return {2.0 * (nd - 1.0) / nd, 2 * (n - 1)};
+  if (collective == "all_gather" || collective == "reduce_scatter") return {(nd - 1.0) / nd, n - 1};
+  if (collective == "send_recv") return {1.0, 1};
+  fail("unknown collective '{}' in the raw CSV (all_reduce, all_gather, reduce_scatter, "
+       "send_recv)",
+       collective);
+}
+
+/// Alpha-beta fit of one group: t = alpha + wire/bw with weights 1/t² (relative errors, so
+/// 1 KiB and 1 GiB messages count alike). A negative alpha is clamped to 0 (bw refitted).
+std::optional<CollectiveFit> fit_alpha_beta(const std::vector<const Measurement*>& rows,
+                                            std::vector<std::string>& notes) {
+  const Measurement& first = *rows.front();
+  CollectiveFit fit;
+  fit.collective = first.name;
+  fit.scope = first.scope;
+  fit.ranks = first.ranks;
+  fit.nodes = first.nodes;
+  const RingCost cost = ring_cost(first.name, first.ranks);
+  std::vector<double> wire, time, weight;
+  for (const Measurement* row : rows) {
+    wire.push_back(cost.wire_factor * static_cast<double>(row->bytes));
+    time.push_back(row->time_us_median / kUsPerS);
+    weight.push_back(1.0 / (time.back() * time.back()));
+  }
+  double alpha = 0.0, inverse_bw = 0.0;
+  try {
+    const LineFit line = fit_line_weighted(wire, time, weight);
+    alpha = line.intercept;
+    inverse_bw = line.slope;
+    if (alpha < 0.0) {
+      alpha = 0.0;
+      inverse_bw = fit_proportional_weighted(wire, time, weight);
+    }
+  } catch (const Error& e) {
+    notes.push_back(fmt::format("{} {} n={}: {}", fit.collective, fit.scope, fit.ranks, e.what()));
+    return std::nullopt;
+  }
+  if (!(inverse_bw > 0.0)) {
+    notes.push_back(fmt::format("{} {} n={}: time does not grow with size; no bandwidth fitted",
+                                fit.collective, fit.scope, fit.ranks));
+    return std::nullopt;
+  }
+  std::vector<double> predicted;
+  for (double bytes : wire) predicted.push_back(alpha + bytes * inverse_bw);
+  fit.measurements = static_cast<int>(rows.size());
+  fit.alpha_us = alpha * kUsPerS;
+  fit.bus_bw_bytes_per_s = 1.0 / inverse_bw;
+  fit.rms_relative_error = rms_relative(predicted, time);
+  return fit;
+}
+
+/// One row prepared for the joint per-scope link fit t' = λ·steps + wire/bw.
+struct LinkRow {
+  double steps = 0.0;
+  double wire = 0.0;
+  double time_s = 0.0;  ///< measured time minus any modelled part that is not this link's
+  double measured_s = 0.0;
+  double offset_s = 0.0;
+};
+
+struct LinkFit {
+  bool fitted = false;
+  double step_latency_s = 0.0;
+  double bw = 0.0;
+  int measurements = 0;
+  double rms = 0.0;
+};
+
+/// Joint least squares over every collective of a scope: t = λ·steps + wire/bw, weights 1/t².
+/// λ is the latency of one ring step (the path latency in the simulator), bw the achieved
+/// per-rank ring bandwidth. λ < 0 is clamped to 0 (bw refitted).
+LinkFit fit_link(const std::vector<LinkRow>& rows, const std::string& what,
+                 std::vector<std::string>& notes) {
+  LinkFit fit;
+  if (rows.size() < 2) {
+    if (!rows.empty())
+      notes.push_back(fmt::format("{}: only {} usable row(s), need 2", what, rows.size()));
+    return fit;
+  }
+  std::vector<double> steps, wire, time, weight;
+  for (const LinkRow& r : rows) {
+    steps.push_back(r.steps);
+    wire.push_back(r.wire);
+    time.push_back(r.time_s);
+    weight.push_back(1.0 / (r.measured_s * r.measured_s));
+  }
+  double lambda = 0.0, inverse_bw = 0.0;
+  try {
+    const TwoTermFit two = fit_two_terms_weighted(steps, wire, time, weight);
+    lambda = two.a;
+    inverse_bw = two.b;
+    if (lambda < 0.0) {
+      lambda = 0.0;
+      inverse_bw = fit_proportional_weighted(wire, time, weight);
+    }
+  } catch (const Error& e) {
+    notes.push_back(fmt::format("{}: {}", what, e.what()));
+    return fit;
+  }
+  if (!(inverse_bw > 0.0)) {
+    notes.push_back(fmt::format("{}: time does not grow with size; link not fitted", what));
+    return fit;
+  }
+  std::vector<double> predicted, measured;
+  for (const LinkRow& r : rows) {
+    predicted.push_back(r.offset_s + lambda * r.steps + r.wire * inverse_bw);
+    measured.push_back(r.measured_s);
+  }
+  fit.fitted = true;
+  fit.step_latency_s = lambda;
+  fit.bw = 1.0 / inverse_bw;
+  fit.measurements = static_cast<int>(rows.size());
+  fit.rms = rms_relative(predicted, measured);
+  return fit;
+}
+
+/// Path latency between two GPUs as an affine function of one link's latency ℓ:
+/// path(ℓ) = fixed + count·ℓ, read off the simulator's own topology (so the mapping follows
+/// whatever links hw_models/topology.cpp puts on the path).
+struct PathLatencyModel {
+  double fixed_s = 0.0;
+  int count = 0;
+};
+
+PathLatencyModel path_latency_model(HardwareSpec hw, LinkSpec HardwareSpec::*link, int nodes,
+                                    hw::Rank src, hw::Rank dst) {
+  hw.nodes = nodes;
+  (hw.*link).latency_ps = 0;
+  const TimePs fixed = hw::Topology(hw).path_latency_ps(src, dst);
+  (hw.*link).latency_ps = 1;
+  const TimePs with_one = hw::Topology(hw).path_latency_ps(src, dst);
+  return {static_cast<double>(fixed) / kPsPerS, static_cast<int>(with_one - fixed)};
+}
+
+TimePs seconds_to_ps(double seconds) {
+  LYNX_CHECK(seconds >= 0.0 && seconds < 9e6, "time {} s out of range", seconds);
+  return static_cast<TimePs>(std::llround(seconds * kPsPerS));
+}
+
+std::uint64_t to_bw(double bytes_per_s) {
+  LYNX_CHECK(bytes_per_s > 0.0 && bytes_per_s < 1.8e19, "bandwidth {} out of range", bytes_per_s);
+  return static_cast<std::uint64_t>(std::llround(bytes_per_s));
+}
+
+/// Sets a link from a joint scope fit: bandwidth = fitted ring bandwidth ÷ the profile's
+/// collective_efficiency (kept), so the simulator's effective collective bandwidth equals the
+/// measured one; latency from λ = fixed + count·ℓ along the simulator's path.
+FieldFit apply_link_fit(const LinkFit& fit, const PathLatencyModel& path, LinkSpec& link,
+                        const HardwareSpec& hw, const std::string& field,
+                        const std::string& source, std::vector<std::string>& notes) {
+  FieldFit out;
+  out.field = field;
+  out.fitted = true;
+  out.measurements = fit.measurements;
+  out.rms_relative_error = fit.rms;
+  out.source = source;
+  link.bw_bytes_per_s = to_bw(fit.bw / hw.collective_efficiency);
+  if (path.count > 0) {
+    const double latency_s = (fit.step_latency_s - path.fixed_s) / path.count;
+    if (latency_s < 0.0)
+      notes.push_back(fmt::format(
+          "{}: the fitted step latency {} is below the other links' share of the path ({}); "
+          "latency set to 0",
+          field, format_us(fit.step_latency_s), format_us(path.fixed_s)));
+    link.latency_ps = seconds_to_ps(std::max(0.0, latency_s));
+  } else {
+    notes.push_back(fmt::format("{}: the link is not on the simulated path; latency kept", field));
+  }
+  out.value = fmt::format("bw {}, latency {} (ring {} achieved, step latency {}; "
+                          "collective_efficiency {} kept)",
+                          format_bw(static_cast<double>(link.bw_bytes_per_s)),
+                          format_us(static_cast<double>(link.latency_ps) / kPsPerS),
+                          format_bw(fit.bw), format_us(fit.step_latency_s),
+                          hw.collective_efficiency);
+  return out;
+}
+
+// ---- helpers ----------------------------------------------------------------------------
+
+std::vector<const Measurement*> rows_of(const RawMeasurements& raw, MeasurementKind kind) {
+  std::vector<const Measurement*> out;
+  for (const Measurement& row : raw.rows)
+    if (row.kind == kind) out.push_back(&row);
+  return out;
+}
+
+std::vector<const Measurement*> with_dtype(const std::vector<const Measurement*>& rows,
+                                           const std::string& dtype, const char* what,
+                                           std::vector<std::string>& notes) {
+  std::vector<const Measurement*> out;
+  std::map<std::string, int> other;
+  for (const Measurement* row : rows) {
+    if (row->dtype == dtype)
+      out.push_back(row);
+    else
+      ++other[row->dtype.empty() ? "(none)" : row->dtype];
+  }
+  for (const auto& [name, count] : other)
+    notes.push_back(fmt::format("{}: {} {} row(s) not used (the fit uses {})", what, count, name,
+                                dtype));
+  return out;
+}
+
+}  // namespace
+
+const FieldFit* FitReport::find(const std::string& field) const {
+  for (const FieldFit& f : fields)
+    if (f.field == field) return &f;
+  return nullptr;
+}
+
+HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, FitReport* report,
+                         const FitOptions& options) {
+  if (base.peak_flops_per_s == 0)
+    fail("fit: base profile '{}' has no gpu.peak; the efficiency curves are relative to it",
+         base.profile);
+  if (base.hbm_bw_bytes_per_s == 0)
+    fail("fit: base profile '{}' has no gpu.hbm_bw; the memory-bound curve is relative to it",
+         base.profile);
+  if (!(base.collective_efficiency > 0.0 && base.collective_efficiency <= 1.0))
+    fail("fit: base profile '{}' has collective_efficiency {} outside (0, 1]", base.profile,
+         base.collective_efficiency);
+
+  FitReport local_report;
+  FitReport& rep = report != nullptr ? *report : local_report;
+  rep = FitReport{};
+  rep.device = raw.device_name();
+  rep.raw_source = raw.source_label.empty() ? std::string("raw measurements") : raw.source_label;
+  const std::string source = fmt::format("fitted from {} on {}", rep.raw_source, rep.device);
+  std::vector<std::string>& notes = rep.notes;
+
+  HardwareSpec fitted = base;
+  const double peak = static_cast<double>(base.peak_flops_per_s);
+  const double hbm = static_cast<double>(base.hbm_bw_bytes_per_s);
+
+  if (!raw.metadata_value("device").empty()) {
+    fitted.gpu_name = raw.metadata_value("device");
+    FieldFit name;
+    name.field = "gpu.name";
+    name.fitted = true;
+    name.value = fitted.gpu_name;
+    name.source = "device name from the raw CSV header";
+    rep.fields.push_back(name);
+  }
+
+  // Launch overhead first: every curve subtracts it.
+  const std::vector<const Measurement*> memory_rows =
+      with_dtype(rows_of(raw, MeasurementKind::kMemoryBound), options.dtype, "memory_bound", notes);
+  const LaunchFit launch = fit_launch(rows_of(raw, MeasurementKind::kLaunch), memory_rows);
+  double launch_s = static_cast<double>(base.kernel_launch_ps) / kPsPerS;
+  if (launch.fitted) {
+    launch_s = launch.launch_s;
+    fitted.kernel_launch_ps = seconds_to_ps(launch_s);
+    FieldFit f;
+    f.field = "gpu.kernel_launch";
+    f.fitted = true;
+    f.measurements = launch.measurements;
+    f.rms_relative_error = launch.rms;
+    f.value = format_us(launch_s);
+    f.source = source + " (" + launch.how + ")";
+    rep.fields.push_back(f);
+  } else {
+    rep.fields.push_back(not_measured("gpu.kernel_launch", format_us(launch_s),
+                                      "no launch or memory-bound rows"));
+  }
+
+  // Efficiency curves.
+  struct CurveJob {
+    const char* field;
+    MeasurementKind kind;
+    EfficiencyCurve HardwareSpec::*curve;
+    double roof;
+    const char* unit;
+  };
+  const CurveJob jobs[] = {
+      {"gpu.gemm_efficiency", MeasurementKind::kGemm, &HardwareSpec::gemm, peak, "FLOPs"},
+      {"gpu.attention_efficiency", MeasurementKind::kAttention, &HardwareSpec::attention, peak,
+       "FLOPs"},
+      {"gpu.memory_bound_efficiency", MeasurementKind::kMemoryBound, &HardwareSpec::memory_bound,
+       hbm, "bytes"},
+  };
+  for (const CurveJob& job : jobs) {
+    const std::vector<const Measurement*> rows =
+        job.kind == MeasurementKind::kMemoryBound
+            ? memory_rows
+            : with_dtype(rows_of(raw, job.kind), options.dtype, std::string(to_string(job.kind)).c_str(),
+                         notes);
+    std::vector<CurvePoint> points;
+    for (const Measurement* row : rows) {
+      CurvePoint p;
+      p.work = job.kind == MeasurementKind::kMemoryBound
+                   ? static_cast<double>(row->bytes)
+                   : 2.0 * static_cast<double>(row->m) * static_cast<double>(row->n) *
+                         static_cast<double>(row->k) * static_cast<double>(row->batch);
+      p.time_s = row->time_us_median / kUsPerS;
+      points.push_back(p);
+    }
+    CurveFit fit =
+        fit_efficiency_curve(points, job.roof, launch_s, options.min_work_fraction, job.field);
+    notes.insert(notes.end(), fit.notes.begin(), fit.notes.end());
+    if (fit.fitted) {
+      fitted.*job.curve = fit.curve;
+      FieldFit f;
+      f.field = job.field;
+      f.fitted = true;
+      f.measurements = fit.measurements;
+      f.rms_relative_error = fit.rms;
+      f.value = format_curve(fit.curve, job.unit);
+      f.source = source;
+      rep.fields.push_back(f);
+    } else {
+      rep.fields.push_back(not_measured(job.field, format_curve(base.*job.curve, job.unit),
+                                        points.empty() ? "no rows" : "too few usable rows"));
+    }
+  }
+
+  // Contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0.
+  {
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
+                        std::string>,
+             std::pair<const Measurement*, const Measurement*>>
+        pairs;
+    bool standin = false;
+    std::vector<double> comm_slowdowns;
+    std::map<std::tuple<std::uint64_t, std::string>, std::pair<double, double>> comm;
+    for (const Measurement* row : rows_of(raw, MeasurementKind::kContention)) {
+      const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
+      if (row->name == "gemm_alone") pairs[key].first = row;
+      if (row->name == "gemm_concurrent") pairs[key].second = row;
+      if (row->name == "comm_alone") comm[{row->bytes, row->scope}].first = row->time_us_median;
+      if (row->name == "comm_concurrent") comm[{row->bytes, row->scope}].second = row->time_us_median;
+    }
+    std::vector<double> factors, alone, concurrent;
+    for (const auto& [key, pair] : pairs) {
+      if (pair.first == nullptr || pair.second == nullptr) continue;
+      factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
+      alone.push_back(pair.first->time_us_median);
+      concurrent.push_back(pair.second->time_us_median);
+      standin = standin || pair.first->scope == "standin";
+    }
+    for (const auto& [key, times] : comm)
+      if (times.first > 0.0 && times.second > 0.0)
+        comm_slowdowns.push_back(times.second / times.first - 1.0);
+    if (!factors.empty()) {
+      double c = median(factors);
+      if (c < 0.0) {
+        notes.push_back(fmt::format("gpu.contention: median slowdown {:.4f} < 0 clamped to 0", c));
+        c = 0.0;
+      }
+      fitted.contention_factor = c;
+      std::vector<double> predicted;
+      for (double t : alone) predicted.push_back(t * (1.0 + c));
+      FieldFit f;
+      f.field = "gpu.contention";
+      f.fitted = true;
+      f.measurements = static_cast<int>(factors.size());
+      f.rms_relative_error = rms_relative(predicted, concurrent);
+      f.value = fmt::format("{:.4f}", c);
+      f.source = source + (standin ? " (against a device-to-device copy kernel standing in for "
+                                     "NCCL: one GPU)"
+                                   : "");
+      rep.fields.push_back(f);
+      if (!comm_slowdowns.empty())
+        notes.push_back(fmt::format(
+            "gpu.contention: the communication side slowed by {:.4f} (median, informational; "
+            "the profile has one factor, taken from the GEMM side)",
+            median(comm_slowdowns)));
+    } else {
+      rep.fields.push_back(not_measured("gpu.contention",
+                                        fmt::format("{:.4f}", base.contention_factor),
+                                        "no gemm_alone/gemm_concurrent pairs"));
+    }
+  }
+
+  // Collectives: per-(collective, scope, ranks, nodes) alpha-beta fits for the report.
+  std::map<std::tuple<std::string, std::string, int, int>, std::vector<const Measurement*>> groups;
+  int single_rank_rows = 0;
+  for (const Measurement* row : rows_of(raw, MeasurementKind::kCollective)) {
+    if (row->ranks < 2) {
+      ++single_rank_rows;
+      continue;
+    }
+    (void)ring_cost(row->name, row->ranks);  // rejects unknown collective names
+    groups[{row->name, row->scope, row->ranks, row->nodes}].push_back(row);
+  }
+  if (single_rank_rows > 0)
+    notes.push_back(fmt::format(
+        "collectives: {} row(s) on 1 rank (n=1: a local copy, no link crossed) recorded but "
+        "not fitted",
+        single_rank_rows));
+  for (const auto& [key, rows] : groups)
+    if (auto fit = fit_alpha_beta(rows, notes)) rep.collectives.push_back(*fit);
+
+  // Links. Intra-node: one joint fit over every intra collective, t = λ·steps + wire/bw.
+  const bool pcie_nodes = base.intra_node == "pcie";
+  LinkSpec HardwareSpec::*intra_link = pcie_nodes ? &HardwareSpec::pcie : &HardwareSpec::nvlink;
+  const std::string intra_field = pcie_nodes ? "node.pcie" : "node.nvlink";
+  std::vector<LinkRow> intra_rows, inter_rows;
+  for (const auto& [key, rows] : groups) {
+    for (const Measurement* row : rows) {
+      if (row->scope != "intra") continue;
+      const RingCost cost = ring_cost(row->name, row->ranks);
+      LinkRow r;
+      r.steps = cost.steps;
+      r.wire = cost.wire_factor * static_cast<double>(row->bytes);
+      r.measured_s = row->time_us_median / kUsPerS;
+      r.time_s = r.measured_s;
+      intra_rows.push_back(r);
+    }
+  }
+  LinkFit intra = fit_link(intra_rows, intra_field, notes);
+  if (intra.fitted && base.gpus_per_node < 2) {
+    notes.push_back(intra_field + ": the base profile has 1 GPU per node; link not set");
+    intra.fitted = false;
+  }
+  if (intra.fitted) {
+    const PathLatencyModel path = path_latency_model(base, intra_link, 1, 0, 1);
+    rep.fields.push_back(apply_link_fit(intra, path, fitted.*intra_link, base, intra_field, source,
+                                        notes));
+  } else {
+    const LinkSpec& link = base.*intra_link;
+    rep.fields.push_back(not_measured(
+        intra_field,
+        fmt::format("bw {}, latency {}", format_bw(static_cast<double>(link.bw_bytes_per_s)),
+                    format_us(static_cast<double>(link.latency_ps) / kPsPerS)),
+        "no intra-node collectives on >= 2 GPUs"));
+  }
+
+  // Inter-node: hierarchical as the simulator plans it (hw_models/collectives.hpp): with k
+  // ranks on each of N nodes, all-reduce = intra reduce-scatter + inter ring all-reduce of the
+  // S/k shard + intra all-gather; reduce-scatter and all-gather have one intra phase. The
+  // intra phases are predicted with the (just fitted, else base) intra link and subtracted;
+  // the rest is fitted as t' = λ·steps + wire_nic/bw, where wire_nic = ceil(k/nics)·
+  // factor(N)·S/k is what one NIC carries (rings of ranks with the same local index share
+  // their rail's NIC). Send/recv across nodes is one flow, one step.
+  bool inter_seen = false;
+  int gpus_per_node_seen = 0;
+  for (const auto& [key, rows] : groups) {
+    for (const Measurement* row : rows) {
+      if (row->scope != "inter") continue;
+      inter_seen = true;
+      if (row->nodes < 2 || row->ranks % row->nodes != 0) {
+        notes.push_back(fmt::format(
+            "node.nic: {} over {} ranks on {} nodes is not an even hierarchical layout; skipped",
+            row->name, row->ranks, row->nodes));
+        continue;
+      }
+      const int k = row->ranks / row->nodes;
+      gpus_per_node_seen = std::max(gpus_per_node_seen, k);
+      const double s = static_cast<double>(row->bytes);
+      LinkRow r;
+      r.measured_s = row->time_us_median / kUsPerS;
+      if (row->name == "send_recv") {
+        r.steps = 1;
+        r.wire = s;
+      } else {
+        const RingCost inter_cost = ring_cost(row->name, row->nodes);
+        const int nics = std::max(1, base.nics_per_node);
+        const double rings_per_nic = std::ceil(static_cast<double>(k) / nics);
+        r.steps = inter_cost.steps;
+        r.wire = rings_per_nic * inter_cost.wire_factor * s / k;
+        if (k > 1) {
+          // One intra ring phase: (k−1)/k·S at the intra ring bandwidth, k−1 steps.
+          double intra_bw = 0.0, intra_step = 0.0;
+          if (intra.fitted) {
+            intra_bw = intra.bw;
+            intra_step = intra.step_latency_s;
+          } else {
+            HardwareSpec one_node = base;
+            one_node.nodes = 1;
+            const hw::Topology topo(one_node);
+            intra_bw = static_cast<double>(topo.path_bw_bytes_per_s(0, 1)) *
+                       base.collective_efficiency;
+            intra_step = static_cast<double>(topo.path_latency_ps(0, 1)) / kPsPerS;
+          }
+          const double phase = (k - 1.0) / k * s / intra_bw + (k - 1) * intra_step;
+          r.offset_s = (row->name == "all_reduce" ? 2.0 : 1.0) * phase;
+        }
+      }
+      r.time_s = r.measured_s - r.offset_s;
+      if (r.time_s <= 0.0) {
+        notes.push_back(fmt::format(
+            "node.nic: {} of {} bytes: the modelled intra-node phases ({}) exceed the measured "
+            "time ({}); skipped",
+            row->name, row->bytes, format_us(r.offset_s), format_us(r.measured_s)));
+        continue;
+      }
+      inter_rows.push_back(r);
+    }
+  }
+  LinkFit inter = fit_link(inter_rows, "node.nic", notes);
+  if (inter.fitted) {
+    HardwareSpec two_nodes = base;
+    if (gpus_per_node_seen > 0 && two_nodes.gpus_per_node < gpus_per_node_seen)
+      notes.push_back(fmt::format("node.nic: measured {} ranks per node, the base profile has {}",
+                                  gpus_per_node_seen, base.gpus_per_node));
+    const PathLatencyModel path =
+        path_latency_model(two_nodes, &HardwareSpec::nic, 2, 0, base.gpus_per_node);
+    rep.fields.push_back(apply_link_fit(inter, path, fitted.nic, base, "node.nic", source, notes));
+    const double pcie_bw = static_cast<double>(fitted.pcie.bw_bytes_per_s);
+    if (static_cast<double>(fitted.nic.bw_bytes_per_s) > pcie_bw)
+      notes.push_back(fmt::format(
+          "node.nic: fitted {} exceeds node.pcie ({}), which the simulated GPUDirect path also "
+          "crosses: inter-node transfers stay limited by PCIe",
+          format_bw(static_cast<double>(fitted.nic.bw_bytes_per_s)), format_bw(pcie_bw)));
+  } else {
+    rep.fields.push_back(not_measured(
+        "node.nic",
+        fmt::format("bw {}, latency {}", format_bw(static_cast<double>(base.nic.bw_bytes_per_s)),
+                    format_us(static_cast<double>(base.nic.latency_ps) / kPsPerS)),
+        inter_seen ? "inter-node rows unusable (see notes)" : "no inter-node collectives"));
+  }
+
+  {
+    FieldFit eff;
+    eff.field = "collective_efficiency";
+    eff.value = fmt::format("{}", base.collective_efficiency);
+    eff.source = "kept from the base profile by design: measured ring bandwidth goes into the "
+                 "link bandwidths (divided by this factor)";
+    rep.fields.push_back(eff);
+  }
+
+  std::vector<std::string> missing;
+  for (const FieldFit& f : rep.fields)
+    if (!f.fitted && f.field != "collective_efficiency") missing.push_back(f.field);
+  fitted.source = fmt::format("{} by lynxsim fit (base profile {})", source, base.profile);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    fitted.source += "; not measured, kept from base: " + list;
+  }
+  return fitted;
+}
+
+std::string format_fit_report(const FitReport& report) {
+  std::string out = fmt::format("calibration fit: {} on {}\n", report.raw_source, report.device);
+  out += fmt::format("{:<28} {:>5} {:>9}  {}\n", "field", "rows", "rms err", "value / source");
+  for (const FieldFit& f : report.fields) {
+    const std::string rms = f.fitted && f.measurements > 0
+                                ? fmt::format("{:.2f}%", 100.0 * f.rms_relative_error)
+                                : std::string("-");
+    out += fmt::format("{:<28} {:>5} {:>9}  {}\n", f.field, f.fitted ? f.measurements : 0, rms,
+                       f.value);
+    out += fmt::format("{:<28} {:>5} {:>9}  [{}]\n", "", "", "", f.source);
+  }
+  if (!report.collectives.empty()) {
+    out += "collective alpha-beta fits (t = alpha + wire/bus_bw, ring wire bytes):\n";
+    out += fmt::format("  {:<15} {:<6} {:>5} {:>5} {:>5} {:>11} {:>12} {:>8}\n", "collective",
+                       "scope", "ranks", "nodes", "rows", "alpha", "bus bw", "rms err");
+    for (const CollectiveFit& c : report.collectives)
+      out += fmt::format("  {:<15} {:<6} {:>5} {:>5} {:>5} {:>8.2f} us {:>7.1f} GB/s {:>7.2f}%\n",
+                         c.collective, c.scope, c.ranks, c.nodes, c.measurements, c.alpha_us,
+                         c.bus_bw_bytes_per_s / 1e9, 100.0 * c.rms_relative_error);
+  }
+  if (!report.notes.empty()) {
+    out += "notes:\n";
+    for (const std::string& note : report.notes) out += "  - " + note + "\n";
+  }
+  return out;
+}
+
+}  // namespace lynx::calibrate

@@ -1,0 +1,127 @@
+#include "calibrate/gpu_runtime.hpp"
+
+#include "calibrate/cuda_check.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+namespace lynx::calibrate {
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+bool DeviceBuffer::reserve(std::size_t bytes) {
+  if (bytes <= bytes_ && data_ != nullptr) return false;
+  release();
+  LYNX_CUDA_CHECK(cudaMalloc(&data_, std::max<std::size_t>(bytes, 256)));
+  bytes_ = bytes;
+  return true;
+}
+
+void DeviceBuffer::release() noexcept {
+  if (data_ != nullptr) (void)cudaFree(data_);  // destructor path: nothing sensible to throw
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+CudaStream::CudaStream() { LYNX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+CudaStream::~CudaStream() {
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+CudaStream::CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+
+EventSet::EventSet(std::size_t count) : events_(count, nullptr) {
+  for (cudaEvent_t& event : events_) LYNX_CUDA_CHECK(cudaEventCreate(&event));
+}
+EventSet::~EventSet() {
+  for (cudaEvent_t event : events_)
+    if (event != nullptr) (void)cudaEventDestroy(event);
+}
+
+double elapsed_us(cudaEvent_t start, cudaEvent_t end) {
+  float ms = 0.0f;
+  LYNX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
+  return static_cast<double>(ms) * 1000.0;
+}
+
+TimingSummary time_on_stream(cudaStream_t stream, int warmup, int reps,
+                             const std::function<void()>& launch, int ops_per_call) {
+  LYNX_CHECK(reps >= 1 && ops_per_call >= 1, "reps {} ops {}", reps, ops_per_call);
+  for (int i = 0; i < warmup; ++i) launch();
+  LYNX_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const EventSet events(2 * static_cast<std::size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    LYNX_CUDA_CHECK(cudaEventRecord(events[2 * static_cast<std::size_t>(i)], stream));
+    launch();
+    LYNX_CUDA_CHECK(cudaEventRecord(events[2 * static_cast<std::size_t>(i) + 1], stream));
+  }
+  LYNX_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> times;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(reps); ++i)
+    times.push_back(elapsed_us(events[2 * i], events[2 * i + 1]) / ops_per_call);
+  return summarize(times);
+}
+
+std::vector<double> rep_times_on_devices(const std::vector<int>& devices,
+                                         const std::vector<cudaStream_t>& streams, int warmup,
+                                         int reps, const std::function<void()>& launch_all) {
+  LYNX_CHECK(devices.size() == streams.size() && !devices.empty() && reps >= 1,
+             "{} devices, {} streams, {} reps", devices.size(), streams.size(), reps);
+  for (int i = 0; i < warmup; ++i) launch_all();
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    LYNX_CUDA_CHECK(cudaSetDevice(devices[d]));
+    LYNX_CUDA_CHECK(cudaStreamSynchronize(streams[d]));
+  }
+  std::vector<std::unique_ptr<EventSet>> events;
+  for (int device : devices) {
+    LYNX_CUDA_CHECK(cudaSetDevice(device));
+    events.push_back(std::make_unique<EventSet>(2 * static_cast<std::size_t>(reps)));
+  }
+  const auto record = [&](std::size_t index) {
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      LYNX_CUDA_CHECK(cudaSetDevice(devices[d]));
+      LYNX_CUDA_CHECK(cudaEventRecord((*events[d])[index], streams[d]));
+    }
+  };
+  for (std::size_t i = 0; i < static_cast<std::size_t>(reps); ++i) {
+    record(2 * i);
+    launch_all();
+    record(2 * i + 1);
+  }
+  std::vector<double> times(static_cast<std::size_t>(reps), 0.0);
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    LYNX_CUDA_CHECK(cudaSetDevice(devices[d]));
+    LYNX_CUDA_CHECK(cudaStreamSynchronize(streams[d]));
+    for (std::size_t i = 0; i < times.size(); ++i)
+      times[i] = std::max(times[i], elapsed_us((*events[d])[2 * i], (*events[d])[2 * i + 1]));
+  }
+  return times;
+}
+
+TimingSummary time_on_devices(const std::vector<int>& devices,
+                              const std::vector<cudaStream_t>& streams, int warmup, int reps,
+                              const std::function<void()>& launch_all) {
+  return summarize(rep_times_on_devices(devices, streams, warmup, reps, launch_all));
+}
+
+Deadline::Deadline(double seconds) : start_(std::chrono::steady_clock::now()), seconds_(seconds) {}
+
+bool Deadline::expired() const { return seconds_ > 0.0 && elapsed_s() > seconds_; }
+
+double Deadline::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+}  // namespace lynx::calibrate

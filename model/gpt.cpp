@@ -1,0 +1,486 @@
+#include "model/gpt.hpp"
+
+#include "sim/error.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string_view>
+
+namespace lynx::model {
+
+namespace {
+
+/// 16-bit training: activations, weights and gradients are 2 bytes per element.
+constexpr std::int64_t kBytesPerElement = 2;
+/// Dropout masks are stored as one byte per element (Korthikanti et al. 2022, Sec. 4.1).
+constexpr std::int64_t kMaskBytesPerElement = 1;
+/// fp32 statistics and loss-side tensors.
+constexpr std::int64_t kFp32Bytes = 4;
+/// Token ids / targets are int64 tensors in Megatron-LM.
+constexpr std::int64_t kTokenIdBytes = 8;
+/// Dao et al. 2022 (FlashAttention, Sec. 3.1 / App. B.2): the backward pass runs 5 matmuls
+/// (recomputed S = QK^T, dV, dP, dQ, dK) against the forward's 2, i.e. 2.5x the forward FLOPs.
+constexpr double kFlashBackwardFlopsRatio = 2.5;
+/// Elementwise kernels: the backward reads the saved tensor and the incoming gradient and
+/// writes the outgoing gradient — about twice the forward's traffic.
+constexpr double kElementwiseBackwardBytesRatio = 2.0;
+
+struct Preset {
+  std::string_view name;
+  int layers;
+  int hidden;
+  int heads;
+};
+
+// Shapes as published: 1.3B-175B from Narayanan et al. 2021 Table 1 / Brown et al. 2020 and
+// Megatron-LM's examples; 22B from Korthikanti et al. 2022 Table 3 (48 layers, h 6144, 64
+// heads); 530B (105, 20480, 128) and 1T (128, 25600, 160) from Narayanan et al. 2021 Table 1 /
+// Korthikanti et al. 2022 Table 3.
+//
+// gpt-23b is our own definition (the Lynx paper names a 23B GPT without its shape here): the
+// gpt-13b width (h 5120, 40 heads of 128) at 72 layers. By Eq. 2 that is
+//   12·72·5120² + 13·72·5120 + (51200 + 2048)·5120 = 22,649,241,600 + 4,792,320 + 272,629,760
+//   = 22.93e9 parameters (0.3% under 23B).
+// Chosen over the gpt-22b width at 50 layers (22.98e9) because 72 layers split evenly over
+// pp = 2, 3, 4, 6, 8, 9, 12, while 50 layers allow only pp = 2, 5, 10; heads 40 divide tp = 8.
+constexpr std::array<Preset, 10> kPresets{{
+    {"gpt-1.3b", 24, 2048, 16},
+    {"gpt-2.7b", 32, 2560, 32},
+    {"gpt-6.7b", 32, 4096, 32},
+    {"gpt-13b", 40, 5120, 40},
+    {"gpt-22b", 48, 6144, 64},
+    {"gpt-23b", 72, 5120, 40},
+    {"gpt-39b", 48, 8192, 64},
+    {"gpt-175b", 96, 12288, 96},
+    {"gpt-530b", 105, 20480, 128},
+    {"gpt-1t", 128, 25600, 160},
+}};
+
+std::string joined_preset_names() {
+  std::string out;
+  for (const Preset& preset : kPresets) {
+    if (!out.empty()) out += ", ";
+    out += preset.name;
+  }
+  return out;
+}
+
+/// The model dimensions as 64-bit integers, resolved and checked, for one GPU of a TP group.
+struct Dims {
+  std::int64_t s, b, h, a, f, v, t;
+  bool sp;
+  std::int64_t tokens;        ///< s·b: rows of every GEMM (sequence gathered)
+  std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
+};
+
+void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
+  if (p.tp < 1) fail("parallel.tp must be >= 1, got {}", p.tp);
+  if (p.micro_batch < 1) fail("parallel.micro_batch must be >= 1, got {}", p.micro_batch);
+  if (m.heads % p.tp != 0)
+    fail("model.heads ({}) is not divisible by parallel.tp ({}): pick a tp that divides the "
+         "number of attention heads",
+         m.heads, p.tp);
+  if (m.ffn_hidden % p.tp != 0)
+    fail("model.ffn_hidden ({}) is not divisible by parallel.tp ({}): pick a tp that divides "
+         "ffn_hidden, or change ffn_hidden",
+         m.ffn_hidden, p.tp);
+  if (m.vocab % p.tp != 0)
+    fail("model.vocab ({}) is not divisible by parallel.tp ({}): pad the vocabulary to a "
+         "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
+         m.vocab, p.tp);
+  if (p.sequence_parallel && m.seq_len % p.tp != 0)
+    fail("model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence parallelism "
+         "needs: change seq_len or tp, or turn off parallel.sequence_parallel",
+         m.seq_len, p.tp);
+}
+
+Dims dims_of(const ModelSpec& spec, const ParallelSpec& p) {
+  const ModelSpec m = resolve_model(spec);
+  check_tensor_layout(m, p);
+  Dims d{};
+  d.s = m.seq_len;
+  d.b = p.micro_batch;
+  d.h = m.hidden;
+  d.a = m.heads;
+  d.f = m.ffn_hidden;
+  d.v = m.vocab;
+  d.t = p.tp;
+  d.sp = p.sequence_parallel && p.tp > 1;
+  d.tokens = d.s * d.b;
+  d.local_tokens = d.sp ? d.tokens / d.t : d.tokens;
+  return d;
+}
+
+std::uint64_t u64(std::int64_t v) {
+  LYNX_CHECK(v >= 0, "negative size {}", v);
+  return static_cast<std::uint64_t>(v);
+}
+double dbl(std::int64_t v) { return static_cast<double>(v); }
+
+/// One GEMM C[m×n] = A[m×k]·B[k×n] with a weight B: forward 2mnk; dgrad (dA = dC·Bᵀ) and
+/// wgrad (dB = Aᵀ·dC) 2mnk each; each of the three touches the same three matrices once.
+Op gemm_op(std::string name, OpGroup group, std::int64_t m, std::int64_t n, std::int64_t k) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kGemm;
+  op.group = group;
+  op.gemm_m = m;
+  op.gemm_n = n;
+  op.gemm_k = k;
+  op.fwd_flops = 2.0 * dbl(m) * dbl(n) * dbl(k);
+  op.fwd_bytes = dbl(kBytesPerElement * (m * k + k * n + m * n));
+  op.bwd_dgrad_flops = op.fwd_flops;
+  op.bwd_dgrad_bytes = op.fwd_bytes;
+  op.bwd_wgrad_flops = op.fwd_flops;
+  op.bwd_wgrad_bytes = op.fwd_bytes;
+  return op;
+}
+
+/// `batch` GEMMs of two activations (QK^T, ·V): no weights, so the backward is two input
+/// gradients (2·2mnk, both counted as dgrad) over the same matrices twice.
+Op batched_attention_op(std::string name, std::int64_t batch, std::int64_t m, std::int64_t n,
+                        std::int64_t k) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kAttention;
+  op.group = OpGroup::kAttnCore;
+  op.gemm_batch = batch;
+  op.gemm_m = m;
+  op.gemm_n = n;
+  op.gemm_k = k;
+  op.fwd_flops = 2.0 * dbl(batch) * dbl(m) * dbl(n) * dbl(k);
+  op.fwd_bytes = dbl(kBytesPerElement * batch * (m * k + k * n + m * n));
+  op.bwd_dgrad_flops = 2.0 * op.fwd_flops;
+  op.bwd_dgrad_bytes = 2.0 * op.fwd_bytes;
+  return op;
+}
+
+Op elementwise_op(std::string name, OpGroup group, std::int64_t fwd_bytes,
+                  std::int64_t saved_bytes) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kMemoryBound;
+  op.group = group;
+  op.fwd_bytes = dbl(fwd_bytes);
+  op.bwd_dgrad_bytes = kElementwiseBackwardBytesRatio * op.fwd_bytes;
+  op.saved_bytes = u64(saved_bytes);
+  return op;
+}
+
+Op collective_op(std::string name, OpGroup group, CollectiveKind fwd, CollectiveKind bwd,
+                 std::int64_t bytes) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kCollective;
+  op.group = group;
+  op.collective = fwd;
+  op.bwd_collective = bwd;
+  op.collective_bytes = u64(bytes);
+  return op;
+}
+
+/// Megatron's conjugate operator pair around a TP region, for the op at the region's entry
+/// ("f": before QKV / FC1 / LM head) — copy (backward all-reduce) or, with SP, all-gather
+/// (backward reduce-scatter). Bytes: the full s·b·h activation.
+Op tp_region_entry(const Dims& d, const std::string& suffix, OpGroup group) {
+  const std::int64_t bytes = kBytesPerElement * d.tokens * d.h;
+  if (d.sp)
+    return collective_op("sp_allgather_" + suffix, group, CollectiveKind::kAllGather,
+                         CollectiveKind::kReduceScatter, bytes);
+  return collective_op("tp_copy_" + suffix, group, CollectiveKind::kNone,
+                       CollectiveKind::kAllReduce, bytes);
+}
+
+/// The region's exit ("g": after out-proj / FC2 / embedding): all-reduce (backward nothing)
+/// or, with SP, reduce-scatter (backward all-gather).
+Op tp_region_exit(const Dims& d, const std::string& suffix, OpGroup group) {
+  const std::int64_t bytes = kBytesPerElement * d.tokens * d.h;
+  if (d.sp)
+    return collective_op("sp_reducescatter_" + suffix, group, CollectiveKind::kReduceScatter,
+                         CollectiveKind::kAllGather, bytes);
+  return collective_op("tp_allreduce_" + suffix, group, CollectiveKind::kAllReduce,
+                       CollectiveKind::kNone, bytes);
+}
+
+/// A GEMM whose input is an SP-sharded activation keeps it sharded and re-gathers it for wgrad.
+void mark_sharded_input(const Dims& d, Op& gemm) {
+  if (d.sp) gemm.bwd_input_allgather_bytes = u64(kBytesPerElement * d.tokens * d.h);
+}
+
+/// LayerNorm over the local tokens: read x, write y, read γ and β (2h elements); saves its input.
+Op layer_norm_op(const Dims& d, std::string name, OpGroup group) {
+  const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
+  return elementwise_op(std::move(name), group, 2 * act + kBytesPerElement * 2 * d.h, act);
+}
+
+/// Fused bias + dropout + residual add over the local tokens: reads x, residual and the bias,
+/// writes the output and the 1-byte mask; saves the mask.
+Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
+  const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
+  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
+  return elementwise_op(std::move(name), group, 3 * act + mask + kBytesPerElement * d.h, mask);
+}
+
+void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
+  const std::int64_t heads_local = d.a / d.t;
+  const std::int64_t head_dim = d.h / d.a;
+  const std::int64_t batch = d.b * heads_local;
+  const std::int64_t qkv_one = kBytesPerElement * d.tokens * d.h / d.t;  // one of Q, K, V, O
+
+  if (flash) {
+    // Dao et al. 2022: one fused kernel; S = QK^T and P = softmax(S) live only in SRAM, the
+    // dropout mask is regenerated from the RNG state in backward, so nothing of size s² is
+    // stored. It saves the fp32 softmax log-sum-exp per (head, row): 4·(a/t)·s·b bytes. Its
+    // output O is the out-projection's input and is counted there once (one tensor).
+    Op op;
+    op.name = "flash_attention";
+    op.kind = OpKind::kAttention;
+    op.group = OpGroup::kAttnCore;
+    op.gemm_batch = batch;  // shape reported as the QK^T product
+    op.gemm_m = d.s;
+    op.gemm_n = d.s;
+    op.gemm_k = head_dim;
+    op.fwd_flops = 2.0 * 2.0 * dbl(batch) * dbl(d.s) * dbl(d.s) * dbl(head_dim);  // QK^T, ·V
+    const std::int64_t lse = kFp32Bytes * heads_local * d.s * d.b;
+    op.fwd_bytes = dbl(4 * qkv_one + lse);  // read Q, K, V; write O and the statistics
+    op.bwd_dgrad_flops = kFlashBackwardFlopsRatio * op.fwd_flops;
+    op.bwd_dgrad_bytes = kElementwiseBackwardBytesRatio * op.fwd_bytes;
+    op.saved_bytes = u64(lse);
+    ops.push_back(std::move(op));
+    return;
+  }
+
+  // Korthikanti et al. 2022 Sec. 4.1: softmax output 2as²b, dropout mask as²b, dropout output
+  // 2as²b — per GPU divided by t (heads are split).
+  const std::int64_t score_elems = batch * d.s * d.s;
+  Op qk = batched_attention_op("qk_matmul", batch, d.s, d.s, head_dim);  // Q, K on qkv_gemm
+  ops.push_back(std::move(qk));
+  ops.push_back(elementwise_op("softmax", OpGroup::kAttnCore,
+                               2 * kBytesPerElement * score_elems,
+                               kBytesPerElement * score_elems));
+  ops.push_back(elementwise_op(
+      "attn_dropout", OpGroup::kAttnCore,
+      2 * kBytesPerElement * score_elems + kMaskBytesPerElement * score_elems,
+      kMaskBytesPerElement * score_elems));
+  Op av = batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s);
+  av.saved_bytes = u64(kBytesPerElement * score_elems);  // the dropout output; V on qkv_gemm
+  ops.push_back(std::move(av));
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& preset : kPresets) names.emplace_back(preset.name);
+  return names;
+}
+
+ModelSpec resolve_model(const ModelSpec& spec) {
+  ModelSpec m = spec;
+  if (!spec.preset.empty()) {
+    const Preset* found = nullptr;
+    for (const Preset& preset : kPresets)
+      if (preset.name == spec.preset) found = &preset;
+    if (found == nullptr)
+      fail("model.preset: unknown preset '{}' (known: {})", spec.preset, joined_preset_names());
+    // Explicit non-zero fields override the preset's shape.
+    if (m.layers == 0) m.layers = found->layers;
+    if (m.hidden == 0) m.hidden = found->hidden;
+    if (m.heads == 0) m.heads = found->heads;
+  } else if (m.layers == 0 || m.hidden == 0 || m.heads == 0) {
+    fail("model: a custom model (no preset) needs layers, hidden and heads (got layers {}, "
+         "hidden {}, heads {}); or name a preset: {}",
+         m.layers, m.hidden, m.heads, joined_preset_names());
+  }
+  if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;  // GPT convention: f = 4h
+  const std::array<std::pair<const char*, int>, 6> positive{{{"layers", m.layers},
+                                                              {"hidden", m.hidden},
+                                                              {"heads", m.heads},
+                                                              {"ffn_hidden", m.ffn_hidden},
+                                                              {"seq_len", m.seq_len},
+                                                              {"vocab", m.vocab}}};
+  for (const auto& [field, value] : positive)
+    if (value <= 0) fail("model.{} must be positive, got {}", field, value);
+  if (m.hidden % m.heads != 0)
+    fail("model.hidden ({}) is not divisible by model.heads ({}): the head size must be whole",
+         m.hidden, m.heads);
+  return m;
+}
+
+void check_layout(const ModelSpec& spec, const ParallelSpec& p) {
+  const ModelSpec m = resolve_model(spec);
+  check_tensor_layout(m, p);
+  if (p.pp < 1) fail("parallel.pp must be >= 1, got {}", p.pp);
+  if (p.virtual_stages < 1) fail("parallel.virtual_stages must be >= 1, got {}", p.virtual_stages);
+  const int chunks = p.pp * p.virtual_stages;
+  if (m.layers % chunks != 0)
+    fail("model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages ({} × {} = "
+         "{}): every model chunk needs the same number of layers",
+         m.layers, p.pp, p.virtual_stages, chunks);
+}
+
+double parameter_count(const ModelSpec& spec) {
+  const ModelSpec m = resolve_model(spec);
+  const double l = m.layers, h = m.hidden, f = m.ffn_hidden, v = m.vocab, s = m.seq_len;
+  // Per layer: QKV 3h²+3h, out-proj h²+h, FC1 hf+f, FC2 fh+h, two LayerNorms 4h
+  // = 4h² + 2hf + 9h + f, which is 12h² + 13h for f = 4h (Narayanan et al. 2021, Eq. 2).
+  const double per_layer = 4 * h * h + 2 * h * f + 9 * h + f;
+  return l * per_layer + (v + s) * h;
+}
+
+double model_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
+  const ModelSpec m = resolve_model(spec);
+  const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
+  return 72.0 * big_b * l * s * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
+}
+
+double selective_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
+  const ModelSpec m = resolve_model(spec);
+  const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
+  return 72.0 * big_b * l * s * h * h * (1.0 + s / (3.0 * h) + v / (12.0 * l * h));
+}
+
+double full_recompute_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
+  const ModelSpec m = resolve_model(spec);
+  const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
+  return 96.0 * big_b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
+
+std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  const bool flash = spec.flash_attention;
+  const bool tp = d.t > 1;
+  std::vector<Op> ops;
+  ops.reserve(20);
+
+  // Saved activations (Korthikanti et al. 2022 Sec. 4): LN1 input 2sbh, QKV input 2sbh,
+  // Q, K, V 6sbh/t, s² tensors 5as²b/t, out-proj input 2sbh/t, residual mask sbh, LN2 input
+  // 2sbh, FC1 input 2sbh, GeLU input 8sbh/t, FC2 input 8sbh/t, residual mask sbh; with SP the
+  // terms outside the TP region (local_tokens) are divided by t too.
+  ops.push_back(layer_norm_op(d, "ln1", OpGroup::kLayerInput));  // saves the layer input
+  if (tp) ops.push_back(tp_region_entry(d, "attn", OpGroup::kAttnProjInput));
+
+  Op qkv = gemm_op("qkv_gemm", OpGroup::kAttnProjInput, d.tokens, 3 * d.h / d.t, d.h);
+  qkv.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h +  // its input
+                        3 * kBytesPerElement * d.tokens * d.h / d.t);  // Q, K, V (see OpGroup)
+  mark_sharded_input(d, qkv);
+  ops.push_back(std::move(qkv));
+
+  append_attention_core(d, flash, ops);
+
+  Op out_proj = gemm_op("out_proj_gemm", OpGroup::kAttnProjInput, d.tokens, d.h, d.h / d.t);
+  out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.h / d.t);
+  ops.push_back(std::move(out_proj));
+  if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
+  ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kAttnProjInput));
+
+  ops.push_back(layer_norm_op(d, "ln2", OpGroup::kLayerNorm));
+  if (tp) ops.push_back(tp_region_entry(d, "mlp", OpGroup::kMlp));
+
+  const std::int64_t ffn_local = d.f / d.t;
+  Op fc1 = gemm_op("fc1_gemm", OpGroup::kMlp, d.tokens, ffn_local, d.h);
+  fc1.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
+  mark_sharded_input(d, fc1);
+  ops.push_back(std::move(fc1));
+
+  // Fused bias + GeLU: read input and bias, write output; saves its input.
+  const std::int64_t ffn_act = kBytesPerElement * d.tokens * ffn_local;
+  ops.push_back(elementwise_op("gelu", OpGroup::kMlp,
+                               2 * ffn_act + kBytesPerElement * ffn_local, ffn_act));
+
+  Op fc2 = gemm_op("fc2_gemm", OpGroup::kMlp, d.tokens, d.h, ffn_local);
+  fc2.saved_bytes = u64(ffn_act);
+  ops.push_back(std::move(fc2));
+  if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
+  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kMlp));
+  return ops;
+}
+
+std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  std::vector<Op> ops;
+  // Vocab-parallel lookup (Megatron VocabParallelEmbedding): read the int64 ids and this
+  // rank's share of rows (on average 1/t of the tokens hit its shard), write a full s·b·h
+  // partial sum. It saves only the ids (8 bytes/token) for the weight gradient — nothing of
+  // size s·b·h, since an embedding's backward needs no activation.
+  Op lookup = elementwise_op(
+      "embedding_lookup", OpGroup::kLayerInput,
+      kTokenIdBytes * d.tokens + kBytesPerElement * d.tokens * d.h / d.t +
+          kBytesPerElement * d.tokens * d.h,
+      kTokenIdBytes * d.tokens);
+  // Its backward is a weight-gradient scatter-add (no input gradient).
+  lookup.bwd_wgrad_bytes = lookup.bwd_dgrad_bytes;
+  lookup.bwd_dgrad_bytes = 0;
+  ops.push_back(std::move(lookup));
+  // Partial sums are combined across the TP group: all-reduce, or with SP the reduce-scatter
+  // that also splits the sequence (Megatron-core's reduce_scatter_embeddings).
+  if (d.t > 1) ops.push_back(tp_region_exit(d, "embedding", OpGroup::kLayerInput));
+  // Position embedding add + embedding dropout on the local tokens: read word and position
+  // embeddings, write the output and the mask; saves the 1-byte mask (Korthikanti Sec. 4.3).
+  const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
+  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
+  ops.push_back(elementwise_op("embedding_dropout", OpGroup::kLayerInput, 3 * act + mask, mask));
+  return ops;
+}
+
+std::vector<Op> head_ops(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  std::vector<Op> ops;
+  ops.push_back(layer_norm_op(d, "final_layernorm", OpGroup::kLayerInput));
+  if (d.t > 1) ops.push_back(tp_region_entry(d, "head", OpGroup::kLayerInput));
+
+  // LM head: logits[s·b × V/t] = x[s·b × h] · Eᵀ[h × V/t], vocab-parallel, tied to the word
+  // embedding. Saves its input (sharded under SP).
+  const std::int64_t vocab_local = d.v / d.t;
+  Op head = gemm_op("lm_head_gemm", OpGroup::kLayerInput, d.tokens, vocab_local, d.h);
+  head.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
+  mark_sharded_input(d, head);
+  ops.push_back(std::move(head));
+
+  // Vocab-parallel cross-entropy as Megatron-LM runs it by default (fp16_lm_cross_entropy
+  // off): the bf16 logits are cast to fp32 (read 2, write 4 bytes/element), max subtracted
+  // (r4 w4), exponentiated in place (r4 w4), summed (r4) and normalised (r4 w4): 34 bytes per
+  // logit. For backward it saves the fp32 softmax, 4·s·b·V/t bytes (not the 16-bit logits:
+  // the cast's copy is what _VocabParallelCrossEntropy keeps), plus the int64 masked target
+  // and the bool target mask per token (9·s·b bytes). Its backward (softmax − one-hot, scaled;
+  // then the cast back) reads 4 + 4, writes 4 + 2 bytes per logit.
+  const std::int64_t logits = d.tokens * vocab_local;
+  Op xent = elementwise_op("cross_entropy", OpGroup::kLayerInput, 34 * logits,
+                           kFp32Bytes * logits + (kTokenIdBytes + 1) * d.tokens);
+  xent.bwd_dgrad_bytes = dbl(14 * logits);
+  ops.push_back(std::move(xent));
+  // Its three small fp32 all-reduces over the TP group (max logit, target logit, sum of
+  // exponentials; 4 bytes per token each), lumped into one after the kernel.
+  if (d.t > 1)
+    ops.push_back(collective_op("tp_allreduce_loss", OpGroup::kLayerInput,
+                                CollectiveKind::kAllReduce, CollectiveKind::kNone,
+                                3 * kFp32Bytes * d.tokens));
+  return ops;
+}
+
+std::uint64_t layer_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  const std::int64_t h = d.h, f = d.f, t = d.t;
+  const std::int64_t qkv = (3 * h * h + 3 * h) / t;
+  const std::int64_t out_proj = h * h / t + h;  // row-parallel: bias replicated
+  const std::int64_t fc1 = (h * f + f) / t;
+  const std::int64_t fc2 = f * h / t + h;       // row-parallel: bias replicated
+  const std::int64_t layer_norms = 4 * h;
+  return u64(qkv + out_proj + fc1 + fc2 + layer_norms);
+}
+
+std::uint64_t embedding_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  return u64(d.v * d.h / d.t + d.s * d.h);
+}
+
+std::uint64_t head_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  const std::int64_t final_layer_norm = 2 * d.h;
+  // With pp == 1 the LM head uses the first stage's word embedding itself (same GPU).
+  const std::int64_t tied_copy = p.pp > 1 ? d.v * d.h / d.t : 0;
+  return u64(final_layer_norm + tied_copy);
+}
+
+}  // namespace lynx::model

@@ -1,0 +1,65 @@
+#pragma once
+/// One simulated training iteration of a scenario: builds the workload, the recomputation plan
+/// and the per-GPU programs, runs them on the event engine, and derives the metrics users read.
+#include "scenarios/scenario.hpp"
+#include "sim/executor.hpp"
+#include "strategies/program_builder.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lynx {
+
+/// Where one pipeline stage's iteration time went (seconds, from its compute stream).
+struct StageBreakdown {
+  int stage = 0;
+  double compute_s = 0;          ///< forward + backward kernels (and optimizer)
+  double recompute_s = 0;        ///< recompute on the compute stream (exposed)
+  double recompute_overlapped_s = 0;  ///< recompute on the recompute stream (hidden or not)
+  double tp_exposed_s = 0;       ///< compute stream idle waiting on TP collectives
+  double pp_exposed_s = 0;       ///< ... waiting on pipeline transfers (their transfer time)
+  double dp_exposed_s = 0;       ///< ... waiting on gradient all-reduce before the optimizer
+  double bubble_s = 0;           ///< the rest of the idle time (pipeline fill/drain, imbalance)
+  std::int64_t peak_memory_bytes = 0;
+  std::int64_t static_memory_bytes = 0;
+  bool oom = false;
+};
+
+struct SimResult {
+  Scenario scenario;                  ///< as resolved (model preset filled in)
+  std::string strategy;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double samples_per_s = 0;
+  double model_flops = 0;             ///< per iteration, Korthikanti Eq. 7
+  double executed_flops = 0;          ///< per iteration, from the simulated kernels
+  double tflops_per_gpu = 0;          ///< model FLOPs / time / GPUs / 1e12
+  double mfu = 0;
+  double hfu = 0;
+  bool oom = false;
+  int oom_stage = -1;                 ///< first stage whose peak exceeds the GPU memory
+  int gpus = 0;
+  int micro_batches = 0;              ///< per pipeline (global batch / micro batch / dp)
+  bool symmetric = false;             ///< reduced simulation used
+  std::uint64_t events = 0;
+  std::uint64_t tasks = 0;
+  std::vector<StageBreakdown> stages;
+};
+
+struct SimOptions {
+  bool keep_trace_data = false;  ///< keep the program and timelines for write_trace
+};
+
+/// Everything a run produced, when the caller wants the trace too.
+struct SimRun {
+  SimResult result;
+  strategy::BuiltProgram built;
+  sim::ExecResult exec;
+};
+
+/// Resolves the model, checks the layout (clear lynx::Error on an impossible one), plans,
+/// builds and executes. An out-of-memory plan is a result (oom = true), not an error.
+SimRun simulate(const Scenario& scenario, const SimOptions& options = {});
+
+}  // namespace lynx

@@ -1,0 +1,452 @@
+#include "scenarios/fields.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "scenarios/units.hpp"
+#include "sim/error.hpp"
+
+namespace lynx {
+namespace {
+
+using units::Bound;
+
+/// Field builders. `access` is a generic lambda `[](auto& s) -> auto& { return s.x.y; }` so one
+/// accessor serves both the setter (Scenario&) and the getter (const Scenario&).
+FieldDesc base(std::string key, FieldPlace place, FieldType type, std::string meaning) {
+  FieldDesc f;
+  f.key = std::move(key);
+  f.place = place;
+  f.type = type;
+  f.meaning = std::move(meaning);
+  return f;
+}
+
+template <typename Access>
+FieldDesc integer_field(std::string key, FieldPlace place, int min_value, std::string meaning,
+                        Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kInteger, std::move(meaning));
+  f.lower_bound = fmt::format(">= {}", min_value);
+  f.set = [access, min_value](Scenario& s, std::string_view text) {
+    const std::int64_t value = units::parse_integer(text);
+    if (value < min_value) fail("must be >= {}, got {}", min_value, value);
+    if (value > std::numeric_limits<int>::max()) fail("{} is too large", value);
+    access(s) = static_cast<int>(value);
+  };
+  f.get = [access](const Scenario& s) { return std::to_string(access(s)); };
+  return f;
+}
+
+template <typename Access>
+FieldDesc bool_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kBool, std::move(meaning));
+  f.set = [access](Scenario& s, std::string_view text) { access(s) = units::parse_bool(text); };
+  f.get = [access](const Scenario& s) { return std::string(access(s) ? "true" : "false"); };
+  return f;
+}
+
+template <typename Access>
+FieldDesc string_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kString, std::move(meaning));
+  f.set = [access](Scenario& s, std::string_view text) { access(s) = std::string(text); };
+  f.get = [access](const Scenario& s) { return access(s); };
+  return f;
+}
+
+/// One word out of a fixed list, mapped to a value of type T (an enum or a string).
+template <typename T, typename Access>
+FieldDesc choice_field(std::string key, FieldPlace place,
+                       std::vector<std::pair<std::string, T>> map, std::string meaning,
+                       Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kChoice, std::move(meaning));
+  for (const auto& entry : map) f.choices.push_back(entry.first);
+  f.set = [access, map, choices = f.choices](Scenario& s, std::string_view text) {
+    for (const auto& [word, value] : map) {
+      if (word == text) {
+        access(s) = value;
+        return;
+      }
+    }
+    fail("'{}' is not one of: {}", text, fmt::join(choices, ", "));
+  };
+  f.get = [access, map](const Scenario& s) {
+    for (const auto& [word, value] : map) {
+      if (value == access(s)) return word;
+    }
+    fail("internal: value of a choice field has no name");
+  };
+  return f;
+}
+
+/// A quantity with a unit, parsed by `parse` and written by `format` (both from units.hpp).
+template <typename Parse, typename Format, typename Access>
+FieldDesc quantity_field(std::string key, FieldPlace place, FieldType type, Bound bound,
+                         std::string meaning, Parse parse, Format format, Access access) {
+  FieldDesc f = base(std::move(key), place, type, std::move(meaning));
+  f.lower_bound = bound == Bound::kPositive ? "> 0" : ">= 0";
+  f.set = [access, parse, bound](Scenario& s, std::string_view text) {
+    using Stored = std::remove_reference_t<decltype(access(s))>;
+    access(s) = static_cast<Stored>(parse(text, bound));
+  };
+  f.get = [access, format](const Scenario& s) {
+    using Raw = std::invoke_result_t<Parse, std::string_view, Bound>;
+    return format(static_cast<Raw>(access(s)));
+  };
+  return f;
+}
+
+template <typename Access>
+FieldDesc size_field(std::string key, FieldPlace place, Bound bound, std::string meaning,
+                     Access access) {
+  return quantity_field(std::move(key), place, FieldType::kSize, bound, std::move(meaning),
+                        units::parse_size_bytes, units::format_size, access);
+}
+
+template <typename Access>
+FieldDesc bandwidth_field(std::string key, FieldPlace place, Bound bound, std::string meaning,
+                          Access access) {
+  return quantity_field(std::move(key), place, FieldType::kBandwidth, bound, std::move(meaning),
+                        units::parse_bandwidth_bytes_per_s, units::format_bandwidth, access);
+}
+
+template <typename Access>
+FieldDesc time_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  return quantity_field(std::move(key), place, FieldType::kTime, Bound::kNonNegative,
+                        std::move(meaning), units::parse_time_ps, units::format_time, access);
+}
+
+template <typename Access>
+FieldDesc flop_rate_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  return quantity_field(std::move(key), place, FieldType::kFlopRate, Bound::kPositive,
+                        std::move(meaning), units::parse_flop_rate_per_s, units::format_flop_rate,
+                        access);
+}
+
+/// A plain number >= 0.
+template <typename Access>
+FieldDesc number_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kNumber, std::move(meaning));
+  f.lower_bound = ">= 0";
+  f.set = [access](Scenario& s, std::string_view text) {
+    const double value = units::parse_number(text);
+    if (value < 0.0) fail("must be >= 0, got {}", text);
+    access(s) = value;
+  };
+  f.get = [access](const Scenario& s) { return units::format_number(access(s)); };
+  return f;
+}
+
+/// A ratio in (0, 1] (efficiencies: zero would mean infinitely slow).
+template <typename Access>
+FieldDesc ratio_field(std::string key, FieldPlace place, std::string meaning, Access access) {
+  FieldDesc f = base(std::move(key), place, FieldType::kRatio, std::move(meaning));
+  f.lower_bound = "> 0, <= 1";
+  f.set = [access](Scenario& s, std::string_view text) {
+    const double value = units::parse_ratio(text);
+    if (value <= 0.0) fail("must be > 0, got '{}'", text);
+    access(s) = value;
+  };
+  f.get = [access](const Scenario& s) { return units::format_number(access(s)); };
+  return f;
+}
+
+/// A link's bandwidth and latency, under "<prefix>.bw" and "<prefix>.latency".
+template <typename Access>
+void add_link(std::vector<FieldDesc>& table, const std::string& prefix, const std::string& what,
+              Access access) {
+  table.push_back(bandwidth_field(
+      prefix + ".bw", FieldPlace::kHardware, Bound::kNonNegative,
+      what + ": bandwidth per direction", [access](auto& s) -> auto& {
+        return access(s).bw_bytes_per_s;
+      }));
+  table.push_back(time_field(
+      prefix + ".latency", FieldPlace::kHardware,
+      what + ": latency of one traversal (a path adds its links' latencies)",
+      [access](auto& s) -> auto& { return access(s).latency_ps; }));
+}
+
+/// An efficiency curve eff(w) = max * w / (w + half), under "<prefix>.max" and "<prefix>.<half>".
+template <typename Access>
+void add_curve(std::vector<FieldDesc>& table, const std::string& prefix, const std::string& what,
+               bool half_in_bytes, Access access) {
+  table.push_back(ratio_field(
+      prefix + ".max", FieldPlace::kHardware,
+      what + ": efficiency limit for large kernels (fraction of peak)", [access](auto& s) -> auto& {
+        return access(s).max;
+      }));
+  if (half_in_bytes) {
+    table.push_back(size_field(
+        prefix + ".half_bytes", FieldPlace::kHardware, Bound::kNonNegative,
+        what + ": kernel bytes at which efficiency is half its limit", [access](auto& s) -> auto& {
+          return access(s).half_work;
+        }));
+  } else {
+    table.push_back(number_field(
+        prefix + ".half_flops", FieldPlace::kHardware,
+        what + ": kernel FLOPs at which efficiency is half its limit", [access](auto& s) -> auto& {
+          return access(s).half_work;
+        }));
+  }
+}
+
+}  // namespace
+
+std::string FieldDesc::scenario_key() const {
+  switch (place) {
+    case FieldPlace::kScenario:
+      return key;
+    case FieldPlace::kHardware:
+    case FieldPlace::kHardwareScenario:
+      return "hardware." + key;
+    case FieldPlace::kProfile:
+      return {};
+  }
+  return {};
+}
+
+std::string FieldDesc::profile_key() const {
+  return in_profile() ? key : std::string();
+}
+
+std::string field_type_text(const FieldDesc& field) {
+  switch (field.type) {
+    case FieldType::kString:
+      return "text";
+    case FieldType::kInteger:
+      return "integer";
+    case FieldType::kBool:
+      return "true / false";
+    case FieldType::kChoice:
+      return fmt::format("one of {}", fmt::join(field.choices, ", "));
+    case FieldType::kSize:
+      return "size (e.g. 80GiB, 40GB)";
+    case FieldType::kBandwidth:
+      return "bandwidth (e.g. 600GB/s, 200Gb/s)";
+    case FieldType::kTime:
+      return "time (e.g. 1.5us, 10ns)";
+    case FieldType::kFlopRate:
+      return "FLOP rate (e.g. 312TFLOPS)";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kRatio:
+      return "ratio (e.g. 0.8 or 80%)";
+  }
+  return {};
+}
+
+std::vector<FieldDesc> scenario_field_table() {
+  constexpr FieldPlace kScn = FieldPlace::kScenario;
+  constexpr FieldPlace kHw = FieldPlace::kHardware;
+  constexpr FieldPlace kHwScn = FieldPlace::kHardwareScenario;
+  std::vector<FieldDesc> t;
+
+  t.push_back(string_field(
+      "name", kScn, "scenario name, used in results", [](auto& s) -> auto& { return s.name; }));
+  t.back().default_text = "the file name without .yaml";
+
+  // model:
+  t.push_back(string_field(
+      "model.preset", kScn,
+      "GPT preset (e.g. gpt-1.3b, gpt-22b, gpt-175b) that fills layers, "
+      "hidden, heads, ffn_hidden; empty for a custom model",
+      [](auto& s) -> auto& { return s.model.preset; }));
+  t.back().default_text = "none (custom model)";
+  t.push_back(integer_field(
+      "model.layers", kScn, 0, "transformer layers; 0 = from the preset",
+      [](auto& s) -> auto& { return s.model.layers; }));
+  t.push_back(integer_field(
+      "model.hidden", kScn, 0, "hidden size h; 0 = from the preset",
+      [](auto& s) -> auto& { return s.model.hidden; }));
+  t.push_back(integer_field(
+      "model.heads", kScn, 0, "attention heads a; 0 = from the preset",
+      [](auto& s) -> auto& { return s.model.heads; }));
+  t.push_back(integer_field(
+      "model.ffn_hidden", kScn, 0, "MLP inner size; 0 = from the preset, else 4 * hidden",
+      [](auto& s) -> auto& { return s.model.ffn_hidden; }));
+  t.push_back(integer_field(
+      "model.seq_len", kScn, 1, "sequence length s in tokens",
+      [](auto& s) -> auto& { return s.model.seq_len; }));
+  t.push_back(integer_field(
+      "model.vocab", kScn, 1, "vocabulary size V", [](auto& s) -> auto& { return s.model.vocab; }));
+  t.push_back(bool_field(
+      "model.flash_attention", kScn, "fused attention kernel (no s^2 tensors saved)",
+      [](auto& s) -> auto& { return s.model.flash_attention; }));
+
+  // parallel:
+  t.push_back(integer_field(
+      "parallel.tp", kScn, 1, "tensor-parallel degree",
+      [](auto& s) -> auto& { return s.parallel.tp; }));
+  t.push_back(integer_field(
+      "parallel.pp", kScn, 1, "pipeline-parallel degree (stages)",
+      [](auto& s) -> auto& { return s.parallel.pp; }));
+  t.push_back(integer_field(
+      "parallel.dp", kScn, 1, "data-parallel degree (replicas)",
+      [](auto& s) -> auto& { return s.parallel.dp; }));
+  t.push_back(bool_field(
+      "parallel.sequence_parallel", kScn,
+      "Megatron sequence parallelism (LayerNorm/dropout sharded over tp)",
+      [](auto& s) -> auto& { return s.parallel.sequence_parallel; }));
+  t.push_back(integer_field(
+      "parallel.micro_batch", kScn, 1, "micro-batch size b in sequences",
+      [](auto& s) -> auto& { return s.parallel.micro_batch; }));
+  t.push_back(integer_field(
+      "parallel.global_batch", kScn, 1,
+      "global batch B in sequences; divisible by micro_batch * dp",
+      [](auto& s) -> auto& { return s.parallel.global_batch; }));
+  t.push_back(choice_field<ScheduleKind>(
+      "parallel.schedule", kScn,
+      {{"gpipe", ScheduleKind::kGpipe},
+       {"1f1b", ScheduleKind::kOneFOneB},
+       {"interleaved", ScheduleKind::kInterleaved}},
+      "pipeline schedule", [](auto& s) -> auto& { return s.parallel.schedule; }));
+  t.push_back(integer_field(
+      "parallel.virtual_stages", kScn, 1,
+      "model chunks per GPU; > 1 only with the interleaved schedule",
+      [](auto& s) -> auto& { return s.parallel.virtual_stages; }));
+  t.push_back(bool_field(
+      "parallel.distributed_optimizer", kScn, "shard optimizer state over dp (ZeRO-1 style)",
+      [](auto& s) -> auto& { return s.parallel.distributed_optimizer; }));
+  t.push_back(choice_field<DpOverlap>(
+      "parallel.dp_overlap", kScn, {{"bucketed", DpOverlap::kBucketed}, {"end", DpOverlap::kEnd}},
+      "gradient all-reduce: per bucket overlapped with backward, or all at the end",
+      [](auto& s) -> auto& { return s.parallel.dp_overlap; }));
+  t.push_back(size_field(
+      "parallel.dp_bucket", kScn, Bound::kPositive, "gradient bucket size for bucketed dp_overlap",
+      [](auto& s) -> auto& { return s.parallel.dp_bucket_bytes; }));
+
+  // hardware: the profile selectors and the cluster size (scenario only).
+  t.push_back(string_field(
+      "profile", kHwScn, "built-in hardware profile to start from (see the list below)",
+      [](auto& s) -> auto& { return s.hardware.profile; }));
+  t.back().selects_profile = true;
+  t.back().default_text = "required (or profile_file)";
+  // Written back only for built-in profiles: a profile read from a file is named by its path.
+  t.back().get = [](const Scenario& s) {
+    return s.hardware.profile_file.empty() ? s.hardware.profile : std::string();
+  };
+  t.push_back(string_field(
+      "profile_file", kHwScn, "hardware profile file to start from, relative to the scenario file",
+      [](auto& s) -> auto& { return s.hardware.profile_file; }));
+  t.back().selects_profile = true;
+  t.back().default_text = "none";
+  t.push_back(integer_field(
+      "nodes", kHwScn, 1, "nodes in the cluster",
+      [](auto& s) -> auto& { return s.hardware.nodes; }));
+
+  // Profile fields (in a scenario: under hardware:, overriding the profile).
+  t.push_back(string_field(
+      "name", FieldPlace::kProfile, "profile name",
+      [](auto& s) -> auto& { return s.hardware.profile; }));
+  t.back().default_text = "the file name without .yaml";
+  t.push_back(string_field(
+      "source", kHw, "where the profile's numbers come from",
+      [](auto& s) -> auto& { return s.hardware.source; }));
+  t.push_back(string_field(
+      "gpu.name", kHw, "GPU model, e.g. A100-SXM4-80GB",
+      [](auto& s) -> auto& { return s.hardware.gpu_name; }));
+  t.push_back(flop_rate_field(
+      "gpu.peak", kHw, "dense bf16/fp16 tensor-core peak per GPU",
+      [](auto& s) -> auto& { return s.hardware.peak_flops_per_s; }));
+  t.back().default_text = "required";
+  t.push_back(bandwidth_field(
+      "gpu.hbm_bw", kHw, Bound::kPositive, "HBM bandwidth per GPU",
+      [](auto& s) -> auto& { return s.hardware.hbm_bw_bytes_per_s; }));
+  t.back().default_text = "required";
+  t.push_back(size_field(
+      "gpu.memory", kHw, Bound::kPositive, "HBM capacity per GPU",
+      [](auto& s) -> auto& { return s.hardware.memory_bytes; }));
+  t.back().default_text = "required";
+  t.push_back(size_field(
+      "gpu.reserve", kHw, Bound::kNonNegative,
+      "memory not available to tensors (CUDA context, workspaces, "
+      "fragmentation); < gpu.memory",
+      [](auto& s) -> auto& { return s.hardware.memory_reserve_bytes; }));
+  t.push_back(time_field(
+      "gpu.kernel_launch", kHw, "overhead added to every kernel",
+      [](auto& s) -> auto& { return s.hardware.kernel_launch_ps; }));
+  add_curve(
+      t, "gpu.gemm_efficiency", "GEMMs", false, [](auto& s) -> auto& { return s.hardware.gemm; });
+  add_curve(
+      t, "gpu.attention_efficiency", "attention (batched QK^T, .V or flash)", false,
+      [](auto& s) -> auto& { return s.hardware.attention; });
+  add_curve(
+      t, "gpu.memory_bound_efficiency", "memory-bound kernels (vs HBM bandwidth)", true,
+      [](auto& s) -> auto& { return s.hardware.memory_bound; });
+  t.push_back(number_field(
+      "gpu.contention", kHw,
+      "slowdown of a compute kernel per concurrent communication kernel "
+      "(rate = 1 / (1 + contention * n_comm))",
+      [](auto& s) -> auto& { return s.hardware.contention_factor; }));
+  t.push_back(integer_field(
+      "gpus_per_node", kHw, 1, "GPUs per node",
+      [](auto& s) -> auto& { return s.hardware.gpus_per_node; }));
+  t.push_back(choice_field<std::string>(
+      "node.intra", kHw, {{"nvswitch", "nvswitch"}, {"pcie", "pcie"}},
+      "how GPUs of a node talk: NVLink through NVSwitch, or PCIe only",
+      [](auto& s) -> auto& { return s.hardware.intra_node; }));
+  add_link(
+      t, "node.nvlink", "NVLink, per GPU to the NVSwitch",
+      [](auto& s) -> auto& { return s.hardware.nvlink; });
+  add_link(
+      t, "node.pcie", "PCIe, per GPU to its PCIe switch",
+      [](auto& s) -> auto& { return s.hardware.pcie; });
+  t.push_back(integer_field(
+      "node.gpus_per_pcie_switch", kHw, 1, "GPUs sharing one PCIe switch uplink",
+      [](auto& s) -> auto& { return s.hardware.gpus_per_pcie_switch; }));
+  add_link(
+      t, "node.pcie_host", "PCIe switch uplink to the CPU root complex",
+      [](auto& s) -> auto& { return s.hardware.pcie_host; });
+  t.push_back(integer_field(
+      "node.nics", kHw, 1, "inter-node NICs per node (GPU i uses NIC i % nics)",
+      [](auto& s) -> auto& { return s.hardware.nics_per_node; }));
+  add_link(
+      t, "node.nic", "one NIC into the inter-node fabric",
+      [](auto& s) -> auto& { return s.hardware.nic; });
+  t.push_back(ratio_field(
+      "collective_efficiency", kHw, "achieved / link bandwidth of NCCL ring steps",
+      [](auto& s) -> auto& { return s.hardware.collective_efficiency; }));
+
+  // recompute:
+  t.push_back(choice_field<RecomputeKind>(
+      "recompute.strategy", kScn,
+      {{"none", RecomputeKind::kNone},
+       {"full", RecomputeKind::kFull},
+       {"selective", RecomputeKind::kSelective},
+       {"lynx-heu", RecomputeKind::kLynxHeu},
+       {"lynx-opt", RecomputeKind::kLynxOpt},
+       {"checkmate", RecomputeKind::kCheckmate}},
+      "activation recomputation strategy", [](auto& s) -> auto& { return s.recompute.strategy; }));
+  t.push_back(choice_field<FullMethod>(
+      "recompute.method", kScn, {{"uniform", FullMethod::kUniform}, {"block", FullMethod::kBlock}},
+      "full recomputation: Megatron's recompute_method",
+      [](auto& s) -> auto& { return s.recompute.method; }));
+  t.push_back(integer_field(
+      "recompute.num_layers", kScn, 1,
+      "full recomputation: uniform = layers per recomputed chunk, block = "
+      "recomputed layers per stage",
+      [](auto& s) -> auto& { return s.recompute.num_layers; }));
+
+  // sim:
+  t.push_back(bool_field(
+      "sim.exploit_symmetry", kScn,
+      "simulate one TP rank and one DP replica (exact for symmetric plans)",
+      [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
+  t.push_back(integer_field(
+      "sim.iterations", kScn, 1, "training iterations to simulate",
+      [](auto& s) -> auto& { return s.sim.iterations; }));
+
+  // Defaults not written above are the struct defaults, spelled as a file would spell them.
+  const Scenario defaults{};
+  for (FieldDesc& f : t) {
+    if (f.default_text.empty()) {
+      f.default_text = f.get(defaults);
+      if (f.default_text.empty()) f.default_text = "empty";
+    }
+  }
+  return t;
+}
+
+}  // namespace lynx

@@ -1,0 +1,574 @@
+#include "scenarios/scenario_loader.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "scenarios/embedded_files.hpp"
+#include "scenarios/fields.hpp"
+#include "sim/error.hpp"
+
+namespace lynx {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class FileKind : std::uint8_t { kScenario, kProfile };
+
+/// One value read from a file or a --set override, with where it came from.
+struct Assignment {
+  std::string text;
+  std::string origin;  ///< "FILE:LINE:COL" or "FILE: --set key=value"
+};
+
+/// The keys of one file kind: the leaves (fields) and every section above them.
+struct KeySet {
+  std::set<std::string> leaves;
+  std::set<std::string> sections;
+};
+
+/// What a file (plus overrides) says, before anything is applied to a Scenario.
+struct FileValues {
+  std::string label;
+  std::map<std::string, Assignment> values;            ///< by key path
+  std::map<std::string, std::string> section_origins;  ///< "parallel" -> its position
+
+  /// Where `key` was given; else the nearest enclosing section; else the top of the file.
+  std::string origin_of(const std::string& key) const {
+    if (const auto it = values.find(key); it != values.end()) return it->second.origin;
+    std::string section = key;
+    while (true) {
+      const std::size_t dot = section.rfind('.');
+      if (dot == std::string::npos) break;
+      section.resize(dot);
+      if (const auto it = section_origins.find(section); it != section_origins.end()) {
+        return it->second;
+      }
+    }
+    if (const auto it = section_origins.find(key); it != section_origins.end()) return it->second;
+    return label + ":1:1";
+  }
+  /// origin_of the first of `keys` that was given explicitly, else origin_of(keys.front()).
+  std::string origin_of_any(std::initializer_list<std::string> keys) const {
+    for (const std::string& key : keys) {
+      if (const auto it = values.find(key); it != values.end()) return it->second.origin;
+    }
+    return origin_of(*keys.begin());
+  }
+  /// The value of `key` if it was given and is non-empty.
+  const Assignment* given(const std::string& key) const {
+    const auto it = values.find(key);
+    return it == values.end() || it->second.text.empty() ? nullptr : &it->second;
+  }
+};
+
+std::string key_of(const FieldDesc& field, FileKind kind) {
+  return kind == FileKind::kScenario ? field.scenario_key() : field.profile_key();
+}
+
+KeySet key_set(const std::vector<FieldDesc>& table, FileKind kind) {
+  KeySet keys;
+  for (const FieldDesc& field : table) {
+    const std::string key = key_of(field, kind);
+    if (key.empty()) continue;
+    keys.leaves.insert(key);
+    for (std::size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+      keys.sections.insert(key.substr(0, dot));
+    }
+  }
+  return keys;
+}
+
+std::string position(const std::string& label, const YAML::Mark& mark) {
+  if (mark.is_null()) return label + ":1:1";
+  return fmt::format("{}:{}:{}", label, mark.line + 1, mark.column + 1);  // yaml-cpp is 0-based
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string last_component(const std::string& key) {
+  const std::size_t dot = key.rfind('.');
+  return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', begin);
+    parts.push_back(key.substr(begin, dot - begin));
+    if (dot == std::string::npos) return parts;
+    begin = dot + 1;
+  }
+}
+
+/// How many trailing key components two keys share ("hardware.nic.bw", "hardware.node.nic.bw": 2).
+std::size_t shared_tail(const std::string& a, const std::string& b) {
+  const std::vector<std::string> pa = split_key(a);
+  const std::vector<std::string> pb = split_key(b);
+  std::size_t n = 0;
+  while (n < pa.size() && n < pb.size() && pa[pa.size() - 1 - n] == pb[pb.size() - 1 - n]) ++n;
+  return n;
+}
+
+/// "; did you mean 'x'?" for a close known key: a small typo first, else the key that ends in
+/// the most of the same words (a field put in the wrong section).
+std::string suggestion(const std::string& unknown, const KeySet& keys) {
+  std::vector<std::string> candidates(keys.leaves.begin(), keys.leaves.end());
+  candidates.insert(candidates.end(), keys.sections.begin(), keys.sections.end());
+  const std::string* best = nullptr;
+  std::size_t best_distance = 0;
+  for (const std::string& candidate : candidates) {
+    const std::size_t d = edit_distance(unknown, candidate);
+    if (best == nullptr || d < best_distance) {
+      best = &candidate;
+      best_distance = d;
+    }
+  }
+  const std::size_t allowed = std::max<std::size_t>(2, last_component(unknown).size() / 3);
+  if (best != nullptr && best_distance <= allowed)
+    return fmt::format("; did you mean '{}'?", *best);
+  best = nullptr;
+  std::size_t best_tail = 0;
+  for (const std::string& candidate : candidates) {
+    const std::size_t tail = shared_tail(unknown, candidate);
+    if (tail > best_tail) {
+      best = &candidate;
+      best_tail = tail;
+    }
+  }
+  if (best != nullptr) return fmt::format("; did you mean '{}'?", *best);
+  return {};
+}
+
+std::string node_kind(const YAML::Node& node) {
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  if (node.IsNull()) return "nothing";
+  return fmt::format("'{}'", node.Scalar());
+}
+
+/// Collects every leaf of `node` into `out`, rejecting unknown keys, duplicates and values of
+/// the wrong shape (a map where a value belongs, or the reverse).
+void collect(const YAML::Node& node, const std::string& prefix, const KeySet& keys,
+             FileValues& out) {
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key_node = it->first;  // copies: the iterator yields temporaries
+    const YAML::Node value = it->second;
+    const std::string key_origin = position(out.label, key_node.Mark());
+    if (!key_node.IsScalar()) fail("{}: keys must be plain words", key_origin);
+    const std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
+    if (!seen.insert(key).second) fail("{}: key '{}': given twice", key_origin, key);
+    if (keys.leaves.count(key) != 0) {
+      if (value.IsNull()) fail("{}: key '{}': no value given", key_origin, key);
+      if (!value.IsScalar()) {
+        fail("{}: key '{}': expected a single value, got {}", key_origin, key, node_kind(value));
+      }
+      const std::string value_origin =
+          value.Mark().is_null() ? key_origin : position(out.label, value.Mark());
+      out.values[key] = Assignment{value.Scalar(), value_origin};
+    } else if (keys.sections.count(key) != 0) {
+      out.section_origins[key] = key_origin;
+      if (value.IsNull()) continue;  // an empty section
+      if (!value.IsMap()) {
+        fail("{}: key '{}': expected a section of keys (a map), got {}", key_origin, key,
+             node_kind(value));
+      }
+      collect(value, key, keys, out);
+    } else {
+      fail("{}: unknown key '{}'{}", key_origin, key, suggestion(key, keys));
+    }
+  }
+}
+
+/// Parses YAML text (file:line:col on syntax errors) and collects its keys.
+FileValues read_values(std::string_view text, const std::string& label, const KeySet& keys) {
+  FileValues out;
+  out.label = label;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    fail("{}: malformed YAML: {}", position(label, e.mark), e.msg);
+  }
+  if (root.IsNull()) return out;
+  if (!root.IsMap())
+    fail("{}:1:1: expected a map of keys at the top, got {}", label, node_kind(root));
+  try {
+    collect(root, "", keys, out);
+  } catch (const YAML::Exception& e) {
+    fail("{}: malformed YAML: {}", position(label, e.mark), e.msg);
+  }
+  return out;
+}
+
+/// Applies "key.path=value" overrides on top of what the file says.
+void apply_overrides(const std::vector<std::string>& overrides, const KeySet& keys,
+                     FileValues& values) {
+  for (const std::string& override_text : overrides) {
+    const std::string origin = fmt::format("{}: --set {}", values.label, override_text);
+    const std::size_t equals = override_text.find('=');
+    if (equals == std::string::npos) fail("{}: expected key.path=value", origin);
+    std::string key = override_text.substr(0, equals);
+    key.erase(0, key.find_first_not_of(" \t"));
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (keys.sections.count(key) != 0) {
+      fail("{}: key '{}' is a section; set one of its fields, e.g. '{}.{}'", origin, key, key,
+           last_component(*std::find_if(
+               keys.leaves.begin(), keys.leaves.end(),
+               [&](const std::string& leaf) { return leaf.rfind(key + ".", 0) == 0; })));
+    }
+    if (keys.leaves.count(key) == 0) {
+      fail("{}: unknown key '{}'{}", origin, key, suggestion(key, keys));
+    }
+    YAML::Node value;
+    try {
+      value = YAML::Load(override_text.substr(equals + 1));
+    } catch (const YAML::Exception& e) {
+      fail("{}: key '{}': malformed value: {}", origin, key, e.msg);
+    }
+    if (value.IsMap() || value.IsSequence()) {
+      fail("{}: key '{}': expected a single value, got {}", origin, key, node_kind(value));
+    }
+    values.values[key] = Assignment{value.IsNull() ? std::string() : value.Scalar(), origin};
+  }
+}
+
+/// Sets every given field (except the profile selectors) on `scenario`.
+void apply_values(const std::vector<FieldDesc>& table, FileKind kind, const FileValues& values,
+                  Scenario& scenario) {
+  for (const FieldDesc& field : table) {
+    if (field.selects_profile) continue;
+    const std::string key = key_of(field, kind);
+    if (key.empty()) continue;
+    const auto it = values.values.find(key);
+    if (it == values.values.end()) continue;
+    try {
+      field.set(scenario, it->second.text);
+    } catch (const Error& e) {
+      fail("{}: key '{}': {}", it->second.origin, key, e.what());
+    }
+  }
+}
+
+/// `key` itself, after checking that the field table has it (messages never name stale keys).
+std::string known_key(const KeySet& keys, const std::string& key) {
+  LYNX_CHECK(keys.leaves.count(key) != 0 || keys.sections.count(key) != 0,
+             "check names key '{}' that the field table lacks", key);
+  return key;
+}
+
+/// Checks a hardware description; keys in messages get `key_prefix` ("hardware." in scenarios).
+void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeySet& keys,
+                    const std::string& key_prefix) {
+  auto fail_at = [&](const std::string& key, const std::string& message) {
+    const std::string full_key = known_key(keys, key_prefix + key);
+    fail("{}: key '{}': {}", values.origin_of(full_key), full_key, message);
+  };
+  auto require_positive = [&](const std::string& key, bool positive) {
+    if (!positive) fail_at(key, "not set; a hardware profile must give it (> 0)");
+  };
+  require_positive("gpu.peak", hw.peak_flops_per_s > 0);
+  require_positive("gpu.hbm_bw", hw.hbm_bw_bytes_per_s > 0);
+  require_positive("gpu.memory", hw.memory_bytes > 0);
+  if (hw.memory_reserve_bytes >= hw.memory_bytes) {
+    fail_at("gpu.reserve", fmt::format("the reserve ({} bytes) must be smaller than gpu.memory "
+                                       "({} bytes)",
+                                       hw.memory_reserve_bytes, hw.memory_bytes));
+  }
+  require_positive("gpu.gemm_efficiency.max", hw.gemm.max > 0);
+  require_positive("gpu.attention_efficiency.max", hw.attention.max > 0);
+  require_positive("gpu.memory_bound_efficiency.max", hw.memory_bound.max > 0);
+  require_positive("collective_efficiency", hw.collective_efficiency > 0);
+  if (hw.intra_node == "nvswitch" && hw.nvlink.bw_bytes_per_s == 0) {
+    fail_at("node.nvlink.bw", "must be > 0 when node.intra is nvswitch");
+  }
+  require_positive("node.pcie.bw", hw.pcie.bw_bytes_per_s > 0);
+  require_positive("node.pcie_host.bw", hw.pcie_host.bw_bytes_per_s > 0);
+  require_positive("node.nic.bw", hw.nic.bw_bytes_per_s > 0);
+  if (hw.intra_node == "pcie" && hw.gpus_per_node % hw.gpus_per_pcie_switch != 0) {
+    fail_at("node.gpus_per_pcie_switch",
+            fmt::format("{} GPUs per node do not split evenly over switches of {} GPUs",
+                        hw.gpus_per_node, hw.gpus_per_pcie_switch));
+  }
+}
+
+std::string file_stem(const std::string& label) {
+  return fs::path(label).stem().string();
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open the {}", path, what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("{}: cannot read the {}", path, what);
+  return text.str();
+}
+
+std::string builtin_names_text() {
+  std::vector<std::string> names = builtin_profile_names();
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// Reads one profile (file or embedded) into a HardwareSpec and checks it.
+HardwareSpec read_profile(std::string_view text, const std::string& label) {
+  const std::vector<FieldDesc> table = scenario_field_table();
+  const KeySet keys = key_set(table, FileKind::kProfile);
+  const FileValues values = read_values(text, label, keys);
+  Scenario holder;
+  holder.hardware = HardwareSpec{};
+  holder.hardware.profile = file_stem(label);
+  apply_values(table, FileKind::kProfile, values, holder);
+  check_hardware(holder.hardware, values, keys, "");
+  return holder.hardware;
+}
+
+/// The hardware a scenario starts from: a built-in profile or a profile file.
+HardwareSpec base_hardware(const FileValues& values) {
+  const Assignment* profile = values.given("hardware.profile");
+  const Assignment* profile_file = values.given("hardware.profile_file");
+  if (profile != nullptr && profile_file != nullptr) {
+    fail(
+        "{}: key 'hardware.profile_file': give either hardware.profile or "
+        "hardware.profile_file, not both",
+        profile_file->origin);
+  }
+  if (profile != nullptr) {
+    try {
+      return builtin_hardware_profile(profile->text);
+    } catch (const Error& e) {
+      fail("{}: key 'hardware.profile': {}", profile->origin, e.what());
+    }
+  }
+  if (profile_file != nullptr) {
+    fs::path path(profile_file->text);
+    if (path.is_relative()) path = fs::path(values.label).parent_path() / path;
+    path = fs::absolute(path).lexically_normal();
+    std::string text;
+    try {
+      text = read_text_file(path.string(), "hardware profile");
+    } catch (const Error& e) {
+      fail("{}: key 'hardware.profile_file': {}", profile_file->origin, e.what());
+    }
+    HardwareSpec hw = read_profile(text, path.string());
+    hw.profile_file = path.string();
+    return hw;
+  }
+  fail(
+      "{}: key 'hardware.profile': no hardware given; set hardware.profile to a built-in "
+      "profile ({}) or hardware.profile_file to a profile file",
+      values.origin_of("hardware.profile"), builtin_names_text());
+}
+
+/// Layout checks that need only the scenario (model-dependent ones live in model/strategies).
+void check_layout(const Scenario& s, const FileValues& values, const KeySet& keys) {
+  for (const char* key :
+       {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
+        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes"}) {
+    known_key(keys, key);
+  }
+  const ParallelSpec& p = s.parallel;
+  const std::int64_t batch_divisor = static_cast<std::int64_t>(p.micro_batch) * p.dp;
+  if (p.global_batch % batch_divisor != 0) {
+    fail("{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
+         values.origin_of("parallel.global_batch"), p.global_batch, p.micro_batch, p.dp,
+         batch_divisor);
+  }
+  const std::int64_t gpus_needed = static_cast<std::int64_t>(p.tp) * p.pp * p.dp;
+  const std::int64_t gpus_present =
+      static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus_needed > gpus_present) {
+    fail(
+        "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
+        "(hardware.nodes {} x hardware.gpus_per_node {})",
+        values.origin_of_any({"parallel.dp", "parallel.pp", "parallel.tp", "hardware.nodes"}), p.tp,
+        p.pp, p.dp, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
+  }
+  if (p.virtual_stages > 1 && p.schedule != ScheduleKind::kInterleaved) {
+    fail(
+        "{}: key 'parallel.virtual_stages': {} model chunks per GPU need schedule "
+        "'interleaved'",
+        values.origin_of("parallel.virtual_stages"), p.virtual_stages);
+  }
+  if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
+    fail(
+        "{}: key 'parallel.schedule': the interleaved schedule needs parallel.virtual_stages "
+        ">= 2",
+        values.origin_of_any({"parallel.schedule", "parallel.virtual_stages"}));
+  }
+}
+
+/// Nested YAML written from dotted key paths, keeping first-seen order.
+struct YamlTree {
+  std::string key;
+  std::string value;
+  std::vector<YamlTree> children;
+
+  void insert(const std::string& path, const std::string& leaf_value) {
+    const std::size_t dot = path.find('.');
+    const std::string head = path.substr(0, dot);
+    auto it = std::find_if(children.begin(), children.end(),
+                           [&](const YamlTree& c) { return c.key == head; });
+    if (it == children.end()) {
+      children.push_back(YamlTree{head, {}, {}});
+      it = children.end() - 1;
+    }
+    if (dot == std::string::npos) {
+      it->value = leaf_value;
+    } else {
+      it->insert(path.substr(dot + 1), leaf_value);
+    }
+  }
+
+  void emit(YAML::Emitter& out) const {
+    out << YAML::BeginMap;
+    for (const YamlTree& child : children) {
+      out << YAML::Key << child.key << YAML::Value;
+      if (child.children.empty()) {
+        out << child.value;
+      } else {
+        child.emit(out);
+      }
+    }
+    out << YAML::EndMap;
+  }
+};
+
+std::string emit_yaml(const YamlTree& tree, const std::string& comment) {
+  YAML::Emitter out;
+  out << YAML::Comment(comment) << YAML::Newline;
+  tree.emit(out);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace
+
+Scenario load_scenario_text(std::string_view yaml_text, const std::string& file_label,
+                            const std::vector<std::string>& overrides) {
+  const std::vector<FieldDesc> table = scenario_field_table();
+  const KeySet keys = key_set(table, FileKind::kScenario);
+  FileValues values = read_values(yaml_text, file_label, keys);
+  apply_overrides(overrides, keys, values);
+
+  Scenario scenario;
+  scenario.name = file_stem(file_label);
+  scenario.source_file = file_label;
+  scenario.hardware = base_hardware(values);
+  apply_values(table, FileKind::kScenario, values, scenario);
+  check_hardware(scenario.hardware, values, keys, "hardware.");
+  check_layout(scenario, values, keys);
+  return scenario;
+}
+
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_scenario_text(read_text_file(path, "scenario file"), path, overrides);
+}
+
+Scenario default_scenario(const std::vector<std::string>& overrides) {
+  const detail::EmbeddedFile file = detail::embedded_default_scenario();
+  Scenario scenario = load_scenario_text(file.text, "<built-in default scenario>", overrides);
+  scenario.source_file = "<built-in>";
+  return scenario;
+}
+
+std::string scenario_to_yaml(const Scenario& scenario) {
+  YamlTree tree;
+  for (const FieldDesc& field : scenario_field_table()) {
+    if (!field.in_scenario()) continue;
+    const std::string value = field.get(scenario);
+    if (field.selects_profile && value.empty()) continue;  // the other selector is written
+    tree.insert(field.scenario_key(), value);
+  }
+  return emit_yaml(tree, "lynxsim scenario, resolved: every field, units written out");
+}
+
+std::string hardware_profile_to_yaml(const HardwareSpec& hardware) {
+  Scenario holder;
+  holder.hardware = hardware;
+  YamlTree tree;
+  for (const FieldDesc& field : scenario_field_table()) {
+    if (field.in_profile()) tree.insert(field.profile_key(), field.get(holder));
+  }
+  return emit_yaml(tree, "lynxsim hardware profile");
+}
+
+std::vector<std::string> builtin_profile_names() {
+  std::vector<std::string> names;
+  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
+    names.emplace_back(file.name);
+  }
+  return names;
+}
+
+HardwareSpec builtin_hardware_profile(const std::string& name) {
+  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
+    if (file.name == name) return read_profile(file.text, std::string(file.path));
+  }
+  std::string hint;
+  for (const std::string& known : builtin_profile_names()) {
+    if (edit_distance(known, name) <= 3 || (!name.empty() && known.find(name) != std::string::npos))
+      hint = fmt::format("; did you mean '{}'?", known);
+  }
+  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
+}
+
+HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label) {
+  return read_profile(yaml_text, file_label);
+}
+
+HardwareSpec load_hardware_profile_file(const std::string& path) {
+  HardwareSpec hw = read_profile(read_text_file(path, "hardware profile"), path);
+  hw.profile_file = fs::absolute(fs::path(path)).lexically_normal().string();
+  return hw;
+}
+
+std::string scenario_fields_markdown() {
+  auto cell = [](std::string text) {
+    std::string escaped;
+    for (const char c : text) {
+      if (c == '|') escaped += '\\';
+      escaped += c;
+    }
+    return escaped;
+  };
+  std::string md;
+  md += "| Scenario key | Profile key | Type | Default | Meaning |\n";
+  md += "|---|---|---|---|---|\n";
+  for (const FieldDesc& field : scenario_field_table()) {
+    const std::string scenario_key = field.scenario_key();
+    const std::string profile_key = field.profile_key();
+    std::string type = field_type_text(field);
+    if (!field.lower_bound.empty()) type += ", " + field.lower_bound;
+    md += fmt::format("| {} | {} | {} | {} | {} |\n",
+                      scenario_key.empty() ? "-" : "`" + scenario_key + "`",
+                      profile_key.empty() ? "-" : "`" + profile_key + "`", cell(type),
+                      cell(field.default_text), cell(field.meaning));
+  }
+  md += fmt::format("\nBuilt-in hardware profiles: {}.\n", builtin_names_text());
+  return md;
+}
+
+}  // namespace lynx

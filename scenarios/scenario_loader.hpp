@@ -1,0 +1,40 @@
+#pragma once
+/// The one place that reads scenario and hardware-profile YAML, parses quantities with units,
+/// applies `--set key.path=value` overrides and writes the resolved scenario back as YAML.
+/// Every error is a lynx::Error of one line: "FILE:LINE:COL: key 'a.b': what is wrong".
+#include "scenarios/scenario.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lynx {
+
+/// Reads a scenario file, applies overrides ("model.layers=48", "hardware.node.nic.bw=25GB/s"),
+/// resolves the hardware profile (built-in by name, or hardware.profile_file), and checks it.
+Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+/// Same, from YAML text; `file_label` is used in messages.
+Scenario load_scenario_text(std::string_view yaml_text, const std::string& file_label,
+                            const std::vector<std::string>& overrides = {});
+/// The built-in default scenario (what `lynxsim run` simulates with no file).
+Scenario default_scenario(const std::vector<std::string>& overrides = {});
+
+/// The resolved scenario as YAML (all fields, units written out); loading it back gives the
+/// same Scenario.
+std::string scenario_to_yaml(const Scenario& scenario);
+/// A hardware profile as YAML in the profile-file format (used by the fitter).
+std::string hardware_profile_to_yaml(const HardwareSpec& hardware);
+/// Names of the built-in hardware profiles (hw_models/profiles/*.yaml, embedded at build time).
+std::vector<std::string> builtin_profile_names();
+/// Reads a hardware profile file (the same format as the built-in ones).
+HardwareSpec load_hardware_profile_file(const std::string& path);
+/// A built-in profile by name (see builtin_profile_names()); throws lynx::Error listing the
+/// known names for an unknown one.
+HardwareSpec builtin_hardware_profile(const std::string& name);
+/// Same as load_hardware_profile_file, from YAML text; `file_label` is used in messages.
+HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label);
+
+/// Markdown table of every scenario and profile field: name, unit, default, meaning.
+std::string scenario_fields_markdown();
+
+}  // namespace lynx

@@ -1,0 +1,152 @@
+#pragma once
+/// The discrete-event engine: a priority queue of typed handlers ordered by (time, insertion
+/// sequence), so equal-time events run first-in first-out and every run is bit-identical.
+/// An Engine is a plain value: no globals, several engines in one process are independent.
+#include "sim/inline_function.hpp"
+#include "sim/time.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
+#include <vector>
+
+namespace lynx::sim {
+
+/// Names one scheduled event; stays unique after the event fired or was cancelled
+/// (the slot's generation moves on), so a stale id is harmless.
+struct EventId {
+  std::uint32_t slot = 0;
+  std::uint32_t generation = 0;  ///< 0 never names an event: a default EventId cancels nothing
+  friend bool operator==(EventId, EventId) = default;
+};
+
+/// Event queue and clock. Handlers are `void()` callables; captures up to 48 bytes are stored
+/// without heap allocation.
+class Engine {
+ public:
+  /// Bytes a handler's captures may take before it is stored on the heap.
+  static constexpr std::size_t kInlineHandlerBytes = 48;
+  using Handler = InlineFunction<void(), kInlineHandlerBytes>;
+
+  Engine() = default;
+  Engine(Engine&&) noexcept = default;
+  Engine& operator=(Engine&&) noexcept = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine() = default;
+
+  /// Schedules `handler` at absolute time `time_ps` (>= now(), else lynx::Error).
+  template <typename H>
+  EventId schedule_at(TimePs time_ps, H&& handler) {
+    if (time_ps < now_ps_) [[unlikely]] fail_in_past(time_ps);
+    if (next_sequence_ > kMaxSequence) [[unlikely]] fail_sequence_exhausted();
+    const std::uint32_t slot_index = acquire_slot();
+    Slot& slot = slot_at(slot_index);
+    try {
+      slot.handler.template emplace<std::decay_t<H>>(std::forward<H>(handler));
+    } catch (...) {
+      free_slots_.push_back(slot_index);
+      throw;
+    }
+    slot.sequence = next_sequence_++;
+    push({static_cast<std::uint64_t>(time_ps), (slot.sequence << kSlotBits) | slot_index});
+    ++live_events_;
+    return {slot_index, slot.generation};
+  }
+
+  /// Schedules `handler` at now() + delay_ps (delay_ps >= 0, overflow-checked).
+  template <typename H>
+  EventId schedule_after(TimePs delay_ps, H&& handler) {
+    if (delay_ps < 0) [[unlikely]] fail_in_past(now_ps_ + delay_ps);
+    return schedule_at(checked_add(now_ps_, delay_ps), std::forward<H>(handler));
+  }
+
+  /// Cancels a pending event: it will not run. False if it already ran or was cancelled.
+  bool cancel(EventId id);
+
+  /// Runs events until none is pending.
+  void run();
+
+  /// Runs every event with time <= limit_ps, then advances now() to limit_ps (if later).
+  /// Returns true if events are still pending (beyond the limit), false if the queue is empty.
+  bool run_until(TimePs limit_ps);
+
+  /// Current simulated time: the time of the event running or last run.
+  TimePs now() const { return now_ps_; }
+  /// Number of events that ran (cancelled ones are not counted).
+  std::uint64_t events_processed() const { return events_processed_; }
+  /// True when no event is pending.
+  bool empty() const { return live_events_ == 0; }
+  /// Number of pending (scheduled, not cancelled, not yet run) events.
+  std::uint64_t pending() const { return live_events_; }
+
+ private:
+  // A heap entry is 16 bytes: the time, then (sequence << kSlotBits | slot). Compared as one
+  // 128-bit number it orders by (time, sequence); four siblings share one 64-byte cache line.
+  static constexpr int kSlotBits = 24;  // up to 16.7M events pending at once
+  static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << kSlotBits;
+  static constexpr std::uint64_t kMaxSequence = (std::uint64_t{1} << (64 - kSlotBits)) - 1;  // 1.1e12 events
+  static constexpr std::uint64_t kNoSequence = UINT64_MAX;  ///< slot holds no pending event
+
+  struct alignas(16) Entry {
+    std::uint64_t time_ps;
+    std::uint64_t key;  ///< sequence << kSlotBits | slot
+  };
+  struct Slot {
+    Handler handler;
+    std::uint64_t sequence = kNoSequence;  ///< sequence of the pending event; heap entries with
+                                           ///< another sequence are stale (cancelled)
+    std::uint32_t generation = 1;          ///< bumped when the event runs or is cancelled
+  };
+  static constexpr std::uint32_t kChunkBits = 10;  // slab chunks of 1024 slots: stable addresses
+  static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
+
+  static bool before(const Entry& a, const Entry& b) {
+    return ((static_cast<UInt128>(a.time_ps) << 64) | a.key) < ((static_cast<UInt128>(b.time_ps) << 64) | b.key);
+  }
+  static std::uint32_t slot_of(const Entry& e) { return static_cast<std::uint32_t>(e.key & (kMaxSlots - 1)); }
+  static std::uint64_t sequence_of(const Entry& e) { return e.key >> kSlotBits; }
+  static std::uint32_t next_generation(std::uint32_t generation) {
+    return generation == UINT32_MAX ? 1 : generation + 1;
+  }
+  Slot& slot_at(std::uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
+  bool is_stale(const Entry& e) { return slot_at(slot_of(e)).sequence != sequence_of(e); }
+  std::uint32_t acquire_slot() {
+    if (!free_slots_.empty()) {
+      const std::uint32_t index = free_slots_.back();
+      free_slots_.pop_back();
+      return index;
+    }
+    return new_slot();
+  }
+  std::uint32_t new_slot();
+  Entry* heap() { return heap_storage_.get() + kHeapPad; }
+  void push(const Entry& entry);
+  void pop();
+  void sift_down_from(std::size_t index, Entry moving);
+  void compact_if_stale();
+  /// Runs the next live event if its time is <= limit_ps; false if there is none.
+  bool fire_next(TimePs limit_ps);
+  [[noreturn]] void fail_in_past(TimePs time_ps) const;
+  [[noreturn]] static void fail_sequence_exhausted();
+
+  struct AlignedDelete {
+    void operator()(Entry* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  /// Element 0 sits kHeapPad entries into a 64-byte aligned block, so the children of any
+  /// node (4i+1 .. 4i+4) fill exactly one cache line.
+  static constexpr std::size_t kHeapPad = 3;
+  std::unique_ptr<Entry[], AlignedDelete> heap_storage_;
+  std::size_t heap_size_ = 0;
+  std::size_t heap_capacity_ = 0;
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::vector<std::uint32_t> free_slots_;
+  std::uint32_t slot_count_ = 0;
+  TimePs now_ps_ = 0;
+  std::uint64_t next_sequence_ = 0;
+  std::uint64_t live_events_ = 0;
+  std::uint64_t events_processed_ = 0;
+};
+
+}  // namespace lynx::sim

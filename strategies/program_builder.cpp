@@ -1,0 +1,571 @@
+#include "strategies/program_builder.hpp"
+
+#include "hw_models/collectives.hpp"
+#include "hw_models/compute_model.hpp"
+#include "model/gpt.hpp"
+#include "sim/error.hpp"
+#include "strategies/pipeline_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace lynx::strategy {
+
+hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
+  return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
+}
+
+std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
+  // Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master weights,
+  // momentum, variance) bytes per parameter — Rajbhandari et al. 2020 (ZeRO), Sec. 3.1.
+  // The distributed optimizer (ZeRO-1) shards the 12 optimizer bytes over data parallelism.
+  const double optimizer_bytes =
+      sc.parallel.distributed_optimizer ? 12.0 / sc.parallel.dp : 12.0;
+  const double per_param = 4.0 + optimizer_bytes;
+  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
+         static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
+}
+
+namespace {
+
+using model::Op;
+using model::OpGroup;
+using model::OpKind;
+
+/// Kernel times of one op, computed once per distinct op.
+struct OpTimes {
+  TimePs fwd_ps = 0;
+  TimePs dgrad_ps = 0;
+  TimePs wgrad_ps = 0;
+};
+
+struct OpWithTimes {
+  Op op;
+  OpTimes t;
+};
+
+/// Identifies one rendezvous instance across the members of a communicator in the full
+/// simulation: members run identical programs, so the n-th collective on a communicator is the
+/// same instance on every member.
+struct GroupKey {
+  int communicator;
+  std::int64_t sequence;
+  bool operator<(const GroupKey& o) const {
+    return communicator != o.communicator ? communicator < o.communicator : sequence < o.sequence;
+  }
+};
+
+class Builder {
+ public:
+  Builder(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
+          const Workload& workload)
+      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload) {}
+
+  BuiltProgram build();
+
+ private:
+  // ----- per-op tables -----
+  std::vector<OpWithTimes> with_times(const std::vector<Op>& ops) const {
+    std::vector<OpWithTimes> out;
+    for (const Op& op : ops) {
+      OpWithTimes o{op, {}};
+      if (op.kind != OpKind::kCollective) {
+        o.t.fwd_ps = hw::kernel_time_ps(sc_.hardware, op.kind, op.fwd_flops, op.fwd_bytes);
+        o.t.dgrad_ps =
+            hw::kernel_time_ps(sc_.hardware, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes);
+        o.t.wgrad_ps =
+            hw::kernel_time_ps(sc_.hardware, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes);
+      }
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  // ----- program construction helpers -----
+  std::uint32_t intern_name(const std::string& name) {
+    auto [it, inserted] = name_ids_.try_emplace(name, static_cast<std::uint32_t>(prog_.names.size()));
+    if (inserted) prog_.names.push_back(name);
+    return it->second;
+  }
+  sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
+
+  struct TaskArgs {
+    sim::StreamId stream = kCompute;
+    sim::TaskKind kind = sim::TaskKind::kKernel;
+    sim::Category category = sim::Category::kCompute;
+    TimePs work_ps = 0;
+    std::uint32_t name = 0;
+    double flops = 0;
+    std::int32_t group = -1;
+  };
+
+  /// Appends a task of the current GPU; deps are the ids in `deps` (-1 entries skipped).
+  sim::TaskId add_task(const TaskArgs& a, std::initializer_list<sim::TaskId> deps) {
+    return add_task(a, deps.begin(), deps.end());
+  }
+  template <typename It>
+  sim::TaskId add_task(const TaskArgs& a, It dep_begin, It dep_end) {
+    sim::Task t;
+    t.gpu = gpu_;
+    t.stream = a.stream;
+    t.kind = a.kind;
+    t.category = a.category;
+    t.work_ps = a.work_ps;
+    t.name = a.name;
+    t.group = a.group;
+    t.first_dep = static_cast<std::uint32_t>(prog_.deps.size());
+    for (It it = dep_begin; it != dep_end; ++it)
+      if (*it >= 0) prog_.deps.push_back(*it);
+    t.num_deps = static_cast<std::uint32_t>(prog_.deps.size()) - t.first_dep;
+    t.first_flow = static_cast<std::uint32_t>(prog_.flows.size());
+    t.first_mem = static_cast<std::uint32_t>(prog_.mem.size());
+    prog_.tasks.push_back(t);
+    flops_.push_back(a.flops);
+    return static_cast<sim::TaskId>(prog_.tasks.size() - 1);
+  }
+  /// Adds a dependency slot to be filled later with the task registered under `key`.
+  void add_pending_dep(sim::TaskId task, std::int64_t key) {
+    // Only valid for the task just added (its deps range is the tail of prog_.deps).
+    LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "pending dep order");
+    pending_.push_back({static_cast<std::uint32_t>(prog_.deps.size()), key});
+    prog_.deps.push_back(-1);
+    prog_.tasks.back().num_deps++;
+  }
+  void add_mem(sim::TaskId task, std::int64_t bytes, sim::TagId tag, bool at_end) {
+    LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "mem order");
+    if (bytes == 0) return;
+    prog_.mem.push_back({bytes, tag, at_end});
+    prog_.tasks.back().num_mem++;
+  }
+  void add_flow(sim::TaskId task, hw::Rank src, hw::Rank dst, std::uint64_t bytes) {
+    LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "flow order");
+    sim::Flow f;
+    f.bytes = bytes;
+    f.first_link = static_cast<std::uint32_t>(prog_.path_links.size());
+    for (sim::LinkId l : topo_.path(src, dst)) prog_.path_links.push_back(map_link(l));
+    f.num_links = static_cast<std::uint32_t>(prog_.path_links.size()) - f.first_link;
+    prog_.flows.push_back(f);
+    prog_.tasks.back().num_flows++;
+  }
+  /// In the reduced simulation, a link used by a GPU that is not simulated carries, by
+  /// symmetry, the same traffic as the same-role link of the simulated GPU of its stage.
+  sim::LinkId map_link(sim::LinkId l) const {
+    return symmetric_ ? topo_.mirror_link(l, rank_to_rep_) : l;
+  }
+
+  /// Emits a collective for the current GPU as one comm task per phase (chained on `stream`);
+  /// returns the last task. `deps` gate the first phase.
+  sim::TaskId emit_collective(sim::StreamId stream, sim::Category cat, hw::Collective kind,
+                              const std::vector<hw::Rank>& ranks, int communicator,
+                              std::uint64_t bytes, const std::string& name,
+                              std::initializer_list<sim::TaskId> deps) {
+    const auto phases = phase_cache(kind, ranks, bytes);
+    sim::TaskId last = -1;
+    bool first = true;
+    for (const hw::Phase& ph : phases) {
+      TaskArgs a;
+      a.stream = stream;
+      a.kind = sim::TaskKind::kComm;
+      a.category = cat;
+      a.work_ps = ph.latency_ps;
+      a.name = intern_name(name);
+      a.group = group_id(communicator);
+      last = first ? add_task(a, deps) : add_task(a, {});
+      first = false;
+      for (const hw::FlowSpec& f : ph.flows)
+        if (f.src == rank_) add_flow(last, f.src, f.dst, f.bytes);
+    }
+    return last;
+  }
+  const std::vector<hw::Phase>& phase_cache(hw::Collective kind, const std::vector<hw::Rank>& ranks,
+                                            std::uint64_t bytes) {
+    auto key = std::make_tuple(static_cast<int>(kind), ranks, bytes);
+    auto it = phases_.find(key);
+    if (it == phases_.end())
+      it = phases_
+               .emplace(key, hw::plan_collective(topo_, sc_.hardware, kind, hw::Algorithm::kRing,
+                                                 ranks, bytes))
+               .first;
+    return it->second;
+  }
+  std::int32_t group_id(int communicator) {
+    if (symmetric_ || communicator < 0) return -1;
+    const GroupKey key{communicator, comm_sequence_[{gpu_, communicator}]++};
+    auto [it, inserted] = groups_.try_emplace(key, next_group_);
+    if (inserted) ++next_group_;
+    return it->second;
+  }
+
+  // ----- the training step -----
+  void build_gpu(int stage, int dp_rank, int tp_rank);
+  sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
+                               bool recompute_pass, sim::TaskId after, const std::string& prefix);
+  sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
+                                const std::string& prefix);
+  sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after, const std::string& name);
+
+  /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
+  std::uint64_t chunk_params(int vs) const {
+    std::uint64_t n = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+    if (vs == 0) n += work_.embedding_params;
+    if (vs == p_.pp * p_.virtual_stages - 1) n += work_.head_params;
+    return n;
+  }
+
+  std::vector<hw::Rank> tp_ranks() const {
+    std::vector<hw::Rank> r;
+    for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, stage_, dp_rank_, t));
+    return r;
+  }
+  std::vector<hw::Rank> dp_ranks() const {
+    std::vector<hw::Rank> r;
+    for (int d = 0; d < p_.dp; ++d) r.push_back(global_rank(p_, stage_, d, tp_rank_));
+    return r;
+  }
+  int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
+  int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
+  hw::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
+  std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
+    return ((static_cast<std::int64_t>(virtual_stage) * p_.global_batch + micro_batch) * 2 +
+            (forward ? 0 : 1)) * (p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_;
+  }
+
+  const Scenario& sc_;
+  const ParallelSpec& p_;
+  const RecomputePlan& plan_;
+  const hw::Topology& topo_;
+  const Workload& work_;
+  sim::Program prog_;
+  std::vector<double> flops_;
+  std::unordered_map<std::string, std::uint32_t> name_ids_;
+  std::map<std::tuple<int, std::vector<hw::Rank>, std::uint64_t>, std::vector<hw::Phase>> phases_;
+  std::map<GroupKey, std::int32_t> groups_;
+  std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
+  std::int32_t next_group_ = 0;
+  struct Pending {
+    std::uint32_t dep_index;
+    std::int64_t key;
+  };
+  std::vector<Pending> pending_;
+  std::unordered_map<std::int64_t, sim::TaskId> transfers_;
+  std::vector<hw::Rank> rank_to_rep_;  ///< reduced simulation: simulated rank standing for each rank
+
+  bool symmetric_ = false;
+  int micro_batches_ = 0;
+  std::vector<OpWithTimes> layer_;
+  std::vector<OpWithTimes> embedding_;
+  std::vector<OpWithTimes> head_;
+  // current GPU
+  sim::GpuId gpu_ = 0;
+  hw::Rank rank_ = 0;
+  int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
+};
+
+sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
+                                      const LayerDecision* decision, bool recompute_pass,
+                                      sim::TaskId after, const std::string& prefix) {
+  // `after`: a task the first op must wait for (cross-stream); compute-stream order is FIFO.
+  sim::TaskId wait = after;
+  sim::TaskId last = after;
+  for (const OpWithTimes& o : ops) {
+    const Action act = decision ? decision->action(o.op.group) : Action::kKeep;
+    if (recompute_pass && !decision->whole_layer && act == Action::kKeep) continue;
+    const sim::Category cat = recompute_pass ? sim::Category::kRecompute : sim::Category::kCompute;
+    if (o.op.kind == OpKind::kCollective) {
+      if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
+      last = emit_collective(kTp, recompute_pass ? sim::Category::kRecompute : sim::Category::kTpComm,
+                             hw::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
+                             o.op.collective_bytes, prefix + o.op.name, {last});
+      wait = last;
+      continue;
+    }
+    TaskArgs a;
+    a.category = cat;
+    a.work_ps = o.t.fwd_ps;
+    a.name = intern_name(prefix + o.op.name);
+    a.flops = o.op.fwd_flops;
+    last = add_task(a, {wait});
+    wait = -1;
+    // Saved activations: allocated while the op writes them, unless the plan drops them in
+    // the first forward (they come back in the recompute pass).
+    const bool stored = recompute_pass || act == Action::kKeep;
+    if (stored) add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+  }
+  // A trailing collective leaves `wait` set: return it so the caller's next op waits on it.
+  return wait >= 0 ? wait : last;
+}
+
+sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
+                                       const std::string& prefix) {
+  sim::TaskId wait = after;
+  sim::TaskId last = after;
+  for (size_t i = ops.size(); i-- > 0;) {
+    const Op& op = ops[i].op;
+    if (op.kind == OpKind::kCollective) {
+      // Collectives whose backward is issued after the dgrad of the op they feed are emitted
+      // there (overlapping its wgrad, as Megatron does); the rest run here, compute waiting.
+      if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
+      if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
+      last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(op.bwd_collective), tp_ranks(),
+                             tp_communicator(), op.collective_bytes, prefix + op.name + "_bwd",
+                             {last});
+      wait = last;
+      continue;
+    }
+    // Sequence parallelism: the GEMM's input was saved sharded; its all-gather is issued
+    // before the dgrad (overlapping it) and the wgrad waits for it (Megatron's SP backward).
+    sim::TaskId input_gather = -1;
+    if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1)
+      input_gather = emit_collective(kTp, sim::Category::kTpComm, hw::Collective::kAllGather,
+                                     tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
+                                     prefix + op.name + "_input_ag", {last});
+    TaskArgs a;
+    a.name = intern_name(prefix + op.name + "_dgrad");
+    a.work_ps = ops[i].t.dgrad_ps;
+    a.flops = op.bwd_dgrad_flops;
+    sim::TaskId dgrad = add_task(a, {wait});
+    wait = -1;
+    last = dgrad;
+    // The op's saved activations are consumed by its dgrad and wgrad (freed after the last).
+    const bool has_wgrad = ops[i].t.wgrad_ps > 0;
+    const auto saved = static_cast<std::int64_t>(op.saved_bytes);
+    if (!has_wgrad) add_mem(dgrad, -saved, tag_of(op.group), true);
+    // The collective feeding this op in forward (Megatron's `f`: identity forward, all-reduce
+    // backward; with SP the all-gather whose backward is a reduce-scatter) starts right after
+    // the dgrad and overlaps the wgrad.
+    sim::TaskId input_grad_comm = -1;
+    if (i > 0 && ops[i - 1].op.kind == OpKind::kCollective &&
+        ops[i - 1].op.bwd_collective != model::CollectiveKind::kNone && p_.tp > 1) {
+      const Op& c = ops[i - 1].op;
+      input_grad_comm =
+          emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(c.bwd_collective), tp_ranks(),
+                          tp_communicator(), c.collective_bytes, prefix + c.name + "_bwd", {dgrad});
+    }
+    if (has_wgrad) {
+      TaskArgs w;
+      w.name = intern_name(prefix + op.name + "_wgrad");
+      w.work_ps = ops[i].t.wgrad_ps;
+      w.flops = op.bwd_wgrad_flops;
+      last = add_task(w, {input_gather});
+      add_mem(last, -saved, tag_of(op.group), true);
+    }
+    if (input_grad_comm >= 0) wait = input_grad_comm;
+  }
+  return wait >= 0 ? wait : last;
+}
+
+sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after,
+                                       const std::string& name) {
+  if (p_.dp == 1 || params == 0) return after;
+  // bf16 gradients, 2 bytes per parameter (documented in the README's model assumptions).
+  const std::uint64_t bytes = 2 * params;
+  if (p_.distributed_optimizer) {
+    emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kReduceScatter, dp_ranks(),
+                    dp_communicator(), bytes, name + "_rs", {after});
+    return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllGather, dp_ranks(),
+                           dp_communicator(), bytes, name + "_ag", {});
+  }
+  return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllReduce, dp_ranks(),
+                         dp_communicator(), bytes, name, {after});
+}
+
+void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
+  stage_ = stage;
+  dp_rank_ = dp_rank;
+  tp_rank_ = tp_rank;
+  rank_ = global_rank(p_, stage, dp_rank, tp_rank);
+  const int pp = p_.pp;
+  const int chunks = p_.virtual_stages;
+  const int last_vs = pp * chunks - 1;
+  const auto order = pipeline_order(p_.schedule, pp, micro_batches_, chunks);
+  const std::uint64_t layer_params = work_.layer_params;
+  const std::uint64_t boundary_bytes = work_.boundary_bytes;
+
+  // Last backward step of each chunk: gradients of that chunk are final after it.
+  std::vector<int> last_bwd_step(static_cast<size_t>(chunks), -1);
+  const auto& steps = order[static_cast<size_t>(stage)];
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
+
+  std::vector<sim::TaskId> dp_tasks;
+  sim::TaskId compute_tail = -1;
+  std::uint64_t bucket_params = 0;
+  const std::uint64_t bucket_limit = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
+  std::uint64_t total_params = 0;
+
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const PipeStep& st = steps[si];
+    const int vs = st.chunk * pp + stage;
+    const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
+    const std::string mb = fmt::format("mb{}.", st.micro_batch);
+    if (st.forward) {
+      sim::TaskId recv = -1;
+      TaskArgs marker;
+      marker.kind = sim::TaskKind::kMarker;
+      marker.name = intern_name(fmt::format("F{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
+      recv = add_task(marker, {});
+      if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
+      sim::TaskId after = recv;
+      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, false, after, mb);
+      for (size_t l = 0; l < sp.layers.size(); ++l)
+        after = emit_forward_ops(layer_, &sp.layers[l], false, after,
+                                 fmt::format("{}L{}.", mb, sp.first_layer + static_cast<int>(l)));
+      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, false, after, mb);
+      compute_tail = after;
+      if (vs < last_vs) {
+        TaskArgs send;
+        send.stream = kPp;
+        send.kind = sim::TaskKind::kComm;
+        send.category = sim::Category::kPpComm;
+        send.name = intern_name(mb + "send_act");
+        const sim::TaskId t = add_task(send, {after});
+        add_flow(t, rank_, stage_rank((vs + 1) % pp), boundary_bytes);
+        transfers_[transfer_key(vs, st.micro_batch, true)] = t;
+      }
+    } else {
+      TaskArgs marker;
+      marker.kind = sim::TaskKind::kMarker;
+      marker.name = intern_name(fmt::format("B{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
+      sim::TaskId after = add_task(marker, {});
+      if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
+      if (vs == last_vs) after = emit_backward_ops(head_, after, mb);
+      const bool grads_final = static_cast<int>(si) == last_bwd_step[static_cast<size_t>(st.chunk)];
+      for (size_t l = sp.layers.size(); l-- > 0;) {
+        const LayerDecision& d = sp.layers[l];
+        const std::string prefix = fmt::format("{}L{}.", mb, sp.first_layer + static_cast<int>(l));
+        if (!d.keeps_everything())
+          after = emit_forward_ops(layer_, &d, true, after, prefix + "re.");
+        after = emit_backward_ops(layer_, after, prefix);
+        if (grads_final && p_.dp_overlap == DpOverlap::kBucketed) {
+          bucket_params += layer_params;
+          if (bucket_params >= bucket_limit) {
+            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after, "dp_allreduce"));
+            total_params += bucket_params;
+            bucket_params = 0;
+          }
+        }
+      }
+      if (vs == 0) after = emit_backward_ops(embedding_, after, mb);
+      compute_tail = after;
+      if (grads_final) {
+        const std::uint64_t chunk_emb = chunk_params(vs) - layer_params * sp.layers.size();
+        if (p_.dp_overlap == DpOverlap::kBucketed) {
+          bucket_params += chunk_emb;
+          if (bucket_params > 0)
+            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after, "dp_allreduce"));
+          total_params += bucket_params;
+          bucket_params = 0;
+        } else {
+          total_params += chunk_emb + layer_params * sp.layers.size();
+        }
+      }
+      if (vs > 0) {
+        TaskArgs send;
+        send.stream = kPp;
+        send.kind = sim::TaskKind::kComm;
+        send.category = sim::Category::kPpComm;
+        send.name = intern_name(mb + "send_grad");
+        const sim::TaskId t = add_task(send, {after});
+        add_flow(t, rank_, stage_rank((vs - 1) % pp), boundary_bytes);
+        transfers_[transfer_key(vs, st.micro_batch, false)] = t;
+      }
+    }
+  }
+  if (p_.dp_overlap == DpOverlap::kEnd)
+    dp_tasks.push_back(emit_dp_allreduce(total_params, compute_tail, "dp_allreduce"));
+
+  // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
+  // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
+  const double opt_params = static_cast<double>(total_params) /
+                            (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
+  TaskArgs opt;
+  opt.category = sim::Category::kOptimizer;
+  opt.name = intern_name("optimizer_step");
+  opt.work_ps = hw::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
+  dp_tasks.push_back(compute_tail);
+  add_task(opt, dp_tasks.begin(), dp_tasks.end());
+}
+
+BuiltProgram Builder::build() {
+  micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
+  layer_ = with_times(work_.layer);
+  embedding_ = with_times(work_.embedding);
+  head_ = with_times(work_.head);
+  prog_.tags = {"act/layernorm", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
+
+  symmetric_ = sc_.sim.exploit_symmetry && topo_.links_private_per_gpu() && p_.tp * p_.dp > 1;
+  BuiltProgram out;
+  out.symmetric = symmetric_;
+  out.replication = symmetric_ ? p_.tp * p_.dp : 1;
+
+  struct Sim {
+    int stage, dp, tp;
+  };
+  std::vector<Sim> gpus;
+  for (int s = 0; s < p_.pp; ++s)
+    for (int d = 0; d < (symmetric_ ? 1 : p_.dp); ++d)
+      for (int t = 0; t < (symmetric_ ? 1 : p_.tp); ++t) gpus.push_back({s, d, t});
+  if (symmetric_) {
+    rank_to_rep_.resize(static_cast<size_t>(topo_.num_gpus()), -1);
+    for (int s = 0; s < p_.pp; ++s)
+      for (int d = 0; d < p_.dp; ++d)
+        for (int t = 0; t < p_.tp; ++t)
+          rank_to_rep_[static_cast<size_t>(global_rank(p_, s, d, t))] = global_rank(p_, s, 0, 0);
+  }
+
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    gpu_ = static_cast<sim::GpuId>(g);
+    sim::GpuDesc desc;
+    desc.name = fmt::format("stage{}.dp{}.tp{}", gpus[g].stage, gpus[g].dp, gpus[g].tp);
+    desc.stream_names = kStreamNames;
+    desc.memory_capacity_bytes = sc_.hardware.memory_bytes;
+    desc.contention_factor = sc_.hardware.contention_factor;
+    out.machine.gpus.push_back(desc);
+    out.gpu_stage.push_back(gpus[g].stage);
+    out.gpu_rank.push_back(global_rank(p_, gpus[g].stage, gpus[g].dp, gpus[g].tp));
+
+    std::uint64_t params = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
+    prog_.static_bytes_per_gpu.push_back(static_bytes(sc_, params));
+    build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
+  }
+  for (const Pending& pd : pending_) {
+    auto it = transfers_.find(pd.key);
+    LYNX_CHECK(it != transfers_.end(), "pipeline transfer {} never sent", pd.key);
+    prog_.deps[pd.dep_index] = it->second;
+  }
+  out.machine.links = topo_.links();
+  out.program = std::move(prog_);
+  out.task_flops = std::move(flops_);
+  return out;
+}
+
+}  // namespace
+
+Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
+  Workload w;
+  w.layer = model::layer_ops(model, parallel);
+  w.embedding = model::embedding_ops(model, parallel);
+  w.head = model::head_ops(model, parallel);
+  // The layer output crosses stage boundaries in 16-bit, sequence-sharded with SP.
+  w.boundary_bytes = 2ull * static_cast<std::uint64_t>(model.seq_len) * parallel.micro_batch *
+                     static_cast<std::uint64_t>(model.hidden) /
+                     (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull);
+  w.layer_params = model::layer_parameter_count_per_gpu(model, parallel);
+  w.embedding_params = model::embedding_parameter_count_per_gpu(model, parallel);
+  w.head_params = model::head_parameter_count_per_gpu(model, parallel);
+  return w;
+}
+
+BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
+                           const Workload& workload) {
+  const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
+  if (static_cast<int>(plan.stages.size()) != virtual_stages)
+    fail("plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
+  return Builder(sc, plan, topo, workload).build();
+}
+
+}  // namespace lynx::strategy

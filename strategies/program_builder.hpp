@@ -1,0 +1,61 @@
+#pragma once
+/// Turns a resolved scenario and a recomputation plan into per-GPU programs for the executor:
+/// pipeline schedule steps become kernels on the compute stream, TP collectives on the tp
+/// stream, pipeline sends on the pp stream, gradient all-reduces on the dp stream and
+/// overlapped recomputation on the recompute stream, with memory alloc/free per activation.
+#include "hw_models/topology.hpp"
+#include "model/gpt.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/program.hpp"
+#include "strategies/recompute_plan.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace lynx::strategy {
+
+/// Stream indices of every simulated GPU (names in kStreamNames).
+enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4 };
+inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
+
+struct BuiltProgram {
+  sim::Machine machine;
+  sim::Program program;
+  std::vector<int> gpu_stage;         ///< pipeline stage of each simulated GPU
+  std::vector<hw::Rank> gpu_rank;     ///< its global rank (pp·(tp·dp) + dp·tp + tp)
+  /// GPUs each simulated GPU stands for: tp·dp with symmetry, 1 without.
+  int replication = 1;
+  bool symmetric = false;             ///< whether the reduced (one rank per stage) form was used
+  std::vector<double> task_flops;     ///< FLOPs executed by each kernel task (0 for others)
+};
+
+/// What one pipeline-stage GPU runs per micro-batch: the GPT ops of model/ (or synthetic ops
+/// in tests), per GPU (tensor-parallel shard).
+struct Workload {
+  std::vector<model::Op> layer;      ///< forward ops of one transformer layer
+  std::vector<model::Op> embedding;  ///< first virtual stage only
+  std::vector<model::Op> head;       ///< last virtual stage only
+  std::uint64_t boundary_bytes = 0;  ///< activation (and gradient) bytes sent between stages
+  std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
+  std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
+  std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
+};
+
+/// The Megatron GPT workload of `model` under `parallel` (model must be resolved).
+Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
+
+/// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
+/// order, TP fastest, then DP, then PP.
+hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
+
+/// Static bytes per GPU of a stage holding `layers` layers (weights, grads, Adam state;
+/// ZeRO paper's 16 bytes/parameter, 4 + 12/dp with the distributed optimizer) + reserve.
+std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu);
+
+/// Builds the programs. `sc.model` must be resolved and the layout checked. With
+/// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
+/// per pipeline stage is simulated (exactly equal to the full simulation; tested).
+BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
+                           const Workload& workload);
+
+}  // namespace lynx::strategy

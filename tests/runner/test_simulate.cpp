@@ -1,0 +1,226 @@
+// End-to-end checks of a simulated GPT iteration against the public formulas (Korthikanti et
+// al. 2022; Narayanan et al. 2021), layout errors, OOM as a result, determinism and the exact
+// equivalence of the reduced (one rank per stage) simulation.
+#include "hw_models/collectives.hpp"
+#include "hw_models/topology.hpp"
+#include "model/gpt.hpp"
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/executor.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace lynx;
+
+namespace {
+
+/// A small GPT on one DGX A100 node: s = 512, b = 2, h = 1024, a = 16.
+Scenario small_gpt(int layers, int tp, bool sp, RecomputeKind strategy) {
+  Scenario sc = default_scenario();
+  sc.model = ModelSpec{};
+  sc.model.layers = layers;
+  sc.model.hidden = 1024;
+  sc.model.heads = 16;
+  sc.model.seq_len = 512;
+  sc.model.vocab = 51200;
+  sc.parallel = ParallelSpec{};
+  sc.parallel.tp = tp;
+  sc.parallel.sequence_parallel = sp;
+  sc.parallel.micro_batch = 2;
+  sc.parallel.global_batch = 2;
+  sc.recompute.strategy = strategy;
+  return sc;
+}
+
+/// Activation bytes one more layer adds to the simulated peak (static memory removed):
+/// peak(2 layers) − peak(1 layer), both measured by the executor's memory tracker.
+std::int64_t measured_layer_activation_bytes(int tp, bool sp, RecomputeKind strategy) {
+  std::int64_t act[2];
+  for (int layers = 1; layers <= 2; ++layers) {
+    const SimResult r = simulate(small_gpt(layers, tp, sp, strategy)).result;
+    act[layers - 1] = r.stages[0].peak_memory_bytes - r.stages[0].static_memory_bytes;
+  }
+  return act[1] - act[0];
+}
+
+}  // namespace
+
+TEST_CASE("activation memory per layer equals Korthikanti et al. exactly (bytes, from the tracker)") {
+  const std::int64_t s = 512, b = 2, h = 1024, a = 16;
+  const std::int64_t sbh = s * b * h;
+  SUBCASE("no parallelism: sbh(34 + 5as/h)") {
+    CHECK(measured_layer_activation_bytes(1, false, RecomputeKind::kNone) ==
+          sbh * 34 + 5 * a * s * s * b);
+  }
+  SUBCASE("tensor parallel t = 8: sbh(10 + 24/t + 5as/(ht))") {
+    const std::int64_t t = 8;
+    CHECK(measured_layer_activation_bytes(8, false, RecomputeKind::kNone) ==
+          sbh * 10 + sbh * 24 / t + 5 * a * s * s * b / t);
+  }
+  SUBCASE("tensor + sequence parallel t = 8: sbh(34 + 5as/h)/t") {
+    CHECK(measured_layer_activation_bytes(8, true, RecomputeKind::kNone) ==
+          (sbh * 34 + 5 * a * s * s * b) / 8);
+  }
+  SUBCASE("selective recomputation + SP, t = 4: 34sbh/t") {
+    CHECK(measured_layer_activation_bytes(4, true, RecomputeKind::kSelective) == 34 * sbh / 4);
+  }
+  SUBCASE("full recomputation: 2sbh (layer input only)") {
+    CHECK(measured_layer_activation_bytes(2, false, RecomputeKind::kFull) == 2 * sbh);
+  }
+}
+
+TEST_CASE("executed FLOPs equal Eq. 7 (none), Eq. 8 (selective) and Narayanan Eq. 3 (full)") {
+  // Several micro-batches, pipeline and data parallelism: FLOPs do not depend on the layout.
+  Scenario sc = small_gpt(4, 2, true, RecomputeKind::kNone);
+  sc.parallel.pp = 2;
+  sc.parallel.dp = 2;
+  sc.parallel.global_batch = 8;
+  const ModelSpec m = model::resolve_model(sc.model);
+  const auto run = [&](RecomputeKind k) {
+    Scenario x = sc;
+    x.recompute.strategy = k;
+    return simulate(x).result;
+  };
+  const SimResult none = run(RecomputeKind::kNone);
+  const SimResult selective = run(RecomputeKind::kSelective);
+  const SimResult full = run(RecomputeKind::kFull);
+  CHECK(none.executed_flops == doctest::Approx(model::model_flops_per_iteration(m, 8)).epsilon(1e-12));
+  // Selective recomputation re-runs the attention core's forward: QK^T and ·V, 2·b·s²·h FLOPs
+  // each per sequence and layer, so 4·B·s²·l·h more than Eq. 7. Korthikanti's Eq. 8 adds
+  // 12·B·s²·l·h (the core's forward and backward); the simulator counts the kernels it runs,
+  // so its HFU sits between Eq. 7 and Eq. 8.
+  const double B = 8, s = m.seq_len, l = m.layers, h = m.hidden;
+  CHECK(selective.executed_flops - none.executed_flops ==
+        doctest::Approx(4 * B * s * s * l * h).epsilon(1e-12));
+  CHECK(selective.executed_flops < model::selective_flops_per_iteration(m, 8));
+  CHECK(full.executed_flops ==
+        doctest::Approx(model::full_recompute_flops_per_iteration(m, 8)).epsilon(1e-12));
+  // Time: none is fastest when memory allows, full recomputes the most.
+  CHECK(none.iteration_time_s < selective.iteration_time_s);
+  CHECK(selective.iteration_time_s < full.iteration_time_s);
+  // Full recompute costs about one extra forward per layer: its recompute time is within 10%
+  // of a third of the layers' forward+backward compute (backward ≈ 2× forward).
+  for (const auto& st : full.stages)
+    CHECK(st.recompute_s == doctest::Approx(none.stages[static_cast<size_t>(st.stage)].compute_s / 3).epsilon(0.10));
+  CHECK(none.mfu == doctest::Approx(none.hfu).epsilon(1e-9));
+  CHECK(full.hfu > full.mfu);
+}
+
+TEST_CASE("impossible layouts are clear errors") {
+  Scenario sc = small_gpt(4, 1, false, RecomputeKind::kNone);
+  SUBCASE("heads not divisible by tp") {
+    sc.model.heads = 12;
+    sc.parallel.tp = 8;
+    CHECK_THROWS_WITH_AS(simulate(sc), doctest::Contains("heads"), Error);
+  }
+  SUBCASE("layers not divisible by pp·v") {
+    sc.model.layers = 6;
+    sc.parallel.pp = 4;
+    CHECK_THROWS_WITH_AS(simulate(sc), doctest::Contains("layers"), Error);
+  }
+}
+
+TEST_CASE("an out-of-memory plan is a result naming the stage") {
+  Scenario sc = small_gpt(4, 1, false, RecomputeKind::kNone);
+  sc.parallel.pp = 2;
+  sc.parallel.global_batch = 8;
+  sc.hardware.memory_bytes = 1ull << 30;  // 1 GiB: far less than weights + activations
+  const SimResult r = simulate(sc).result;
+  CHECK(r.oom);
+  CHECK(r.oom_stage == 0);
+  CHECK(r.stages[0].oom);
+  CHECK(r.stages[0].peak_memory_bytes > static_cast<std::int64_t>(sc.hardware.memory_bytes));
+}
+
+TEST_CASE("determinism: the same scenario twice gives identical trace bytes") {
+  Scenario sc = small_gpt(4, 2, false, RecomputeKind::kSelective);
+  sc.parallel.pp = 2;
+  sc.parallel.dp = 2;
+  sc.parallel.global_batch = 8;
+  SimOptions opt;
+  opt.keep_trace_data = true;
+  std::string traces[2];
+  for (auto& t : traces) {
+    const SimRun run = simulate(sc, opt);
+    std::ostringstream out;
+    sim::write_chrome_trace(out, run.built.machine, run.built.program, run.exec);
+    t = out.str();
+  }
+  CHECK(traces[0].size() > 1000);
+  CHECK(traces[0] == traces[1]);
+}
+
+TEST_CASE("the reduced simulation (one rank per stage) equals the full one exactly") {
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    for (bool sp : {false, true}) {
+      Scenario sc = small_gpt(4, 2, sp, k);
+      sc.parallel.pp = 2;
+      sc.parallel.dp = 2;
+      sc.parallel.global_batch = 8;
+      sc.sim.exploit_symmetry = true;
+      const SimResult reduced = simulate(sc).result;
+      sc.sim.exploit_symmetry = false;
+      const SimResult full = simulate(sc).result;
+      REQUIRE(reduced.symmetric);
+      REQUIRE_FALSE(full.symmetric);
+      CHECK(reduced.iteration_time_s == full.iteration_time_s);
+      CHECK(reduced.executed_flops == full.executed_flops);
+      for (size_t s = 0; s < reduced.stages.size(); ++s) {
+        CHECK(reduced.stages[s].peak_memory_bytes == full.stages[s].peak_memory_bytes);
+        CHECK(reduced.stages[s].tp_exposed_s == full.stages[s].tp_exposed_s);
+        CHECK(reduced.stages[s].dp_exposed_s == full.stages[s].dp_exposed_s);
+      }
+    }
+  }
+}
+
+TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1)·latency exactly") {
+  HardwareSpec hw = default_scenario().hardware;
+  hw.collective_efficiency = 1.0;
+  const hw::Topology topo(hw);
+  const int n = 8;
+  const std::uint64_t size = 1ull << 30;
+  std::vector<hw::Rank> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(r);
+  const auto phases =
+      hw::plan_collective(topo, hw, hw::Collective::kAllReduce, hw::Algorithm::kRing, ranks, size);
+  REQUIRE(phases.size() == 1);
+  // One comm task per member, all in one rendezvous group.
+  sim::Machine machine;
+  machine.links = topo.links();
+  sim::Program prog;
+  prog.names = {"allreduce"};
+  prog.tags = {"x"};
+  for (int r = 0; r < n; ++r) {
+    machine.gpus.push_back({"gpu", {"comm"}, 1ull << 40, 0.0});
+    prog.static_bytes_per_gpu.push_back(0);
+    sim::Task t;
+    t.gpu = r;
+    t.kind = sim::TaskKind::kComm;
+    t.group = 0;
+    t.work_ps = phases[0].latency_ps;
+    t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+    for (const auto& f : phases[0].flows) {
+      if (f.src != r) continue;
+      sim::Flow flow;
+      flow.bytes = f.bytes;
+      flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+      for (auto l : topo.path(f.src, f.dst)) prog.path_links.push_back(l);
+      flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+      prog.flows.push_back(flow);
+      ++t.num_flows;
+    }
+    prog.tasks.push_back(t);
+  }
+  const auto ex = sim::execute(machine, prog);
+  // Each GPU sends 2(n-1)/n of the buffer to its successor over GPU->NVSwitch->GPU; every link
+  // carries one flow, so each flow gets the full NVLink bandwidth; 2(n-1) steps each pay the
+  // path latency (two NVLink hops).
+  const std::uint64_t wire = (2ull * (n - 1) * size + n - 1) / n;
+  const TimePs expected = transfer_time_ps(wire, hw.nvlink.bw_bytes_per_s) +
+                          2 * (n - 1) * topo.path_latency_ps(0, 1);
+  CHECK(topo.path_latency_ps(0, 1) == 2 * hw.nvlink.latency_ps);
+  CHECK(ex.makespan_ps == expected);
+}

@@ -1,0 +1,207 @@
+#include "sim/engine.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+using lynx::TimePs;
+using lynx::sim::Engine;
+using lynx::sim::EventId;
+using lynx::sim::InlineFunction;
+
+TEST_CASE("engine runs events in time order and advances the clock") {
+  Engine engine;
+  std::vector<std::pair<int, TimePs>> log;
+  engine.schedule_at(30, [&] { log.emplace_back(3, engine.now()); });
+  engine.schedule_at(10, [&] { log.emplace_back(1, engine.now()); });
+  engine.schedule_at(20, [&] { log.emplace_back(2, engine.now()); });
+  CHECK(engine.pending() == 3);
+  engine.run();
+  REQUIRE(log.size() == 3);
+  CHECK(log[0] == std::pair<int, TimePs>{1, 10});
+  CHECK(log[1] == std::pair<int, TimePs>{2, 20});
+  CHECK(log[2] == std::pair<int, TimePs>{3, 30});
+  CHECK(engine.now() == 30);
+  CHECK(engine.events_processed() == 3);
+  CHECK(engine.empty());
+}
+
+TEST_CASE("engine runs equal-time events first-in first-out") {
+  Engine engine;
+  std::vector<int> order;
+  // 1000 events at one time, interleaved with later ones scheduled in between.
+  for (int i = 0; i < 1000; ++i) {
+    engine.schedule_at(5, [&order, i] { order.push_back(i); });
+    engine.schedule_at(7, [&order, i] { order.push_back(10'000 + i); });
+  }
+  SUBCASE("in insertion order") {
+    engine.run();
+    REQUIRE(order.size() == 2000);
+    for (int i = 0; i < 1000; ++i) CHECK(order[static_cast<std::size_t>(i)] == i);
+    for (int i = 0; i < 1000; ++i) CHECK(order[static_cast<std::size_t>(1000 + i)] == 10'000 + i);
+  }
+  SUBCASE("an event scheduled now, from a handler, runs after those already queued for now") {
+    Engine small;
+    std::vector<int> seen;
+    small.schedule_at(5, [&] {
+      seen.push_back(1);
+      small.schedule_after(0, [&] { seen.push_back(3); });
+    });
+    small.schedule_at(5, [&] { seen.push_back(2); });
+    small.run();
+    CHECK(seen == std::vector<int>{1, 2, 3});
+  }
+}
+
+TEST_CASE("engine cancellation") {
+  Engine engine;
+  int ran = 0;
+  const EventId a = engine.schedule_at(10, [&] { ran += 1; });
+  const EventId b = engine.schedule_at(20, [&] { ran += 10; });
+  const EventId c = engine.schedule_at(30, [&] { ran += 100; });
+  CHECK(engine.cancel(b));
+  CHECK_FALSE(engine.cancel(b));  // twice: false
+  CHECK(engine.pending() == 2);
+  CHECK_FALSE(engine.cancel(EventId{}));  // a default id names nothing
+  engine.run_until(15);
+  CHECK(ran == 1);
+  CHECK_FALSE(engine.cancel(a));  // already ran
+  // The freed slot of b may be reused; the old id must still not cancel the new event.
+  const EventId d = engine.schedule_at(25, [&] { ran += 1000; });
+  CHECK_FALSE(engine.cancel(b));
+  engine.run();
+  CHECK(ran == 1 + 100 + 1000);
+  CHECK(engine.events_processed() == 3);
+  CHECK_FALSE(engine.cancel(c));
+  CHECK_FALSE(engine.cancel(d));
+
+  SUBCASE("a handler can cancel a later event and not itself") {
+    Engine e2;
+    int hits = 0;
+    EventId later{};
+    EventId self{};
+    self = e2.schedule_at(1, [&] {
+      ++hits;
+      CHECK(e2.cancel(later));
+      CHECK_FALSE(e2.cancel(self));  // it is running: already fired
+    });
+    later = e2.schedule_at(2, [&] { hits += 100; });
+    e2.run();
+    CHECK(hits == 1);
+  }
+  SUBCASE("mass cancellation keeps order (stale entries are compacted)") {
+    Engine e3;
+    std::vector<TimePs> fired;
+    std::vector<EventId> ids;
+    for (int i = 0; i < 20'000; ++i) {
+      const TimePs t = (i * 7919) % 20'000;  // a permutation of 0..19999
+      ids.push_back(e3.schedule_at(t, [&fired, &e3] { fired.push_back(e3.now()); }));
+    }
+    for (int i = 0; i < 20'000; ++i) {
+      if (i % 20 != 0) CHECK(e3.cancel(ids[static_cast<std::size_t>(i)]));
+    }
+    CHECK(e3.pending() == 1000);
+    e3.run();
+    REQUIRE(fired.size() == 1000);
+    for (std::size_t i = 1; i < fired.size(); ++i) CHECK(fired[i - 1] < fired[i]);
+  }
+}
+
+TEST_CASE("engine rejects scheduling in the past") {
+  Engine engine;
+  engine.schedule_at(100, [] {});
+  engine.run();
+  CHECK(engine.now() == 100);
+  CHECK_THROWS_AS(engine.schedule_at(99, [] {}), lynx::Error);
+  CHECK_THROWS_AS(engine.schedule_after(-1, [] {}), lynx::Error);
+  CHECK_NOTHROW(engine.schedule_at(100, [] {}));
+  CHECK_THROWS_AS(engine.schedule_after(INT64_MAX, [] {}), lynx::Error);  // overflow is checked
+}
+
+TEST_CASE("engine run_until stops at the limit and reports pending events") {
+  Engine engine;
+  std::vector<TimePs> fired;
+  for (const TimePs t : {10, 20, 30}) engine.schedule_at(t, [&] { fired.push_back(engine.now()); });
+  CHECK(engine.run_until(20));  // 30 still pending
+  CHECK(fired == std::vector<TimePs>{10, 20});
+  CHECK(engine.now() == 20);
+  CHECK(engine.run_until(25));
+  CHECK(engine.now() == 25);
+  CHECK_FALSE(engine.run_until(1000));
+  CHECK(engine.now() == 1000);
+  CHECK(fired == std::vector<TimePs>{10, 20, 30});
+}
+
+TEST_CASE("two engines in one process run independently, interleaved") {
+  Engine first;
+  Engine second;
+  std::vector<std::string> log;
+  // Each handler re-schedules itself on its own engine: first every 3 ps, second every 5 ps.
+  struct Ticker {
+    Engine* engine;
+    std::vector<std::string>* log;
+    std::string label;
+    TimePs period;
+    int left;
+    void operator()() {
+      log->push_back(label + std::to_string(engine->now()));
+      if (--left > 0) engine->schedule_after(period, Ticker{*this});
+    }
+  };
+  first.schedule_at(3, Ticker{&first, &log, "a", 3, 3});
+  second.schedule_at(5, Ticker{&second, &log, "b", 5, 3});
+  for (TimePs limit = 1; limit <= 20; ++limit) {
+    first.run_until(limit);
+    second.run_until(limit);
+  }
+  // a at 3, 6, 9; b at 5, 10, 15 — merged by time because we stepped both to each limit.
+  CHECK(log == std::vector<std::string>{"a3", "b5", "a6", "a9", "b10", "b15"});
+  CHECK(first.events_processed() == 3);
+  CHECK(second.events_processed() == 3);
+  CHECK(first.now() == 20);
+  CHECK(second.now() == 20);
+}
+
+TEST_CASE("engine handlers with large and non-trivial captures") {
+  using Small = std::array<std::int64_t, 6>;   // 48 bytes: inline
+  using Large = std::array<std::int64_t, 16>;  // 128 bytes: heap fallback
+  CHECK(Engine::Handler::stores_inline<Small>);
+  CHECK_FALSE(Engine::Handler::stores_inline<Large>);
+
+  Engine engine;
+  std::int64_t sum = 0;
+  Large large{};
+  for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<std::int64_t>(i + 1);
+  engine.schedule_at(1, [large, &sum] {
+    for (const std::int64_t v : large) sum += v;
+  });
+  Small small{1, 2, 3, 4, 5, 6};
+  engine.schedule_at(2, [small, &sum] { sum += small[5] * 1000; });
+  auto shared = std::make_shared<int>(7);
+  const EventId cancelled = engine.schedule_at(3, [shared, &sum] { sum += *shared; });
+  engine.schedule_at(4, [text = std::string(100, 'x'), &sum] { sum += static_cast<std::int64_t>(text.size()) * 100000; });
+  CHECK(shared.use_count() == 2);
+  CHECK(engine.cancel(cancelled));
+  CHECK(shared.use_count() == 1);  // the cancelled handler was destroyed
+  engine.run();
+  // 1 + ... + 16 = 136; 6 * 1000; 100 * 100000
+  CHECK(sum == 136 + 6000 + 10'000'000);
+
+  SUBCASE("InlineFunction moves keep the callable") {
+    auto counter = std::make_shared<int>(0);
+    InlineFunction<void()> f([counter] { ++*counter; });
+    InlineFunction<void()> g(std::move(f));
+    CHECK_FALSE(static_cast<bool>(f));  // NOLINT: moved-from is empty by contract
+    g();
+    InlineFunction<void()> h;
+    h = std::move(g);
+    h();
+    CHECK(*counter == 2);
+    CHECK(counter.use_count() == 2);
+    h.reset();
+    CHECK(counter.use_count() == 1);
+  }
+}
