@@ -4,9 +4,16 @@
 #include "calibrate/bench_context.hpp"
 #include "calibrate/workload_shapes.hpp"
 
+#include <cublas_v2.h>
+
 #include <vector>
 
 namespace lynx::calibrate {
+
+/// Enqueues row-major C[m×n] = op(A)·op(B) (`batch` strided GEMMs for attention shapes) on
+/// the handle's stream; A, B, C hold at least the shape's elements.
+void run_gemm(cublasHandle_t handle, const GemmShape& s, gpu::Dtype dtype, const void* a,
+              const void* b, void* c);
 
 /// settings.launch_rows rows "launch,empty_kernel": an empty kernel timed like every kernel.
 void bench_launch(const BenchContext& ctx);

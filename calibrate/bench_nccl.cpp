@@ -48,6 +48,15 @@ void enqueue(const std::string& collective, std::uint64_t bytes, int ranks, int 
   }
 }
 
+/// The largest message of the sweep: every buffer is allocated once at this size.
+std::uint64_t largest_size(const BenchSettings& settings) {
+  const std::vector<std::uint64_t> sizes = nccl_sizes(settings);
+  if (sizes.empty())
+    fail("no NCCL message sizes between {} and {} bytes", settings.nccl_min_bytes,
+         settings.nccl_max_bytes);
+  return sizes.back();
+}
+
 class NcclGroup {
  public:
   NcclGroup() { LYNX_NCCL_CHECK(ncclGroupStart()); }
@@ -91,7 +100,7 @@ void bench_nccl_single_process(const BenchContext& ctx, int gpus) {
   };
   const std::unique_ptr<std::vector<ncclComm_t>, decltype(destroy)> comm_guard(&comms, destroy);
 
-  const std::uint64_t max_bytes = settings_max(ctx.settings);
+  const std::uint64_t max_bytes = largest_size(ctx.settings);
   std::vector<CudaStream> streams;
   std::vector<cudaStream_t> raw_streams;
   std::vector<DeviceBuffer> send, recv;
@@ -184,7 +193,7 @@ void bench_nccl_mpi(const BenchContext& ctx) {
   const auto destroy = [](ncclComm_t* c) { (void)ncclCommDestroy(*c); };
   const std::unique_ptr<ncclComm_t, decltype(destroy)> comm_guard(&comm, destroy);
 
-  const std::uint64_t max_bytes = settings_max(ctx.settings);
+  const std::uint64_t max_bytes = largest_size(ctx.settings);
   const CudaStream stream;
   DeviceBuffer send(max_bytes), recv(max_bytes);
   LYNX_CUDA_CHECK(gpu::fill_random(send.get(), max_bytes / kElementBytes, gpu::Dtype::kBf16,
@@ -222,8 +231,8 @@ void bench_nccl_mpi(const BenchContext& ctx) {
       if (rank == 0) {
         Measurement row = timed_row(MeasurementKind::kCollective, collective, "bf16", summarize(slowest));
         row.bytes = bytes;
-        row.ranks = p2p ? 2 : size;
-        row.nodes = p2p ? std::min(nodes, 2) : nodes;
+        row.ranks = p2p ? (src == dst ? 1 : 2) : size;
+        row.nodes = p2p ? (nodes > 1 ? 2 : 1) : nodes;
         row.scope = p2p && nodes > 1 ? "inter" : scope;
         ctx.emit(row);
       }

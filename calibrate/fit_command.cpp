@@ -94,7 +94,10 @@ HardwareSpec resolve_hardware_profile(const std::string& name_or_path) {
   for (const std::string& name : builtin_profile_names())
     if (name == name_or_path) return builtin_hardware_profile(name);
   std::string names;
-  for (const std::string& name : builtin_profile_names()) names += (names.empty() ? "" : ", ") + name;
+  for (const std::string& name : builtin_profile_names()) {
+    if (!names.empty()) names += ", ";
+    names += name;
+  }
   fail("base profile '{}' is neither a file nor a built-in profile (built-in: {})", name_or_path,
        names);
 }

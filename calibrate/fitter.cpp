@@ -558,13 +558,16 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
         pairs;
     bool standin = false;
     std::vector<double> comm_slowdowns;
-    std::map<std::tuple<std::uint64_t, std::string>, std::pair<double, double>> comm;
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::string>,
+             std::pair<double, double>>
+        comm;
     for (const Measurement* row : rows_of(raw, MeasurementKind::kContention)) {
       const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
       if (row->name == "gemm_alone") pairs[key].first = row;
       if (row->name == "gemm_concurrent") pairs[key].second = row;
-      if (row->name == "comm_alone") comm[{row->bytes, row->scope}].first = row->time_us_median;
-      if (row->name == "comm_concurrent") comm[{row->bytes, row->scope}].second = row->time_us_median;
+      const auto comm_key = std::make_tuple(row->m, row->n, row->k, row->bytes, row->scope);
+      if (row->name == "comm_alone") comm[comm_key].first = row->time_us_median;
+      if (row->name == "comm_concurrent") comm[comm_key].second = row->time_us_median;
     }
     std::vector<double> factors, alone, concurrent;
     for (const auto& [key, pair] : pairs) {
@@ -762,7 +765,10 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
   fitted.source = fmt::format("{} by lynxsim fit (base profile {})", source, base.profile);
   if (!missing.empty()) {
     std::string list;
-    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    for (const std::string& m : missing) {
+      if (!list.empty()) list += ", ";
+      list += m;
+    }
     fitted.source += "; not measured, kept from base: " + list;
   }
   return fitted;

@@ -353,11 +353,16 @@ __global__ void limited_copy_kernel(const uint4* __restrict__ src, uint4* __rest
 
 // ---- dispatch -------------------------------------------------------------------------------
 
-/// Calls f.template operator()<T>() with T the CUDA type of `dtype`.
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+/// Calls f(TypeTag<T>{}) with T the CUDA type of `dtype`, then returns the launch status.
 template <typename F>
 cudaError_t with_type(Dtype dtype, F&& f) {
-  if (dtype == Dtype::kBf16) f.template operator()<__nv_bfloat16>();
-  else f.template operator()<__half>();
+  if (dtype == Dtype::kBf16) f(TypeTag<__nv_bfloat16>{});
+  else f(TypeTag<__half>{});
   return cudaGetLastError();
 }
 
@@ -368,7 +373,8 @@ bool vectorizable(std::int64_t cols) { return cols % kVec == 0; }
 cudaError_t fill_random(void* data, std::size_t count, Dtype dtype, std::uint64_t seed,
                         float scale, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     fill_random_kernel<T><<<blocks_for(static_cast<std::int64_t>(count)), kThreads, 0, stream>>>(
         static_cast<T*>(data), count, seed, scale);
   });
@@ -392,7 +398,8 @@ cudaError_t layernorm(const void* x, const void* gamma, const void* beta, void* 
                       float* rstd, std::int64_t rows, std::int64_t cols, Dtype dtype,
                       cudaStream_t stream) {
   if (rows < 1 || cols < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
     if (vectorizable(cols))
       layernorm_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
@@ -408,7 +415,8 @@ cudaError_t layernorm(const void* x, const void* gamma, const void* beta, void* 
 cudaError_t bias_gelu(const void* x, const void* bias, void* y, std::int64_t rows,
                       std::int64_t cols, Dtype dtype, cudaStream_t stream) {
   if (rows < 1 || cols < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const std::int64_t count = rows * cols;
     if (vectorizable(cols))
       bias_gelu_kernel<T, kVec><<<blocks_for(count / kVec), kThreads, 0, stream>>>(
@@ -423,7 +431,8 @@ cudaError_t bias_gelu(const void* x, const void* bias, void* y, std::int64_t row
 cudaError_t causal_softmax(const void* x, void* y, std::int64_t rows, std::int64_t cols,
                            std::int64_t seq_len, float scale, Dtype dtype, cudaStream_t stream) {
   if (rows < 1 || cols < 1 || seq_len < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
     if (vectorizable(cols))
       causal_softmax_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
@@ -438,7 +447,8 @@ cudaError_t dropout(const void* x, void* y, std::uint8_t* mask, std::size_t coun
                     float keep_prob, std::uint64_t seed, Dtype dtype, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   const auto n = static_cast<std::int64_t>(count);
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     if (vectorizable(n))
       dropout_kernel<T, kVec><<<blocks_for(n / kVec), kThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<T*>(y), mask, n / kVec, keep_prob, seed);
@@ -453,7 +463,8 @@ cudaError_t dropout_residual(const void* x, const void* bias, const void* residu
                              float keep_prob, std::uint64_t seed, Dtype dtype,
                              cudaStream_t stream) {
   if (rows < 1 || cols < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const std::int64_t count = rows * cols;
     if (vectorizable(cols))
       dropout_residual_kernel<T, kVec><<<blocks_for(count / kVec), kThreads, 0, stream>>>(
@@ -470,7 +481,8 @@ cudaError_t cross_entropy(const void* logits, const std::int64_t* targets, float
                           float* loss, std::int64_t rows, std::int64_t cols, Dtype dtype,
                           cudaStream_t stream) {
   if (rows < 1 || cols < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
     if (vectorizable(cols))
       cross_entropy_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
@@ -485,7 +497,8 @@ cudaError_t embedding_gather(const std::int64_t* ids, const void* table, void* y
                              std::int64_t rows, std::int64_t cols, Dtype dtype,
                              cudaStream_t stream) {
   if (rows < 1 || cols < 1) return cudaErrorInvalidValue;
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
     if (vectorizable(cols))
       embedding_gather_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
@@ -500,7 +513,8 @@ cudaError_t scale_copy(const void* x, void* y, std::size_t count, float scale, D
                        cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   const auto n = static_cast<std::int64_t>(count);
-  return with_type(dtype, [&]<typename T>() {
+  return with_type(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     if (vectorizable(n))
       scale_copy_kernel<T, kVec><<<blocks_for(n / kVec), kThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<T*>(y), n / kVec, scale);

@@ -219,7 +219,9 @@ Op layer_norm_op(const Dims& d, std::string name, OpGroup group) {
 Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
   const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
-  return elementwise_op(std::move(name), group, 3 * act + mask + kBytesPerElement * d.h, mask);
+  Op op = elementwise_op(std::move(name), group, 3 * act + mask + kBytesPerElement * d.h, mask);
+  op.saves = Saves::kOutput;
+  return op;
 }
 
 void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
@@ -247,6 +249,7 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     op.bwd_dgrad_flops = kFlashBackwardFlopsRatio * op.fwd_flops;
     op.bwd_dgrad_bytes = kElementwiseBackwardBytesRatio * op.fwd_bytes;
     op.saved_bytes = u64(lse);
+    op.saves = Saves::kOutput;
     ops.push_back(std::move(op));
     return;
   }
@@ -256,13 +259,16 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   const std::int64_t score_elems = batch * d.s * d.s;
   Op qk = batched_attention_op("qk_matmul", batch, d.s, d.s, head_dim);  // Q, K on qkv_gemm
   ops.push_back(std::move(qk));
-  ops.push_back(elementwise_op("softmax", OpGroup::kAttnCore,
-                               2 * kBytesPerElement * score_elems,
-                               kBytesPerElement * score_elems));
-  ops.push_back(elementwise_op(
+  Op softmax = elementwise_op("softmax", OpGroup::kAttnCore, 2 * kBytesPerElement * score_elems,
+                              kBytesPerElement * score_elems);
+  softmax.saves = Saves::kOutput;
+  ops.push_back(std::move(softmax));
+  Op dropout = elementwise_op(
       "attn_dropout", OpGroup::kAttnCore,
       2 * kBytesPerElement * score_elems + kMaskBytesPerElement * score_elems,
-      kMaskBytesPerElement * score_elems));
+      kMaskBytesPerElement * score_elems);
+  dropout.saves = Saves::kOutput;  // the mask; its output is saved by ·V as its input
+  ops.push_back(std::move(dropout));
   Op av = batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s);
   av.saved_bytes = u64(kBytesPerElement * score_elems);  // the dropout output; V on qkv_gemm
   ops.push_back(std::move(av));
@@ -364,6 +370,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   Op qkv = gemm_op("qkv_gemm", OpGroup::kAttnProjInput, d.tokens, 3 * d.h / d.t, d.h);
   qkv.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h +  // its input
                         3 * kBytesPerElement * d.tokens * d.h / d.t);  // Q, K, V (see OpGroup)
+  qkv.saves = Saves::kInputAndOutput;
   mark_sharded_input(d, qkv);
   ops.push_back(std::move(qkv));
 
@@ -373,7 +380,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.h / d.t);
   ops.push_back(std::move(out_proj));
   if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
-  ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kAttnProjInput));
+  ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kLayerNorm));
 
   ops.push_back(layer_norm_op(d, "ln2", OpGroup::kLayerNorm));
   if (tp) ops.push_back(tp_region_entry(d, "mlp", OpGroup::kMlp));
@@ -393,7 +400,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   fc2.saved_bytes = u64(ffn_act);
   ops.push_back(std::move(fc2));
   if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
-  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kMlp));
+  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kLayerNorm));
   return ops;
 }
 

@@ -44,17 +44,24 @@ enum class OpKind : std::uint8_t {
 
 /// The op groups a recomputation plan decides about (DESIGN.md "Decision").
 enum class OpGroup : std::uint8_t {
-  kLayerNorm,      ///< LN1/LN2 outputs (and inputs)
+  kLayerNorm,      ///< the small post-collective tensors: LN2 input and both residual dropout
+                   ///< masks — keeping them makes every other group's recompute local
   kAttnProjInput,  ///< QKV GEMM input and its outputs Q, K, V (saved on the QKV GEMM: the
                    ///< core's backward reads them, and selective recomputation keeps them),
-                   ///< out-projection input, residual dropout mask
+                   ///< out-projection input
   kAttnCore,       ///< QK^T, softmax, dropout, ·V: softmax output, dropout mask and output
                    ///< (the 5·a·s²·b/t that selective recomputation drops)
-  kMlp,            ///< FC1 input, GeLU input, FC2 input, dropout mask
+  kMlp,            ///< FC1 input, GeLU input, FC2 input
   kLayerInput,     ///< the layer input (kept by every strategy); also every embedding/head op
 };
 
 enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather };
+
+/// Which tensors an op's saved_bytes are: what it reads (its input, the previous op's output),
+/// what it writes, or both. Ops of a layer form a chain (op i reads op i−1's output; op 0 reads
+/// the layer input), so this is enough for a planner to know what must be re-run to bring a
+/// dropped tensor back (strategies/recompute_plan.cpp).
+enum class Saves : std::uint8_t { kInput, kOutput, kInputAndOutput };
 
 struct Op {
   std::string name;         ///< e.g. "qkv_gemm", "softmax", "tp_allreduce_attn"
@@ -68,6 +75,7 @@ struct Op {
   /// Activation bytes this op's backward needs that the forward leaves in memory (per GPU);
   /// exception: Q, K, V are counted on qkv_gemm, which produces them (see OpGroup).
   std::uint64_t saved_bytes = 0;
+  Saves saves = Saves::kInput;
   /// GEMM shape per GPU (kGemm: one GEMM; kAttention: `gemm_batch` GEMMs) — C[m×n] = A[m×k]·B[k×n].
   std::int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
   CollectiveKind collective = CollectiveKind::kNone;  ///< forward collective

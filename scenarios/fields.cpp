@@ -429,14 +429,21 @@ std::vector<FieldDesc> scenario_field_table() {
       "recomputed layers per stage",
       [](auto& s) -> auto& { return s.recompute.num_layers; }));
 
+  t.push_back(choice_field<PartitionKind>(
+      "recompute.partition", kScn,
+      {{"uniform", PartitionKind::kUniform}, {"balanced", PartitionKind::kBalanced}},
+      "layers per pipeline stage: equal, or balanced by recomputation-aware dynamic programming "
+      "(lynx-heu, lynx-opt, checkmate)",
+      [](auto& s) -> auto& { return s.recompute.partition; }));
+  t.push_back(time_field(
+      "recompute.time_limit", kScn, "time limit of the lynx-opt / checkmate MILP solver per stage",
+      [](auto& s) -> auto& { return s.recompute.solver_time_limit_ps; }));
+
   // sim:
   t.push_back(bool_field(
       "sim.exploit_symmetry", kScn,
       "simulate one TP rank and one DP replica (exact for symmetric plans)",
       [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
-  t.push_back(integer_field(
-      "sim.iterations", kScn, 1, "training iterations to simulate",
-      [](auto& s) -> auto& { return s.sim.iterations; }));
 
   // Defaults not written above are the struct defaults, spelled as a file would spell them.
   const Scenario defaults{};

@@ -84,15 +84,19 @@ struct HardwareSpec {
 enum class RecomputeKind { kNone, kFull, kSelective, kLynxHeu, kLynxOpt, kCheckmate };
 enum class FullMethod { kUniform, kBlock };
 
+enum class PartitionKind { kUniform, kBalanced };
+
 struct RecomputeSpec {
   RecomputeKind strategy = RecomputeKind::kNone;
   FullMethod method = FullMethod::kUniform;
   int num_layers = 1;  ///< full: uniform = layers per recompute chunk; block = layers per stage
+  /// Layers per pipeline stage: equal, or chosen by recomputation-aware dynamic programming.
+  PartitionKind partition = PartitionKind::kUniform;
+  TimePs solver_time_limit_ps = 10 * kPsPerS;  ///< lynx-opt / checkmate MILP time limit
 };
 
 struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
-  int iterations = 1;
 };
 
 struct Scenario {

@@ -37,13 +37,16 @@ void Engine::push(const Entry& entry) {
 }
 
 void Engine::pop() {
-  Entry* h = heap();
   const std::size_t size = --heap_size_;
-  if (size == 0) return;
-  const Entry last = h[size];
-  // Bottom-up: walk the hole from the root to a leaf along the smallest children, then sift the
-  // former last entry up from there. It usually belongs near the bottom (a late event), so this
-  // saves the comparison with it on every level.
+  if (size > 0) replace_root(heap()[size]);
+}
+
+void Engine::replace_root(Entry moving) {
+  Entry* h = heap();
+  const std::size_t size = heap_size_;
+  // Bottom-up: walk the hole from the root to a leaf along the smallest children, then sift
+  // `moving` up from there. In a simulation it is usually a late event that belongs near the
+  // bottom, so this saves the comparison with it on every level.
   std::size_t hole = 0;
   for (;;) {
     const std::size_t first = 4 * hole + 1;
@@ -73,11 +76,11 @@ void Engine::pop() {
   }
   while (hole > 0) {
     const std::size_t parent = (hole - 1) >> 2;
-    if (!before(last, h[parent])) break;
+    if (!before(moving, h[parent])) break;
     h[hole] = h[parent];
     hole = parent;
   }
-  h[hole] = last;
+  h[hole] = moving;
 }
 
 void Engine::sift_down_from(std::size_t index, Entry moving) {
@@ -134,7 +137,8 @@ bool Engine::fire_next(TimePs limit_ps) {
     }
     if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
     pop();
-    if (heap_size_ > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));  // next event's handler
+    // The next event's slot is likely a cache miss: start loading it while this handler runs.
+    if (heap_size_ > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));
     now_ps_ = static_cast<TimePs>(top.time_ps);
     slot.sequence = kNoSequence;
     slot.generation = next_generation(slot.generation);  // from now on cancel(id) is false

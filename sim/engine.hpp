@@ -124,6 +124,8 @@ class Engine {
   Entry* heap() { return heap_storage_.get() + kHeapPad; }
   void push(const Entry& entry);
   void pop();
+  /// Removes the root and inserts `moving` in one pass (size unchanged).
+  void replace_root(Entry moving);
   void sift_down_from(std::size_t index, Entry moving);
   void compact_if_stale();
   /// Runs the next live event if its time is <= limit_ps; false if there is none.

@@ -22,11 +22,20 @@ constexpr std::int64_t kPpm = 1'000'000;
 constexpr Int128 kKernelUnitsPerPs = 1'000'000;
 constexpr Int128 kKernelProgressPerPs = kKernelUnitsPerPs * kPpm;
 
-/// Ceil(a / b) for a >= 0, b > 0, as a time; throws on overflow.
-TimePs ceil_div_time(Int128 numerator, Int128 denominator) {
-  const Int128 quotient = (numerator + denominator - 1) / denominator;
+/// ceil(a * b / divisor) for a, b >= 0 and divisor > 0, as a time; throws lynx::Error on overflow.
+TimePs ceil_mul_div_time(Int128 a, Int128 b, Int128 divisor) {
+  Int128 product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) fail("simulated time overflow while rescheduling a completion");
+  const Int128 quotient = product / divisor + (product % divisor != 0 ? 1 : 0);
   if (quotient > static_cast<Int128>(INT64_MAX)) fail("simulated time overflow while rescheduling a completion");
   return static_cast<TimePs>(quotient);
+}
+
+/// floor(elapsed * num / den), capped at `cap` (also when the product overflows 128 bits).
+Int128 progress_capped(TimePs elapsed_ps, Int128 num, Int128 den, Int128 cap) {
+  Int128 product = 0;
+  if (__builtin_mul_overflow(static_cast<Int128>(elapsed_ps), num, &product)) return cap;
+  return std::min(product / den, cap);
 }
 
 /// A kernel task occupying SMs; lives in a pool while it runs.
@@ -470,13 +479,12 @@ class Execution {
         KernelRun& run = kernels_[index];
         if (run.divisor == divisor) continue;
         if (run.divisor != 0) {
-          const Int128 progress = static_cast<Int128>(now - run.last_update_ps) * kKernelProgressPerPs / run.divisor;
-          run.remaining -= std::min(progress, run.remaining);
+          run.remaining -= progress_capped(now - run.last_update_ps, kKernelProgressPerPs, run.divisor, run.remaining);
           engine_.cancel(run.completion);
         }
         run.divisor = divisor;
         run.last_update_ps = now;
-        const TimePs delay = ceil_div_time(run.remaining * divisor, kKernelProgressPerPs);
+        const TimePs delay = ceil_mul_div_time(run.remaining, divisor, kKernelProgressPerPs);
         run.completion = engine_.schedule_after(delay, [this, index] {
           kernel_done(index);
           settle();
@@ -570,15 +578,14 @@ class Execution {
       FlowRun& run = flows_[change.handle];
       if (run.rate == change.rate) continue;
       if (run.rate.bytes_per_s_num != 0) {
-        const Int128 progress =
-            static_cast<Int128>(now - run.last_update_ps) * run.rate.bytes_per_s_num / static_cast<Int128>(run.rate.den);
-        run.remaining -= std::min(progress, run.remaining);
+        run.remaining -= progress_capped(now - run.last_update_ps, run.rate.bytes_per_s_num,
+                                         static_cast<Int128>(run.rate.den), run.remaining);
         engine_.cancel(run.completion);
       }
       run.rate = change.rate;
       run.last_update_ps = now;
-      const TimePs delay = ceil_div_time(run.remaining * static_cast<Int128>(run.rate.den),
-                                         static_cast<Int128>(run.rate.bytes_per_s_num));
+      const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
+                                             static_cast<Int128>(run.rate.bytes_per_s_num));
       const std::uint32_t index = change.handle;
       run.completion = engine_.schedule_after(delay, [this, index] {
         flow_bytes_done(index);

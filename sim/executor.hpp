@@ -27,6 +27,23 @@ struct ExecResult {
   std::vector<std::vector<std::pair<TimePs, std::int64_t>>> memory_timeline;
 };
 
+// Execution semantics (sim/executor.cpp):
+// - A task starts when its deps ended and the previous task of its (gpu, stream) ended; tasks
+//   of one collective group (group >= 0) start together once all members are ready.
+// - kKernel: work_ps of solo time at rate 1 / (n_k * (1 + c * n_comm)) on its GPU, n_k = running
+//   kKernel tasks, n_comm = running kComm tasks, c = contention_factor (quantised to 1e-6).
+//   kComm tasks are not slowed; they only slow kernels while they run (start to end).
+// - kComm: its flows start with it; a flow's rate is its bottleneck fair share
+//   (min over its links of bw / flows on the link, sim/link_sharing.hpp); a flow ends when its
+//   bytes are through plus its path latency. The task (or its whole group) ends when the last
+//   flow ended plus work_ps (the largest work_ps of the group's comm members).
+//   A flow of 0 bytes or with no links takes only its path latency.
+// - kMarker: zero time (work_ps must be 0). Only kComm tasks may carry flows.
+// - Memory: MemEffects at start, then at end; GpuDesc::memory_capacity_bytes == 0 means "no
+//   limit". A group's members all start and end at the group's times; a kKernel member's work
+//   also has to finish before the group ends.
+// - Determinism: integer arithmetic only, events ordered by (time, insertion sequence).
+
 /// Executes `program`; throws lynx::Error on a malformed program (bad ids, a dependency cycle
 /// that leaves tasks unfinished, a negative balance on a memory tag).
 ExecResult execute(const Machine& machine, const Program& program, const ExecOptions& options = {});

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -201,10 +202,16 @@ class Builder {
 
   // ----- the training step -----
   void build_gpu(int stage, int dp_rank, int tp_rank);
+  /// Called once per backward pass with the kernel after which the compute stream first waits
+  /// on a collective: where an overlapped recompute of the layer below can start.
+  using WindowHook = std::function<void(sim::TaskId anchor)>;
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
-                               bool recompute_pass, sim::TaskId after, const std::string& prefix);
+                               sim::TaskId after, const std::string& prefix);
+  /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
+  sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after,
+                             const std::string& prefix);
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                const std::string& prefix);
+                                const std::string& prefix, const WindowHook& on_window = {});
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after, const std::string& name);
 
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
@@ -251,7 +258,8 @@ class Builder {
   };
   std::vector<Pending> pending_;
   std::unordered_map<std::int64_t, sim::TaskId> transfers_;
-  std::vector<hw::Rank> rank_to_rep_;  ///< reduced simulation: simulated rank standing for each rank
+  std::vector<hw::Rank> rank_to_rep_;
+  std::vector<LayerSpan> layer_spans_;  ///< reduced simulation: simulated rank standing for each rank
 
   bool symmetric_ = false;
   int micro_batches_ = 0;
@@ -265,43 +273,86 @@ class Builder {
 };
 
 sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
-                                      const LayerDecision* decision, bool recompute_pass,
-                                      sim::TaskId after, const std::string& prefix) {
+                                      const LayerDecision* decision, sim::TaskId after,
+                                      const std::string& prefix) {
   // `after`: a task the first op must wait for (cross-stream); compute-stream order is FIFO.
   sim::TaskId wait = after;
   sim::TaskId last = after;
   for (const OpWithTimes& o : ops) {
-    const Action act = decision ? decision->action(o.op.group) : Action::kKeep;
-    if (recompute_pass && !decision->whole_layer && act == Action::kKeep) continue;
-    const sim::Category cat = recompute_pass ? sim::Category::kRecompute : sim::Category::kCompute;
     if (o.op.kind == OpKind::kCollective) {
       if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
-      last = emit_collective(kTp, recompute_pass ? sim::Category::kRecompute : sim::Category::kTpComm,
-                             hw::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
-                             o.op.collective_bytes, prefix + o.op.name, {last});
+      last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(o.op.collective),
+                             tp_ranks(), tp_communicator(), o.op.collective_bytes,
+                             prefix + o.op.name, {last});
       wait = last;
       continue;
     }
     TaskArgs a;
-    a.category = cat;
     a.work_ps = o.t.fwd_ps;
     a.name = intern_name(prefix + o.op.name);
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
     wait = -1;
-    // Saved activations: allocated while the op writes them, unless the plan drops them in
-    // the first forward (they come back in the recompute pass).
-    const bool stored = recompute_pass || act == Action::kKeep;
-    if (stored) add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+    // Saved activations: allocated while the op writes them, unless the plan drops them
+    // (the recompute pass brings them back before the backward).
+    const bool kept = !decision || decision->action(o.op.group) == Action::kKeep;
+    if (kept) add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
   }
   // A trailing collective leaves `wait` set: return it so the caller's next op waits on it.
   return wait >= 0 ? wait : last;
 }
 
+sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
+                                    sim::TaskId after, const std::string& prefix) {
+  const bool overlapped = stream == kRecomputeStream;
+  // The dropped tensors come back during this pass: allocate them when it starts (they are
+  // freed one by one by the backward ops that consume them).
+  TaskArgs start;
+  start.stream = stream;
+  start.kind = sim::TaskKind::kMarker;
+  start.name = intern_name(prefix + "recompute");
+  sim::TaskId last = add_task(start, {after});
+  for (const OpWithTimes& o : layer_)
+    if (d.action(o.op.group) != Action::kKeep)
+      add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+  sim::TaskId wait = -1;
+  for (int index : recompute_ops(work_.layer, d)) {
+    const OpWithTimes& o = layer_[static_cast<size_t>(index)];
+    if (o.op.kind == OpKind::kCollective) {
+      if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
+      LYNX_CHECK(!overlapped, "overlapped recompute of '{}' needs communication", o.op.name);
+      last = emit_collective(kTp, sim::Category::kRecompute, hw::to_collective(o.op.collective),
+                             tp_ranks(), tp_communicator(), o.op.collective_bytes,
+                             prefix + "re." + o.op.name, {last});
+      wait = last;
+      continue;
+    }
+    TaskArgs a;
+    a.stream = stream;
+    a.category = overlapped ? sim::Category::kRecomputeOverlapped : sim::Category::kRecompute;
+    a.work_ps = o.t.fwd_ps;
+    a.name = intern_name(prefix + "re." + o.op.name);
+    a.flops = o.op.fwd_flops;
+    last = add_task(a, {wait});
+    wait = -1;
+  }
+  return wait >= 0 ? wait : last;
+}
+
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                       const std::string& prefix) {
+                                       const std::string& prefix, const WindowHook& on_window) {
   sim::TaskId wait = after;
   sim::TaskId last = after;
+  sim::TaskId last_kernel = -1;
+  bool window_opened = false;
+  // The compute stream is about to wait on a collective: an overlap window opens when the
+  // last kernel before the wait ends.
+  auto waiting_on_comm = [&](sim::TaskId w) {
+    if (window_opened || w < 0 || last_kernel < 0 || !on_window) return;
+    if (prog_.tasks[static_cast<size_t>(w)].kind != sim::TaskKind::kComm) return;
+    window_opened = true;
+    on_window(last_kernel);
+  };
   for (size_t i = ops.size(); i-- > 0;) {
     const Op& op = ops[i].op;
     if (op.kind == OpKind::kCollective) {
@@ -322,6 +373,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       input_gather = emit_collective(kTp, sim::Category::kTpComm, hw::Collective::kAllGather,
                                      tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
                                      prefix + op.name + "_input_ag", {last});
+    waiting_on_comm(wait);
     TaskArgs a;
     a.name = intern_name(prefix + op.name + "_dgrad");
     a.work_ps = ops[i].t.dgrad_ps;
@@ -329,6 +381,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     sim::TaskId dgrad = add_task(a, {wait});
     wait = -1;
     last = dgrad;
+    last_kernel = dgrad;
     // The op's saved activations are consumed by its dgrad and wgrad (freed after the last).
     const bool has_wgrad = ops[i].t.wgrad_ps > 0;
     const auto saved = static_cast<std::int64_t>(op.saved_bytes);
@@ -350,6 +403,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       w.work_ps = ops[i].t.wgrad_ps;
       w.flops = op.bwd_wgrad_flops;
       last = add_task(w, {input_gather});
+      last_kernel = last;
       add_mem(last, -saved, tag_of(op.group), true);
     }
     if (input_grad_comm >= 0) wait = input_grad_comm;
@@ -409,11 +463,11 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
       recv = add_task(marker, {});
       if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
       sim::TaskId after = recv;
-      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, false, after, mb);
+      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after, mb);
       for (size_t l = 0; l < sp.layers.size(); ++l)
-        after = emit_forward_ops(layer_, &sp.layers[l], false, after,
+        after = emit_forward_ops(layer_, &sp.layers[l], after,
                                  fmt::format("{}L{}.", mb, sp.first_layer + static_cast<int>(l)));
-      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, false, after, mb);
+      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after, mb);
       compute_tail = after;
       if (vs < last_vs) {
         TaskArgs send;
@@ -426,19 +480,49 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
         transfers_[transfer_key(vs, st.micro_batch, true)] = t;
       }
     } else {
+      const int layers_here = static_cast<int>(sp.layers.size());
+      auto layer_prefix = [&](int l) { return fmt::format("{}L{}.", mb, sp.first_layer + l); };
+      // Overlapped recomputes already issued (recompute-stream task each layer waits for).
+      std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
+      auto issue_overlap = [&](int l, sim::TaskId anchor) {
+        if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
+        overlap_ready[static_cast<size_t>(l)] =
+            emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor, layer_prefix(l));
+      };
+      auto window_for = [&](int l) -> WindowHook {
+        if (l < 0) return {};
+        const LayerDecision& below = sp.layers[static_cast<size_t>(l)];
+        if (!below.overlapped() || below.window != Window::kBwdTpComm) return {};
+        return [&issue_overlap, l](sim::TaskId anchor) { issue_overlap(l, anchor); };
+      };
+      // The top layer may hide its recompute in the wait for this micro-batch's gradient.
+      const int top = layers_here - 1;
+      if (top >= 0 && sp.layers[static_cast<size_t>(top)].overlapped() &&
+          sp.layers[static_cast<size_t>(top)].window == Window::kPpRecvWait)
+        issue_overlap(top, compute_tail);
       TaskArgs marker;
       marker.kind = sim::TaskKind::kMarker;
       marker.name = intern_name(fmt::format("B{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
       sim::TaskId after = add_task(marker, {});
       if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
-      if (vs == last_vs) after = emit_backward_ops(head_, after, mb);
+      if (vs == last_vs) after = emit_backward_ops(head_, after, mb, window_for(top));
       const bool grads_final = static_cast<int>(si) == last_bwd_step[static_cast<size_t>(st.chunk)];
-      for (size_t l = sp.layers.size(); l-- > 0;) {
-        const LayerDecision& d = sp.layers[l];
-        const std::string prefix = fmt::format("{}L{}.", mb, sp.first_layer + static_cast<int>(l));
-        if (!d.keeps_everything())
-          after = emit_forward_ops(layer_, &d, true, after, prefix + "re.");
-        after = emit_backward_ops(layer_, after, prefix);
+      for (int l = top; l >= 0; --l) {
+        const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
+        const std::string prefix = layer_prefix(l);
+        if (d.overlapped()) {
+          issue_overlap(l, after);  // no window was found above: start now
+          TaskArgs join;
+          join.kind = sim::TaskKind::kMarker;
+          join.name = intern_name(prefix + "recompute_ready");
+          after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
+        } else if (!d.keeps_everything()) {
+          after = emit_recompute(d, kCompute, after, prefix);
+        }
+        const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
+        after = emit_backward_ops(layer_, after, prefix, window_for(l - 1));
+        layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
+                                static_cast<sim::TaskId>(prog_.tasks.size())});
         if (grads_final && p_.dp_overlap == DpOverlap::kBucketed) {
           bucket_params += layer_params;
           if (bucket_params >= bucket_limit) {
@@ -540,6 +624,7 @@ BuiltProgram Builder::build() {
   out.machine.links = topo_.links();
   out.program = std::move(prog_);
   out.task_flops = std::move(flops_);
+  out.layer_backward = std::move(layer_spans_);
   return out;
 }
 

@@ -18,6 +18,16 @@ namespace lynx::strategy {
 enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4 };
 inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
 
+/// The tasks of one layer's backward pass on one GPU (for finding overlap windows).
+struct LayerSpan {
+  sim::GpuId gpu = 0;
+  int virtual_stage = 0;
+  int micro_batch = 0;
+  int layer = 0;               ///< global layer index
+  sim::TaskId first_task = 0;  ///< [first_task, end_task) in program order
+  sim::TaskId end_task = 0;
+};
+
 struct BuiltProgram {
   sim::Machine machine;
   sim::Program program;
@@ -27,6 +37,7 @@ struct BuiltProgram {
   int replication = 1;
   bool symmetric = false;             ///< whether the reduced (one rank per stage) form was used
   std::vector<double> task_flops;     ///< FLOPs executed by each kernel task (0 for others)
+  std::vector<LayerSpan> layer_backward;  ///< every layer backward pass, in program order
 };
 
 /// What one pipeline-stage GPU runs per micro-batch: the GPT ops of model/ (or synthetic ops

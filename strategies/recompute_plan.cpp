@@ -7,8 +7,43 @@
 namespace lynx::strategy {
 
 bool LayerDecision::keeps_everything() const {
-  return !whole_layer && std::all_of(group.begin(), group.end(),
-                                     [](Action a) { return a == Action::kKeep; });
+  return std::all_of(group.begin(), group.end(), [](Action a) { return a == Action::kKeep; });
+}
+
+bool LayerDecision::overlapped() const {
+  return std::any_of(group.begin(), group.end(), [](Action a) { return a == Action::kOverlap; });
+}
+
+std::vector<int> recompute_ops(const std::vector<model::Op>& ops, const LayerDecision& d) {
+  const int n = static_cast<int>(ops.size());
+  auto kept = [&](int i) { return d.action(ops[static_cast<size_t>(i)].group) == Action::kKeep; };
+  auto saves = [&](int i, bool output) {
+    const model::Op& op = ops[static_cast<size_t>(i)];
+    if (op.saved_bytes == 0) return false;
+    return op.saves == model::Saves::kInputAndOutput ||
+           op.saves == (output ? model::Saves::kOutput : model::Saves::kInput);
+  };
+  // Is the output of op k (the input of op k+1) in memory without re-running anything?
+  auto available = [&](int k) {
+    if (k < 0) return true;  // the layer input is always kept
+    return (kept(k) && saves(k, true)) || (k + 1 < n && kept(k + 1) && saves(k + 1, false));
+  };
+  std::vector<bool> rerun(static_cast<size_t>(n), false);
+  auto need = [&](int j) {
+    for (; j >= 0 && !rerun[static_cast<size_t>(j)]; --j) {
+      rerun[static_cast<size_t>(j)] = true;
+      if (available(j - 1)) break;
+    }
+  };
+  for (int i = 0; i < n; ++i) {
+    if (kept(i)) continue;
+    if (d.rerun_whole_groups || saves(i, true)) need(i);
+    if (saves(i, false) && !available(i - 1)) need(i - 1);
+  }
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i)
+    if (rerun[static_cast<size_t>(i)]) order.push_back(i);
+  return order;
 }
 
 std::vector<int> uniform_partition(int layers, int virtual_stages) {
@@ -33,17 +68,21 @@ namespace {
 
 LayerDecision keep_all() { return LayerDecision{}; }
 
+/// Megatron's full recomputation: only the layer input stays; the whole layer forward,
+/// TP collectives included, runs again before its backward.
 LayerDecision whole_layer_recompute() {
   LayerDecision d;
-  d.whole_layer = true;
   d.group.fill(Action::kRecompute);
   d.group[static_cast<size_t>(model::OpGroup::kLayerInput)] = Action::kKeep;
+  d.rerun_whole_groups = true;
   return d;
 }
 
+/// Megatron's selective recomputation: the core attention (QK^T, softmax, dropout, ·V).
 LayerDecision attention_core_recompute() {
   LayerDecision d;
   d.group[static_cast<size_t>(model::OpGroup::kAttnCore)] = Action::kRecompute;
+  d.rerun_whole_groups = true;
   return d;
 }
 

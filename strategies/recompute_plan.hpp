@@ -21,22 +21,36 @@ enum class Action : std::uint8_t {
 };
 
 /// Communication windows a recompute can hide in (strategies/overlap_windows.hpp finds them).
+/// Communication windows an overlapped recompute can hide in: intervals in which the compute
+/// stream would idle waiting on communication (found from the simulated schedule; see
+/// strategies/overlap_windows.hpp).
 enum class Window : std::uint8_t {
   kNone,
-  kBwdTpComm,    ///< the TP collectives of the backward pass of the layer above
-  kPpRecvWait,   ///< waiting for the gradient of this micro-batch from the next stage
+  kBwdTpComm,   ///< the exposed TP collectives in the backward pass of the layer above
+  kPpRecvWait,  ///< the wait for this micro-batch's gradient from the next stage (top layer)
 };
 
+/// What happens to one layer's saved activations. Dropped groups are brought back by one
+/// recompute pass that re-runs the ops recompute_ops() names, either on the compute stream
+/// right before the layer's backward (all dropped groups kRecompute) or on the recompute stream
+/// from the start of `window` (all dropped groups kOverlap).
 struct LayerDecision {
   std::array<Action, kNumOpGroups> group{};  ///< indexed by model::OpGroup
-  /// Re-run the whole layer forward including its TP collectives (Megatron's full
-  /// recomputation); group actions are then all kRecompute.
-  bool whole_layer = false;
-  Window window = Window::kNone;  ///< where kOverlap groups run
+  Window window = Window::kNone;             ///< where kOverlap groups run
+  /// Re-run every op of a dropped group, as Megatron's checkpointed functions do (selective
+  /// re-runs the whole core attention including ·V; full re-runs the whole layer). Lynx plans
+  /// re-run only what is needed to bring the dropped tensors back.
+  bool rerun_whole_groups = false;
 
   Action action(model::OpGroup g) const { return group[static_cast<size_t>(g)]; }
   bool keeps_everything() const;
+  bool overlapped() const;  ///< any group kOverlap
 };
+
+/// Indices (into `layer_ops`) of the forward ops a layer's recompute pass re-runs, in order:
+/// the ops whose saved tensors are dropped and, recursively, the producers of inputs that are
+/// neither kept nor re-run (ops form a chain: op i reads op i−1's output).
+std::vector<int> recompute_ops(const std::vector<model::Op>& layer_ops, const LayerDecision& d);
 
 /// Layers of one virtual pipeline stage (model chunk) and their decisions.
 struct StagePlan {

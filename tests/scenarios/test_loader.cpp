@@ -65,7 +65,7 @@ TEST_CASE("a minimal scenario gets the documented defaults") {
   CHECK(s.parallel.schedule == ScheduleKind::kOneFOneB);
   CHECK(s.parallel.dp_bucket_bytes == 40'000'000);
   CHECK(s.recompute.strategy == RecomputeKind::kNone);
-  CHECK(s.sim.iterations == 1);
+  CHECK(s.recompute.partition == PartitionKind::kUniform);
   CHECK(s.hardware.profile == "dgx-a100-80gb");
   CHECK(s.hardware.profile_file.empty());
   CHECK(s.hardware.nodes == 1);
@@ -112,9 +112,10 @@ recompute:
   strategy: full
   method: block
   num_layers: 2
+  partition: balanced
+  time_limit: 2.5s
 sim:
   exploit_symmetry: false
-  iterations: 3
 )";
   const Scenario s = load_scenario_text(yaml, "x.yaml");
   CHECK(s.name == "custom");
@@ -157,7 +158,8 @@ sim:
   CHECK(s.recompute.method == FullMethod::kBlock);
   CHECK(s.recompute.num_layers == 2);
   CHECK_FALSE(s.sim.exploit_symmetry);
-  CHECK(s.sim.iterations == 3);
+  CHECK(s.recompute.partition == PartitionKind::kBalanced);
+  CHECK(s.recompute.solver_time_limit_ps == 2'500'000'000'000);
 }
 
 TEST_CASE("the default scenario is scenarios/examples/default.yaml") {

@@ -96,6 +96,20 @@ TEST_CASE("executor: collective rendezvous starts and ends a group together") {
   CHECK(end_of(r, n0) == 2338_ns);
 }
 
+TEST_CASE("executor: a group with a kernel member ends when both the kernel and the flows are done") {
+  ProgramBuilder b;
+  b.add_gpu("g0", {"s0"});
+  b.add_gpu("g1", {"s0"});
+  const auto link = b.add_link("l", 1'000'000'000, 0);
+  const TaskId k = b.add_task(lynx::sim::TaskKind::kKernel, 0, 0, 1000_ns, "K", {}, {}, {}, 5);
+  const TaskId c = b.comm(1, 0, 0, "C", {{100, {link}}}, {}, 5);
+  const ExecResult r = execute(b.machine, b.program);
+  // The flow is done at 100 ns, the kernel (alone on g0) at 1000 ns: the group ends at 1000 ns.
+  CHECK(r.flow_end_ps[0] == 100_ns);
+  CHECK(end_of(r, k) == 1000_ns);
+  CHECK(end_of(r, c) == 1000_ns);
+}
+
 TEST_CASE("executor: kernel contention with a communication kernel") {
   // c = 0.5: rate = 1 / (n_kernels * (1 + 0.5 * n_comm)).
   ProgramBuilder b;

@@ -1,0 +1,34 @@
+#include "apps/cli.hpp"
+
+#include "scenarios/scenario_loader.hpp"
+
+#include <iostream>
+
+namespace lynx::cli {
+
+void add_scenario_options(po::options_description& desc, ScenarioArgs& args) {
+  desc.add_options()("file", po::value(&args.file), "scenario YAML file")(
+      "set", po::value(&args.overrides)->composing(),
+      "override a scenario field: --set key.path=value (repeatable)")("help,h", "show this help");
+}
+
+Scenario load_scenario(const ScenarioArgs& args) {
+  return args.file.empty() ? default_scenario(args.overrides)
+                           : load_scenario_file(args.file, args.overrides);
+}
+
+bool parse_options(const std::vector<std::string>& argv, po::options_description& desc,
+                   const std::vector<std::string>& positional, const std::string& usage) {
+  po::positional_options_description pos;
+  for (const auto& name : positional) pos.add(name.c_str(), 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argv).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << usage << "\n\n" << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+
+}  // namespace lynx::cli

@@ -1,0 +1,33 @@
+// `lynxsim show`: the resolved scenario, every field with units, and derived sizes.
+#include "apps/cli.hpp"
+#include "model/gpt.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace lynx::cli {
+
+int cmd_show(const std::vector<std::string>& argv) {
+  ScenarioArgs args;
+  po::options_description desc("show options");
+  add_scenario_options(desc, args);
+  if (!parse_options(argv, desc, {"file"}, "usage: lynxsim show [FILE] [--set k=v]...")) return 0;
+  Scenario scenario = load_scenario(args);
+  scenario.model = model::resolve_model(scenario.model);
+  std::cout << scenario_to_yaml(scenario);
+  const auto& m = scenario.model;
+  const auto& p = scenario.parallel;
+  fmt::print("# derived:\n");
+  fmt::print("#   parameters: {:.4g} ({:.3f} B; Narayanan et al. 2021 Eq. 2)\n",
+             model::parameter_count(m), model::parameter_count(m) / 1e9);
+  fmt::print("#   GPUs used: {} of {} (tp {} × pp {} × dp {})\n", p.tp * p.pp * p.dp,
+             scenario.hardware.nodes * scenario.hardware.gpus_per_node, p.tp, p.pp, p.dp);
+  fmt::print("#   micro-batches per pipeline: {}\n", p.global_batch / (p.micro_batch * p.dp));
+  fmt::print("#   model FLOPs per iteration: {:.4g} (Korthikanti et al. 2022 Eq. 7)\n",
+             model::model_flops_per_iteration(m, p.global_batch));
+  return 0;
+}
+
+}  // namespace lynx::cli

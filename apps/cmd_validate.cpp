@@ -1,0 +1,233 @@
+// `lynxsim validate`: simulate measured training iterations (the vTrain single-node CSV) and
+// compare; with --fit, calibrate a few global hardware parameters with a two-fold held-out
+// check, then on all rows, and optionally write the fitted hardware profile.
+#include "apps/cli.hpp"
+#include "runner/report.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/error.hpp"
+#include "validate/fit.hpp"
+#include "validate/statistics.hpp"
+#include "validate/validation.hpp"
+#include "validate/validation_report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+namespace lynx::cli {
+
+int cmd_validate(const std::vector<std::string>& argv);
+
+namespace {
+
+namespace val = lynx::validate;
+
+/// "label [#####.....] done/total" on stderr, redrawn in place; silent unless stderr is a TTY.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) != 0) {}
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    if (enabled_ && drawn_) fmt::print(std::cerr, "\r\033[K");
+  }
+  void operator()(std::size_t done, std::size_t total) {
+    if (!enabled_ || total == 0) return;
+    constexpr std::size_t kWidth = 40;
+    const std::size_t filled = std::min(kWidth, done * kWidth / total);
+    if (drawn_ && filled == last_filled_ && done != total && done % 16 != 0) return;
+    last_filled_ = filled;
+    drawn_ = true;
+    fmt::print(std::cerr, "\r{} [{}{}] {}/{}", label_, std::string(filled, '#'),
+               std::string(kWidth - filled, '.'), done, total);
+    std::cerr.flush();
+  }
+  val::Progress callback() {
+    return [this](std::size_t done, std::size_t total) { (*this)(done, total); };
+  }
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::size_t last_filled_ = 0;
+};
+
+std::vector<val::RowResult> simulate_with_bar(const Scenario& base,
+                                              const std::vector<val::MeasuredRun>& runs,
+                                              const std::vector<std::size_t>& rows,
+                                              const std::string& csv, const std::string& label) {
+  ProgressBar bar(label);
+  return val::simulate_runs(base, runs, rows, csv, bar.callback());
+}
+
+std::vector<val::RowResult> subset(const std::vector<val::RowResult>& all,
+                                   const std::vector<std::size_t>& rows) {
+  std::vector<val::RowResult> out;
+  for (std::size_t i : rows) out.push_back(all.at(i));
+  return out;
+}
+
+std::string fold_name(int fold) { return fold == 0 ? "even" : "odd"; }
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& argv) {
+  std::string csv;
+  std::string profile = "dgx-a100-80gb";
+  std::string profile_file;
+  std::vector<std::string> overrides;
+  std::string format = "table";
+  bool fit = false;
+  std::vector<std::string> fit_keys;
+  std::size_t inner_stride = 1;
+  int sweeps = 3;
+  int golden_steps = 12;
+  std::string write_profile;
+  std::string fitted_name = "dgx-a100-80gb-vtrain-fit";
+  std::size_t worst = 10;
+  bool no_rows = false;
+
+  po::options_description desc("validate options");
+  desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV: 11 columns per row)")(
+      "profile", po::value(&profile), "built-in hardware profile (default dgx-a100-80gb)")(
+      "profile-file", po::value(&profile_file), "hardware profile YAML (instead of --profile)")(
+      "set", po::value(&overrides)->composing(),
+      "override a scenario field for every row: --set key.path=value (repeatable; the row's "
+      "shape and layout win)")("format", po::value(&format), "table | csv (default table)")(
+      "fit", po::bool_switch(&fit),
+      "fit hardware parameters: two-fold held-out check, then on all rows")(
+      "fit-param", po::value(&fit_keys)->composing(),
+      "a parameter to fit (repeatable, at most 5; default: the five of VALIDATION.md)")(
+      "inner-stride", po::value(&inner_stride),
+      "the optimiser scores every N-th training row (default 1: all)")(
+      "sweeps", po::value(&sweeps), "coordinate-descent sweeps (default 3)")(
+      "golden-steps", po::value(&golden_steps), "golden-section steps per coordinate (default 12)")(
+      "write-profile", po::value(&write_profile),
+      "with --fit: write the profile fitted on all rows to this YAML file")(
+      "fitted-name", po::value(&fitted_name), "name of the written profile")(
+      "worst", po::value(&worst), "rows in the worst-rows list (default 10)")(
+      "no-rows", po::bool_switch(&no_rows), "omit the per-row lines")("help,h", "show this help");
+  if (!parse_options(argv, desc, {"csv"},
+                     "usage: lynxsim validate CSV [--profile NAME | --profile-file PATH] "
+                     "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
+                     "[--format table|csv]"))
+    return 0;
+  if (csv.empty()) fail("validate: give the measurements CSV (e.g. ../shared/validation/vtrain_single_node.csv)");
+  if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
+
+  val::ReportOptions report;
+  report.format = val::parse_validation_format(format);
+  report.per_row = !no_rows;
+  report.worst_count = worst;
+  const auto runs = val::load_measured_runs(csv);
+  const Scenario base = val::validation_base_scenario({profile, profile_file, overrides});
+  const std::string profile_label =
+      base.hardware.profile_file.empty() ? base.hardware.profile : base.hardware.profile_file;
+  const auto all = val::all_rows(runs.size());
+
+  if (!fit) {
+    const auto rows = simulate_with_bar(base, runs, all, csv, "simulating");
+    report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
+                               runs.size(), profile_label);
+    val::write_validation_report(std::cout, rows, report);
+    return 0;
+  }
+
+  val::FitOptions fit_options;
+  if (!fit_keys.empty()) fit_options.keys = fit_keys;
+  fit_options.inner_stride = inner_stride;
+  fit_options.sweeps = sweeps;
+  fit_options.golden_steps = golden_steps;
+  // Text of the fit report goes to stdout as comments in CSV mode, plain in table mode.
+  const char* c = report.format == val::ValidationFormat::kCsv ? "# " : "";
+  std::ostringstream fit_text;
+  fmt::print(fit_text,
+             "lynxsim {} validate --fit: {} ({} rows), start profile {}\n"
+             "objective: mean |ln(predicted / measured)| over the training rows (optimiser: every "
+             "{}-th of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
+             "coordinate over a fixed interval\n",
+             lynxsim_version(), csv, runs.size(), profile_label, inner_stride, sweeps, golden_steps);
+
+  const auto start_rows = simulate_with_bar(base, runs, all, csv, "start profile");
+  std::vector<val::FitResult> folds;
+  std::vector<val::Summary> held_out;
+  for (int fold = 0; fold < 2; ++fold) {
+    const auto train = val::fold_rows(runs.size(), fold);
+    const auto test = val::fold_rows(runs.size(), 1 - fold);
+    val::FitResult result = [&] {
+      ProgressBar bar(fmt::format("fit on {} rows", fold_name(fold)));
+      return val::fit_hardware(base, runs, train, csv, fit_options, bar.callback());
+    }();
+    Scenario fitted = base;
+    fitted.hardware = result.hardware;
+    const auto test_rows = simulate_with_bar(fitted, runs, test, csv, "held-out rows");
+    held_out.push_back(val::summarize(test_rows));
+    fmt::print(fit_text,
+               "\nfold {}: fit on the {} {} rows (optimiser scored {}, {} evaluations); "
+               "objective {:.4f} -> {:.4f}\n",
+               fold, train.size(), fold_name(fold), result.inner_rows, result.evaluations,
+               result.start_objective, result.objective);
+    val::write_fit_parameters(fit_text, result, "  ");
+    fmt::print(fit_text, "  held-out {} rows, start profile: {}\n", fold_name(1 - fold),
+               val::summary_line(val::summarize(subset(start_rows, test))));
+    fmt::print(fit_text, "  held-out {} rows, fitted:        {}\n", fold_name(1 - fold),
+               val::summary_line(held_out.back()));
+    folds.push_back(std::move(result));
+  }
+
+  const val::FitResult final_fit = [&] {
+    ProgressBar bar("fit on all rows");
+    return val::fit_hardware(base, runs, all, csv, fit_options, bar.callback());
+  }();
+  Scenario fitted = base;
+  fitted.hardware = final_fit.hardware;
+  const auto fitted_rows = simulate_with_bar(fitted, runs, all, csv, "fitted profile");
+  const val::Summary start_summary = val::summarize(start_rows);
+  const val::Summary fitted_summary = val::summarize(fitted_rows);
+  fmt::print(fit_text, "\nfit on all {} rows ({} evaluations); objective {:.4f} -> {:.4f}\n",
+             runs.size(), final_fit.evaluations, final_fit.start_objective, final_fit.objective);
+  val::write_fit_parameters(fit_text, final_fit, "  ");
+  fmt::print(fit_text, "  all rows, start profile: {}\n", val::summary_line(start_summary));
+  fmt::print(fit_text, "  all rows, fitted:        {}\n", val::summary_line(fitted_summary));
+
+  if (!write_profile.empty()) {
+    HardwareSpec hw = final_fit.hardware;
+    hw.profile = fitted_name;
+    hw.profile_file.clear();
+    std::string fitted_list;
+    for (std::size_t i = 0; i < final_fit.keys.size(); ++i)
+      fitted_list += fmt::format("{}{} = {:.4g}", i ? ", " : "", final_fit.keys[i], final_fit.values[i]);
+    hw.source = fmt::format(
+        "Fitted by `lynxsim validate --fit` to {} measured Megatron-DeepSpeed GPT iterations on one "
+        "8x A100 node (vTrain, Bang et al., MICRO 2024, data/ground_truth_single.csv): {}; mean "
+        "|ln(predicted/measured)| minimised by coordinate descent with golden section ({} sweeps, "
+        "{} steps), all rows; two-fold held-out check (even/odd rows): MAPE {:.2f}% / {:.2f}%, "
+        "Kendall tau-b {:.3f} / {:.3f}; all rows MAPE {:.2f}%, tau-b {:.3f}. Every other number "
+        "is {}'s. See VALIDATION.md.",
+        runs.size(), fitted_list, sweeps, golden_steps, held_out[0].mape_percent,
+        held_out[1].mape_percent, held_out[0].kendall_tau_b, held_out[1].kendall_tau_b,
+        fitted_summary.mape_percent, fitted_summary.kendall_tau_b, base.hardware.profile);
+    std::ofstream out(write_profile);
+    if (!out) fail("--write-profile: cannot write '{}'", write_profile);
+    out << "# Generated by `lynxsim validate --fit --write-profile`; do not edit by hand (rerun it).\n"
+        << "# " << hw.source << "\n"
+        << hardware_profile_to_yaml(hw);
+    if (!out) fail("--write-profile: error writing '{}'", write_profile);
+    fmt::print(fit_text, "  profile written to {}\n", write_profile);
+  }
+
+  std::istringstream lines(fit_text.str());
+  for (std::string line; std::getline(lines, line);) fmt::print("{}{}\n", line.empty() ? "" : c, line);
+  fmt::print("\n");
+  report.title = fmt::format("validation with the profile fitted on all rows ({})",
+                             fmt::join(final_fit.keys, ", "));
+  val::write_validation_report(std::cout, fitted_rows, report);
+  return 0;
+}
+
+}  // namespace lynx::cli

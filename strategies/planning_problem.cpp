@@ -1,0 +1,38 @@
+#include "strategies/planning_problem.hpp"
+
+#include "sim/error.hpp"
+
+#include <algorithm>
+
+namespace lynx::strategy {
+
+TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
+  if (!option.overlapped) return option.recompute_ps;
+  const TimePs window = p.window_ps[static_cast<size_t>(layer)];
+  return std::max<TimePs>(0, option.overlapped_ps - window);
+}
+
+std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer) {
+  std::int64_t kept = 0;
+  std::int64_t transient = 0;
+  for (int o : option_of_layer) {
+    const LayerOption& opt = p.options[static_cast<size_t>(o)];
+    kept += opt.kept_bytes;
+    transient = std::max(transient, opt.transient_bytes);
+  }
+  return p.in_flight * kept + transient;
+}
+
+StageSolution evaluate(const StageProblem& p, const std::vector<int>& option_of_layer) {
+  LYNX_CHECK(static_cast<int>(option_of_layer.size()) == p.layers, "{} choices for {} layers",
+             option_of_layer.size(), p.layers);
+  StageSolution s;
+  s.option_of_layer = option_of_layer;
+  for (int l = 0; l < p.layers; ++l)
+    s.exposed_ps += exposed_ps(p, l, p.options[static_cast<size_t>(option_of_layer[static_cast<size_t>(l)])]);
+  s.activation_bytes = activation_bytes(p, option_of_layer);
+  s.feasible = s.activation_bytes <= p.budget_bytes;
+  return s;
+}
+
+}  // namespace lynx::strategy

@@ -1,0 +1,62 @@
+#pragma once
+/// The per-stage recomputation planning problem that lynx-heu, lynx-opt and checkmate solve:
+/// choose for every layer of one pipeline-stage GPU one option (which op groups to drop and
+/// whether their recompute runs on demand or overlapped in a window) so that the stage's
+/// exposed recompute time is minimal and its activation memory fits the budget. Numbers come
+/// from the workload, the compute model and windows measured on a simulated baseline
+/// (strategies/lynx_planner.cpp); every plan is confirmed by the engine afterwards.
+#include "sim/time.hpp"
+#include "strategies/recompute_plan.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lynx::strategy {
+
+/// One way to treat one layer.
+struct LayerOption {
+  LayerDecision decision;            ///< groups dropped, on demand or overlapped (+ window)
+  std::int64_t kept_bytes = 0;       ///< activation bytes the layer keeps per micro-batch
+  std::int64_t transient_bytes = 0;  ///< extra bytes alive while its recompute is consumed
+  TimePs recompute_ps = 0;           ///< on demand: time on the critical path
+  /// Overlapped: time the recompute needs on the recompute stream (slowed by contention with
+  /// the communication it hides behind). Only the part beyond the window is exposed.
+  TimePs overlapped_ps = 0;
+  bool overlapped = false;
+  std::string label;                 ///< e.g. "drop{core,mlp}@bwd-tp"
+};
+
+/// One pipeline-stage GPU's problem.
+struct StageProblem {
+  int stage = 0;
+  int layers = 0;                    ///< layers on this GPU (all model chunks)
+  int in_flight = 1;                 ///< micro-batches whose activations are alive at once
+  std::int64_t budget_bytes = 0;     ///< for activations: capacity − static − reserve − extras
+  std::vector<LayerOption> options;  ///< options[0] keeps everything
+  /// Window capacity (ps) available to layer i's overlapped recompute (size = layers): the
+  /// exposed communication in the backward of the layer above, or the pipeline wait for the
+  /// top layer.
+  std::vector<TimePs> window_ps;
+};
+
+/// A solution: the option index for every layer.
+struct StageSolution {
+  std::vector<int> option_of_layer;
+  TimePs exposed_ps = 0;           ///< objective: exposed recompute time per micro-batch
+  std::int64_t activation_bytes = 0;  ///< in_flight · Σ kept + max transient
+  bool feasible = false;           ///< false: nothing fits (the plan will be OOM)
+  double solve_seconds = 0;
+  double gap = 0;                  ///< relative optimality gap reported by the solver (0 = optimal)
+  std::string status;              ///< solver status in words
+};
+
+/// Exposed time of `option` at layer `layer` of `p` (on demand: all of it; overlapped: what
+/// does not fit the window).
+TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option);
+/// Activation bytes of a full assignment: in_flight · Σ kept_bytes + max transient_bytes.
+std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer);
+/// Objective and memory of an assignment, filled into a StageSolution.
+StageSolution evaluate(const StageProblem& p, const std::vector<int>& option_of_layer);
+
+}  // namespace lynx::strategy

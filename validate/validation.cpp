@@ -1,0 +1,176 @@
+#include "validate/validation.hpp"
+
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/error.hpp"
+#include "validate/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+namespace lynx::validate {
+
+std::vector<std::string> megatron_deepspeed_overrides() {
+  return {
+      // GPT-2 BPE has 50257 tokens; Megatron pads the embedding to a multiple of
+      // 128 · tp (--make-vocab-size-divisible-by 128): 50304 at tp 1 … 51200 at tp 8. We use
+      // 51200 for every row (divisible by every tp here); the difference is < 2% of the LM
+      // head and embedding, themselves a few percent of the work.
+      "model.vocab=51200",
+      "model.ffn_hidden=0",  // 4h, Megatron's default --ffn-hidden-size
+      "model.flash_attention=false",
+      "parallel.sequence_parallel=false",
+      "parallel.schedule=1f1b",
+      "parallel.virtual_stages=1",
+      "parallel.distributed_optimizer=false",
+      // Megatron-DeepSpeed reduces data-parallel gradients once per iteration after the last
+      // backward (DeepSpeed engine allreduce_gradients / PipelineEngine _exec_reduce_grads),
+      // not bucket by bucket during the backward.
+      "parallel.dp_overlap=end",
+      "recompute.strategy=none",
+      "hardware.nodes=1",
+  };
+}
+
+Scenario validation_base_scenario(const BaseOptions& options) {
+  std::vector<std::string> overrides;
+  if (!options.profile_file.empty()) {
+    const std::filesystem::path path =
+        std::filesystem::absolute(options.profile_file).lexically_normal();
+    overrides.push_back("hardware.profile=");
+    overrides.push_back("hardware.profile_file=" + path.string());
+  } else {
+    overrides.push_back("hardware.profile=" + options.profile);
+  }
+  for (std::string& o : megatron_deepspeed_overrides()) overrides.push_back(std::move(o));
+  for (const std::string& o : options.overrides) overrides.push_back(o);
+  return default_scenario(overrides);
+}
+
+Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const std::string& file_label) {
+  Scenario sc = base;
+  sc.name = file_label + ":" + std::to_string(run.line);
+  sc.model.preset.clear();
+  sc.model.layers = run.layers;
+  sc.model.hidden = run.hidden;
+  sc.model.heads = run.heads;
+  sc.model.ffn_hidden = 4 * run.hidden;
+  sc.model.seq_len = run.seq_len;
+  sc.parallel.tp = run.tp;
+  sc.parallel.dp = run.dp;
+  sc.parallel.pp = run.pp;
+  sc.parallel.micro_batch = run.micro_batch;
+  sc.parallel.global_batch = run.global_batch;
+  const long long available =
+      static_cast<long long>(sc.hardware.nodes) * sc.hardware.gpus_per_node;
+  if (run.gpus > available)
+    fail("{}:{}: the row uses {} GPUs, the simulated cluster has {} ({} node(s) × {})", file_label,
+         run.line, run.gpus, available, sc.hardware.nodes, sc.hardware.gpus_per_node);
+  return sc;
+}
+
+std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<MeasuredRun>& runs,
+                                     const std::vector<std::size_t>& indices,
+                                     const std::string& file_label, const Progress& progress) {
+  std::vector<RowResult> out;
+  out.reserve(indices.size());
+  for (const std::size_t index : indices) {
+    if (index >= runs.size()) fail("row index {} is out of range ({} rows)", index, runs.size());
+    const MeasuredRun& run = runs[index];
+    const Scenario sc = scenario_for_run(base, run, file_label);
+    SimRun sim;
+    try {
+      sim = simulate(sc);
+    } catch (const Error& e) {
+      fail("{}:{}: {}", file_label, run.line, e.what());
+    }
+    RowResult row;
+    row.index = index;
+    row.run = run;
+    row.predicted_ms = sim.result.iteration_time_s * 1e3;
+    row.error_percent = 100.0 * (row.predicted_ms - run.iteration_ms) / run.iteration_ms;
+    row.oom = sim.result.oom;
+    out.push_back(row);
+    if (progress) progress(out.size(), indices.size());
+  }
+  return out;
+}
+
+Summary summarize(const std::vector<RowResult>& rows) {
+  if (rows.size() < 2) fail("a summary needs at least 2 rows, got {}", rows.size());
+  std::vector<double> predicted, measured;
+  Summary s;
+  s.rows = rows.size();
+  for (const RowResult& r : rows) {
+    predicted.push_back(r.predicted_ms);
+    measured.push_back(r.run.iteration_ms);
+    s.mean_signed_error_percent += r.error_percent;
+    if (r.oom) ++s.oom_rows;
+  }
+  s.mean_signed_error_percent /= static_cast<double>(rows.size());
+  s.mape_percent = mean_absolute_percentage_error(predicted, measured);
+  s.median_ape_percent = median_absolute_percentage_error(predicted, measured);
+  s.mean_abs_log_error = mean_absolute_log_error(predicted, measured);
+  s.kendall_tau_b = kendall_tau_b(predicted, measured);
+  return s;
+}
+
+std::vector<RowResult> worst_rows(const std::vector<RowResult>& rows, std::size_t count) {
+  std::vector<RowResult> sorted = rows;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const RowResult& a, const RowResult& b) {
+    const double ea = std::abs(a.error_percent), eb = std::abs(b.error_percent);
+    return ea != eb ? ea > eb : a.index < b.index;
+  });
+  if (sorted.size() > count) sorted.resize(count);
+  return sorted;
+}
+
+std::vector<CategoryError> errors_by_category(const std::vector<RowResult>& rows) {
+  using Getter = int (*)(const MeasuredRun&);
+  const std::vector<std::pair<const char*, Getter>> columns = {
+      {"tp", [](const MeasuredRun& r) { return r.tp; }},
+      {"pp", [](const MeasuredRun& r) { return r.pp; }},
+      {"dp", [](const MeasuredRun& r) { return r.dp; }},
+      {"micro_batch", [](const MeasuredRun& r) { return r.micro_batch; }},
+      {"hidden", [](const MeasuredRun& r) { return r.hidden; }},
+      {"layers", [](const MeasuredRun& r) { return r.layers; }},
+      {"gpus", [](const MeasuredRun& r) { return r.gpus; }},
+      {"micro_batches",
+       [](const MeasuredRun& r) { return r.global_batch / (r.micro_batch * r.dp); }},
+  };
+  std::vector<CategoryError> out;
+  for (const auto& [column, get] : columns) {
+    std::map<int, CategoryError> groups;
+    for (const RowResult& r : rows) {
+      CategoryError& g = groups[get(r.run)];
+      g.column = column;
+      g.value = get(r.run);
+      ++g.rows;
+      g.mean_signed_error_percent += r.error_percent;
+      g.mape_percent += std::abs(r.error_percent);
+    }
+    for (auto& [value, g] : groups) {
+      g.mean_signed_error_percent /= static_cast<double>(g.rows);
+      g.mape_percent /= static_cast<double>(g.rows);
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+std::vector<std::size_t> fold_rows(std::size_t row_count, int fold) {
+  if (fold != 0 && fold != 1) fail("fold must be 0 or 1, got {}", fold);
+  std::vector<std::size_t> rows;
+  for (std::size_t i = static_cast<std::size_t>(fold); i < row_count; i += 2) rows.push_back(i);
+  return rows;
+}
+
+std::vector<std::size_t> all_rows(std::size_t row_count) {
+  std::vector<std::size_t> rows(row_count);
+  for (std::size_t i = 0; i < row_count; ++i) rows[i] = i;
+  return rows;
+}
+
+}  // namespace lynx::validate
