@@ -30,5 +30,6 @@ bool parse_options(const std::vector<std::string>& argv, po::options_description
 int cmd_run(const std::vector<std::string>& argv);
 int cmd_show(const std::vector<std::string>& argv);
 int cmd_fields(const std::vector<std::string>& argv);
+int cmd_plan(const std::vector<std::string>& argv);
 
 }  // namespace lynx::cli

@@ -91,6 +91,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   std::string fitted_name = "dgx-a100-80gb-vtrain-fit";
   std::size_t worst = 10;
   bool no_rows = false;
+  bool skip_folds = false;
 
   po::options_description desc("validate options");
   desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV: 11 columns per row)")(
@@ -111,7 +112,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
       "with --fit: write the profile fitted on all rows to this YAML file")(
       "fitted-name", po::value(&fitted_name), "name of the written profile")(
       "worst", po::value(&worst), "rows in the worst-rows list (default 10)")(
-      "no-rows", po::bool_switch(&no_rows), "omit the per-row lines")("help,h", "show this help");
+      "no-rows", po::bool_switch(&no_rows), "omit the per-row lines")(
+      "skip-folds", po::bool_switch(&skip_folds),
+      "with --fit: fit on all rows only, without the two-fold held-out check")(
+      "help,h", "show this help");
   if (!parse_options(argv, desc, {"csv"},
                      "usage: lynxsim validate CSV [--profile NAME | --profile-file PATH] "
                      "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
@@ -119,6 +123,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
     return 0;
   if (csv.empty()) fail("validate: give the measurements CSV (e.g. ../shared/validation/vtrain_single_node.csv)");
   if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
+  if (!write_profile.empty() && skip_folds)
+    fail("--write-profile needs the held-out check: drop --skip-folds");
 
   val::ReportOptions report;
   report.format = val::parse_validation_format(format);
@@ -156,7 +162,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const auto start_rows = simulate_with_bar(base, runs, all, csv, "start profile");
   std::vector<val::FitResult> folds;
   std::vector<val::Summary> held_out;
-  for (int fold = 0; fold < 2; ++fold) {
+  for (int fold = 0; fold < (skip_folds ? 0 : 2); ++fold) {
     const auto train = val::fold_rows(runs.size(), fold);
     const auto test = val::fold_rows(runs.size(), 1 - fold);
     val::FitResult result = [&] {

@@ -61,8 +61,9 @@ struct LaunchFit {
 
 /// Launch overhead L, the fixed time every kernel pays (HardwareSpec::kernel_launch_ps).
 ///
-/// Estimator: the median of the `launch` rows — an empty kernel (one block, no memory
-/// traffic) timed exactly like every other kernel (CUDA events around one launch). That is
+/// Estimator: the median of the `launch,empty_kernel` rows — an empty kernel (one block, no
+/// memory traffic) timed exactly like every other kernel (CUDA events around one launch, the
+/// stream fed back to back). That is
 /// the intercept of the time-vs-work line at zero work, measured instead of extrapolated:
 /// under the profile's model t = L + (w + half)/(peak·max) the intercept of a line fitted
 /// through small kernels is L + half/(peak·max), so L and half_work cannot be separated by
@@ -482,7 +483,19 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
   // Launch overhead first: every curve subtracts it.
   const std::vector<const Measurement*> memory_rows =
       with_dtype(rows_of(raw, MeasurementKind::kMemoryBound), options.dtype, "memory_bound", notes);
-  const LaunchFit launch = fit_launch(rows_of(raw, MeasurementKind::kLaunch), memory_rows);
+  std::vector<const Measurement*> launch_rows;
+  int other_launch_rows = 0;
+  for (const Measurement* row : rows_of(raw, MeasurementKind::kLaunch)) {
+    if (row->name == "empty_kernel")
+      launch_rows.push_back(row);
+    else
+      ++other_launch_rows;
+  }
+  if (other_launch_rows > 0)
+    notes.push_back(fmt::format("gpu.kernel_launch: {} launch row(s) other than empty_kernel "
+                                "(e.g. host-paced) recorded, not fitted",
+                                other_launch_rows));
+  const LaunchFit launch = fit_launch(launch_rows, memory_rows);
   double launch_s = static_cast<double>(base.kernel_launch_ps) / kPsPerS;
   if (launch.fitted) {
     launch_s = launch.launch_s;

@@ -119,6 +119,17 @@ __global__ void fill_ids_kernel(std::int64_t* ids, std::size_t count, std::int64
 
 __global__ void empty_kernel() {}
 
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void hold_kernel(std::uint64_t nanoseconds) {
+  const std::uint64_t start = global_timer_ns();
+  while (global_timer_ns() - start < nanoseconds) __nanosleep(1000);
+}
+
 // ---- row kernels (one block per row) --------------------------------------------------------
 
 template <typename T, int V>
@@ -391,6 +402,11 @@ cudaError_t fill_random_ids(std::int64_t* ids, std::size_t count, std::int64_t m
 
 cudaError_t launch_empty(cudaStream_t stream) {
   empty_kernel<<<1, 32, 0, stream>>>();
+  return cudaGetLastError();
+}
+
+cudaError_t hold_stream(cudaStream_t stream, std::uint64_t nanoseconds) {
+  hold_kernel<<<1, 1, 0, stream>>>(nanoseconds);
   return cudaGetLastError();
 }
 

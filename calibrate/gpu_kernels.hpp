@@ -22,6 +22,9 @@ cudaError_t fill_random_ids(std::int64_t* ids, std::size_t count, std::int64_t m
 
 /// An empty kernel (one block of one warp, no memory traffic): the fixed cost of a launch.
 cudaError_t launch_empty(cudaStream_t stream);
+/// One thread that spins for `nanoseconds` (GPU global timer): holds the stream while the host
+/// enqueues the timed repetitions behind it, so they run back to back with no host gaps.
+cudaError_t hold_stream(cudaStream_t stream, std::uint64_t nanoseconds);
 
 /// LayerNorm per row: y = (x − mean)·rstd·γ + β, mean/rstd stored in fp32 (as Apex/Megatron
 /// keep them for backward). eps 1e-5.

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -70,14 +71,25 @@ class EventSet {
 /// Milliseconds between two recorded, completed events, in microseconds.
 double elapsed_us(cudaEvent_t start, cudaEvent_t end);
 
-/// Times `launch` on `stream`: `warmup` untimed calls, then `reps` calls each between its own
-/// pair of CUDA events (recorded on `stream`, so only device time between them counts);
-/// per-call time = event time / `ops_per_call`. Returns median/p10/p90 in microseconds.
-TimingSummary time_on_stream(cudaStream_t stream, int warmup, int reps,
-                             const std::function<void()>& launch, int ops_per_call = 1);
+/// How timed repetitions are fed to the GPU.
+enum class Feed : std::uint8_t {
+  /// A hold kernel keeps the stream busy while the host enqueues every repetition, so the
+  /// GPU runs them back to back: event times are device time only, no host launch gaps.
+  kHeld,
+  /// Repetitions start as the host enqueues them: for short kernels the host's launch and
+  /// event-record calls set the pace (what a host-bound stream sees).
+  kHostPaced,
+};
 
-/// The same over several devices at once (NCCL from one process): `launch_all` enqueues on
-/// every stream; a repetition's time is the longest of the devices' event times.
+/// Times `launch` on `stream`: `warmup` untimed calls, then `reps` calls each between its own
+/// pair of CUDA events recorded on `stream`; per-call time = event time / `ops_per_call`.
+/// Returns median/p10/p90 in microseconds.
+TimingSummary time_on_stream(cudaStream_t stream, int warmup, int reps,
+                             const std::function<void()>& launch, int ops_per_call = 1,
+                             Feed feed = Feed::kHeld);
+
+/// The same over several devices at once (NCCL from one process, always held): `launch_all`
+/// enqueues on every stream; a repetition's time is the longest of the devices' event times.
 TimingSummary time_on_devices(const std::vector<int>& devices,
                               const std::vector<cudaStream_t>& streams, int warmup, int reps,
                               const std::function<void()>& launch_all);

@@ -26,6 +26,7 @@ if [ "$mode" != "--bundle-only" ]; then
   packages=(
     libboost1.74-dev libboost-program-options1.74-dev libboost-program-options1.74.0
     libboost-graph1.74-dev libboost-graph1.74.0 libboost-program-options-dev libboost-graph-dev
+    libboost-regex1.74-dev libboost-regex1.74.0
     libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7 pkgconf pkgconf-bin libpkgconf3
   )
   (cd "$deps_dir/debs" && apt-get download "${packages[@]}")
@@ -37,10 +38,16 @@ if [ "$mode" != "--deps-only" ]; then
   cmake -S . -B "$bundle_tree" -DCMAKE_BUILD_TYPE=Release -DLYNXSIM_WITH_CUDA=ON \
     -DLYNXSIM_BUILD_TESTS=OFF -DLYNXSIM_BUILD_BENCH=OFF -DLYNXSIM_CALIBRATE_STATIC_CUDART=ON \
     -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON "-DLYNXSIM_CUDA_ARCHITECTURES=80-real;90"
-  cmake --build "$bundle_tree" --target lynxsim-calibrate lynxsim -j"$jobs"
+  cmake --build "$bundle_tree" --target lynxsim-calibrate -j"$jobs"
   rm -rf "$bundle_dir"
   mkdir -p "$bundle_dir/bin" "$bundle_dir/lib"
-  cp "$bundle_tree/lynxsim-calibrate" "$bundle_tree/lynxsim" "$bundle_dir/bin/"
+  cp "$bundle_tree/lynxsim-calibrate" "$bundle_dir/bin/"
+  # lynxsim (for `lynxsim fit`) is optional: without it the bundle still measures.
+  if cmake --build "$bundle_tree" --target lynxsim -j"$jobs"; then
+    cp "$bundle_tree/lynxsim" "$bundle_dir/bin/"
+  else
+    echo "prepare: lynxsim did not build; the bundle has lynxsim-calibrate only"
+  fi
   # Shared libraries to take along: everything ldd resolves except the C library family,
   # libstdc++/libgcc (the target's newer ones are backward compatible) and CUDA's own
   # (cuBLAS, NCCL and the driver come from the target machine).

@@ -17,7 +17,7 @@
 #   raw.csv  fitted-profile.yaml  fit-report.txt  environment.txt  run.log
 # Knobs (environment): MODELS (gpt-1.3b,gpt-6.7b), TP (1,2,4,8), MICRO_BATCH (1,2,4),
 #   BASE_PROFILE (h200-sxm-141gb), CALIBRATE_TIMEOUT (420 s), JOBS (nproc),
-#   BUILD_DIR (build-device).
+#   BUILD_DIR (build-device), BUILD_LYNXSIM (1; 0 = measure only, fit elsewhere).
 # Exit status: 0 when raw.csv has measurements and the fit ran; 1 otherwise.
 set -uo pipefail
 
@@ -32,6 +32,7 @@ tp=${TP:-1,2,4,8}
 micro_batch=${MICRO_BATCH:-1,2,4}
 base_profile=${BASE_PROFILE:-h200-sxm-141gb}
 calibrate_timeout=${CALIBRATE_TIMEOUT:-420}
+build_lynxsim=${BUILD_LYNXSIM:-1}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 build=${BUILD_DIR:-$repo/build-device}
 deps=$repo/build-device-deps
@@ -73,9 +74,17 @@ if ! have nvcc && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/c
 } > "$envfile" 2>&1
 cat "$envfile"
 
-# NCCL and cuBLAS may live in the CUDA folder or in pip packages (nvidia-nccl-*, nvidia-cublas-*).
-nccl_header=$(find_first nccl.h || true)
+# NCCL and cuBLAS may live in the CUDA folder, the system folders or pip packages
+# (nvidia-nccl-*, nvidia-cublas-*). The NCCL header is taken from beside the library found.
 nccl_lib=$(find_first libnccl.so || find_first libnccl.so.2 || true)
+nccl_header=""
+if [ -n "$nccl_lib" ]; then
+  lib_dir=$(dirname "$nccl_lib")
+  for dir in "$lib_dir/../include" "$lib_dir/../../include" /usr/include; do
+    if [ -f "$dir/nccl.h" ]; then nccl_header=$dir/nccl.h; break; fi
+  done
+fi
+[ -z "$nccl_header" ] && nccl_header=$(find_first nccl.h || true)
 cublas_lib=$(find_first 'libcublas.so.1[0-9]' || true)
 cublaslt_lib=$(find_first 'libcublasLt.so.1[0-9]' || true)
 echo "nccl.h: ${nccl_header:-not found}; libnccl: ${nccl_lib:-not found}; libcublas: ${cublas_lib:-not found}"
@@ -100,7 +109,9 @@ build_with() {  # extra cmake arguments...
   cmake --build "$build" --target lynxsim-calibrate -j"$jobs" || return 1
   calibrate_bin=$build/lynxsim-calibrate
   # lynxsim (for the fit) is second: a failure here still leaves the measurements.
-  if cmake --build "$build" --target lynxsim -j"$jobs"; then lynxsim_bin=$build/lynxsim; fi
+  if [ "$build_lynxsim" != 0 ] && cmake --build "$build" --target lynxsim -j"$jobs"; then
+    lynxsim_bin=$build/lynxsim
+  fi
   return 0
 }
 
@@ -132,7 +143,7 @@ if [ -z "$calibrate_bin" ] && [ -x "$bundle/bin/lynxsim-calibrate" ]; then
   step "building failed; using the prebuilt binaries of $bundle"
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   calibrate_bin=$bundle/bin/lynxsim-calibrate
-  [ -x "$bundle/bin/lynxsim" ] && lynxsim_bin=$bundle/bin/lynxsim
+  [ "$build_lynxsim" != 0 ] && [ -x "$bundle/bin/lynxsim" ] && lynxsim_bin=$bundle/bin/lynxsim
 fi
 if [ -z "$calibrate_bin" ]; then
   step "FAILED: no lynxsim-calibrate could be built (see the log above; carry build-device-deps"

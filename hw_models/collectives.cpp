@@ -231,4 +231,19 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
   return phases;
 }
 
+TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases) {
+  TimePs total = 0;
+  for (const Phase& phase : phases) {
+    TimePs slowest = 0;
+    for (const FlowSpec& f : phase.flows) {
+      const TimePs t = f.src == f.dst ? 0
+                                      : transfer_time_ps(f.bytes, topo.path_bw_bytes_per_s(f.src, f.dst)) +
+                                            topo.path_latency_ps(f.src, f.dst);
+      slowest = std::max(slowest, t);
+    }
+    total = checked_add(total, checked_add(slowest, phase.latency_ps));
+  }
+  return total;
+}
+
 }  // namespace lynx::hw

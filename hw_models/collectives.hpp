@@ -53,6 +53,11 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
                                    Algorithm algo, const std::vector<Rank>& ranks,
                                    std::uint64_t bytes);
 
+/// Time of `phases` on an otherwise idle network when every flow has its path to itself:
+/// Σ over phases of (max over flows of bytes / path bandwidth + path latency) + phase latency.
+/// An estimate for planners; the engine's fair-shared links give the real time.
+TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases);
+
 /// The hw collective for a workload op's collective; throws for kNone.
 Collective to_collective(model::CollectiveKind kind);
 

@@ -3,63 +3,41 @@
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
 #include "sim/error.hpp"
+#include "strategies/overlap_windows.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace lynx {
 namespace {
 
-/// Attributes the idle time of one GPU's compute stream: each gap before a task goes to the
-/// communication that gated it (for as long as that communication was in flight during the
-/// gap) and the remainder to the pipeline bubble.
-StageBreakdown breakdown_of(const sim::Program& prog, const sim::ExecResult& ex, sim::GpuId gpu,
-                            TimePs makespan) {
+/// Where one GPU's iteration went: busy time of its compute stream by category, and its idle
+/// gaps attributed to the communication that gated them (for as long as it was in flight
+/// during the gap), the remainder being pipeline bubble.
+StageBreakdown breakdown_of(const sim::Program& prog, const sim::ExecResult& ex, sim::GpuId gpu) {
   StageBreakdown b;
-  TimePs prev_end = 0;
   auto add_s = [](double& slot, TimePs ps) { slot += ps_to_s(ps); };
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const sim::Task& t = prog.tasks[i];
-    if (t.gpu != gpu) continue;
-    const TimePs start = ex.task_start_ps[i];
-    const TimePs end = ex.task_end_ps[i];
-    if (t.stream == strategy::kRecomputeStream && t.kind == sim::TaskKind::kKernel)
-      add_s(b.recompute_overlapped_s, end - start);
+    if (t.gpu != gpu || t.kind != sim::TaskKind::kKernel) continue;
+    const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
+    if (t.stream == strategy::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
     if (t.stream != strategy::kCompute) continue;
-    if (start > prev_end) {
-      TimePs gap = start - prev_end;
-      // The dependency that finished last is what the stream waited for.
-      sim::TaskId gate = -1;
-      for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d) {
-        const sim::TaskId dep = prog.deps[d];
-        if (gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(gate)])
-          gate = dep;
-      }
-      if (gate >= 0 && prog.tasks[static_cast<size_t>(gate)].kind == sim::TaskKind::kComm) {
-        const sim::Task& g = prog.tasks[static_cast<size_t>(gate)];
-        const TimePs in_flight =
-            std::min(gap, ex.task_end_ps[static_cast<size_t>(gate)] -
-                              std::max(ex.task_start_ps[static_cast<size_t>(gate)], prev_end));
-        const TimePs exposed = std::max<TimePs>(0, in_flight);
-        switch (g.category) {
-          case sim::Category::kTpComm: add_s(b.tp_exposed_s, exposed); break;
-          case sim::Category::kPpComm: add_s(b.pp_exposed_s, exposed); break;
-          case sim::Category::kDpComm: add_s(b.dp_exposed_s, exposed); break;
-          default: add_s(b.recompute_s, exposed); break;  // comm of a full-layer recompute
-        }
-        gap -= exposed;
-      }
-      add_s(b.bubble_s, gap);
-    }
-    if (t.kind == sim::TaskKind::kKernel) {
-      if (t.category == sim::Category::kRecompute)
-        add_s(b.recompute_s, end - start);
-      else
-        add_s(b.compute_s, end - start);
-    }
-    prev_end = std::max(prev_end, end);
+    add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
   }
-  add_s(b.bubble_s, makespan - prev_end);
+  for (const strategy::IdleGap& gap : strategy::compute_stream_gaps(prog, ex, gpu)) {
+    TimePs exposed = gap.comm_in_flight_ps;
+    if (exposed > 0) {
+      switch (prog.tasks[static_cast<size_t>(gap.gate)].category) {
+        case sim::Category::kTpComm: add_s(b.tp_exposed_s, exposed); break;
+        case sim::Category::kPpComm: add_s(b.pp_exposed_s, exposed); break;
+        case sim::Category::kDpComm: add_s(b.dp_exposed_s, exposed); break;
+        default: add_s(b.recompute_s, exposed); break;  // the collectives of a full recompute
+      }
+    }
+    add_s(b.bubble_s, gap.end_ps - gap.start_ps - exposed);
+  }
   return b;
 }
 
@@ -74,16 +52,32 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
 
   const hw::Topology topo(sc.hardware);
   const int virtual_stages = p.pp * p.virtual_stages;
-  const auto plan = strategy::plan_fixed_strategy(
-      sc.model, p, sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
-  run.built = strategy::build_program(sc, plan, topo, strategy::gpt_workload(sc.model, p));
+  const strategy::Workload workload = strategy::gpt_workload(sc.model, p);
+  SimResult& r = run.result;
+  const RecomputeKind kind = sc.recompute.strategy;
+  if (options.plan) {
+    run.plan = *options.plan;
+  } else if (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
+             kind == RecomputeKind::kCheckmate) {
+    run.planner = strategy::plan_recompute(sc, topo, workload);
+    run.plan = run.planner.plan;
+    r.search_seconds = run.planner.search_seconds;
+    for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
+  } else {
+    run.plan = strategy::plan_fixed_strategy(
+        sc.model, p, sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  run.built = strategy::build_program(sc, run.plan, topo, workload);
   sim::ExecOptions exec_options;
   exec_options.record_memory_timeline = options.keep_trace_data;
   run.exec = sim::execute(run.built.machine, run.built.program, exec_options);
+  r.simulate_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  SimResult& r = run.result;
   r.scenario = sc;
-  r.strategy = plan.strategy;
+  r.strategy = run.plan.strategy;
+  for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
   r.gpus = p.tp * p.pp * p.dp;
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);
   r.symmetric = run.built.symmetric;
@@ -106,7 +100,7 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
   for (int s = 0; s < p.pp; ++s) {
     const auto it = std::find(run.built.gpu_stage.begin(), run.built.gpu_stage.end(), s);
     const auto gpu = static_cast<sim::GpuId>(it - run.built.gpu_stage.begin());
-    StageBreakdown b = breakdown_of(run.built.program, run.exec, gpu, run.exec.makespan_ps);
+    StageBreakdown b = breakdown_of(run.built.program, run.exec, gpu);
     b.stage = s;
     // Peak and OOM over every simulated GPU of the stage (they are equal when symmetric).
     for (size_t g = 0; g < run.built.gpu_stage.size(); ++g) {
@@ -124,6 +118,10 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
     run.exec = {};
   }
   return run;
+}
+
+std::vector<sim::TraceSpan> trace_annotations(const SimRun& run) {
+  return strategy::window_annotations(run.built, run.exec);
 }
 
 }  // namespace lynx

@@ -3,7 +3,9 @@
 /// and the per-GPU programs, runs them on the event engine, and derives the metrics users read.
 #include "scenarios/scenario.hpp"
 #include "sim/executor.hpp"
+#include "strategies/lynx_planner.hpp"
 #include "strategies/program_builder.hpp"
+#include "strategies/recompute_plan.hpp"
 
 #include <cstdint>
 #include <string>
@@ -42,6 +44,10 @@ struct SimResult {
   int gpus = 0;
   int micro_batches = 0;              ///< per pipeline (global batch / micro batch / dp)
   bool symmetric = false;             ///< reduced simulation used
+  std::vector<int> layers_per_stage;  ///< per virtual stage (partition)
+  double search_seconds = 0;          ///< planner search (lynx-heu / lynx-opt / checkmate)
+  double solver_gap = 0;              ///< largest relative MILP gap over stages (0 = optimal)
+  double simulate_seconds = 0;        ///< wall time of building + running the final programs
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
   std::vector<StageBreakdown> stages;
@@ -49,11 +55,15 @@ struct SimResult {
 
 struct SimOptions {
   bool keep_trace_data = false;  ///< keep the program and timelines for write_trace
+  /// Run this plan instead of planning (`lynxsim run --plan`); its strategy name is reported.
+  const strategy::RecomputePlan* plan = nullptr;
 };
 
 /// Everything a run produced, when the caller wants the trace too.
 struct SimRun {
   SimResult result;
+  strategy::RecomputePlan plan;
+  strategy::PlannerOutput planner;  ///< filled for planned strategies
   strategy::BuiltProgram built;
   sim::ExecResult exec;
 };
@@ -61,5 +71,8 @@ struct SimRun {
 /// Resolves the model, checks the layout (clear lynx::Error on an impossible one), plans,
 /// builds and executes. An out-of-memory plan is a result (oom = true), not an error.
 SimRun simulate(const Scenario& scenario, const SimOptions& options = {});
+
+/// The overlap windows of a kept run, as trace annotations.
+std::vector<sim::TraceSpan> trace_annotations(const SimRun& run);
 
 }  // namespace lynx

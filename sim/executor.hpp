@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -48,9 +49,18 @@ struct ExecResult {
 /// that leaves tasks unfinished, a negative balance on a memory tag).
 ExecResult execute(const Machine& machine, const Program& program, const ExecOptions& options = {});
 
+/// An interval to show on a GPU's "annotations" track (e.g. an overlap window).
+struct TraceSpan {
+  GpuId gpu = 0;
+  std::string name;
+  TimePs start_ps = 0;
+  TimePs end_ps = 0;
+};
+
 /// Chrome-trace / Perfetto JSON: one track per GPU stream, one per link, a memory counter per
-/// GPU (needs record_memory_timeline). Timestamps in microseconds.
+/// GPU (needs record_memory_timeline), and `annotations` on one extra track per GPU.
+/// Timestamps in microseconds.
 void write_chrome_trace(std::ostream& out, const Machine& machine, const Program& program,
-                        const ExecResult& result);
+                        const ExecResult& result, const std::vector<TraceSpan>& annotations = {});
 
 }  // namespace lynx::sim

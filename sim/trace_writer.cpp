@@ -46,8 +46,9 @@ void append_us(fmt::memory_buffer& out, TimePs ps) {
 
 class TraceWriter {
  public:
-  TraceWriter(std::ostream& out, const Machine& machine, const Program& program, const ExecResult& result)
-      : out_(out), machine_(machine), program_(program), result_(result) {}
+  TraceWriter(std::ostream& out, const Machine& machine, const Program& program, const ExecResult& result,
+              const std::vector<TraceSpan>& annotations)
+      : out_(out), machine_(machine), program_(program), result_(result), annotations_(annotations) {}
 
   void write() {
     check_sizes();
@@ -56,6 +57,7 @@ class TraceWriter {
     write_tasks();
     write_link_flows();
     write_memory();
+    write_annotations();
     buffer_.append(std::string_view("\n],\"displayTimeUnit\":\"ns\"}\n"));
     flush();
   }
@@ -101,6 +103,8 @@ class TraceWriter {
       for (std::size_t s = 0; s < gpu.stream_names.size(); ++s) {
         write_metadata_event("thread_name", g, &s, gpu.stream_names[s]);
       }
+      const std::size_t annotation_tid = gpu.stream_names.size();
+      if (!annotations_.empty()) write_metadata_event("thread_name", g, &annotation_tid, "annotations");
     }
     used_links_.assign(machine_.links.size(), false);
     for (const Task& task : program_.tasks) {
@@ -188,10 +192,27 @@ class TraceWriter {
     }
   }
 
+  void write_annotations() {
+    for (const TraceSpan& span : annotations_) {
+      if (span.gpu < 0 || static_cast<std::size_t>(span.gpu) >= machine_.gpus.size())
+        fail("trace: annotation '{}' on unknown GPU {}", span.name, span.gpu);
+      begin_event();
+      buffer_.append(std::string_view("{\"name\":"));
+      append_json_string(buffer_, span.name);
+      fmt::format_to(inserter(), ",\"cat\":\"annotation\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", span.gpu,
+                     machine_.gpus[static_cast<std::size_t>(span.gpu)].stream_names.size());
+      append_us(buffer_, span.start_ps);
+      buffer_.append(std::string_view(",\"dur\":"));
+      append_us(buffer_, span.end_ps - span.start_ps);
+      buffer_.append(std::string_view("}"));
+    }
+  }
+
   std::ostream& out_;
   const Machine& machine_;
   const Program& program_;
   const ExecResult& result_;
+  const std::vector<TraceSpan>& annotations_;
   fmt::memory_buffer buffer_;
   std::vector<bool> used_links_;
   bool first_event_ = true;
@@ -199,8 +220,9 @@ class TraceWriter {
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const Machine& machine, const Program& program, const ExecResult& result) {
-  TraceWriter(out, machine, program, result).write();
+void write_chrome_trace(std::ostream& out, const Machine& machine, const Program& program, const ExecResult& result,
+                        const std::vector<TraceSpan>& annotations) {
+  TraceWriter(out, machine, program, result, annotations).write();
 }
 
 }  // namespace lynx::sim

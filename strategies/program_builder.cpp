@@ -15,6 +15,13 @@
 
 namespace lynx::strategy {
 
+OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
+  if (op.kind == model::OpKind::kCollective) return {};
+  return {hw::kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes),
+          hw::kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes),
+          hw::kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
+}
+
 hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
   return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
 }
@@ -35,13 +42,6 @@ namespace {
 using model::Op;
 using model::OpGroup;
 using model::OpKind;
-
-/// Kernel times of one op, computed once per distinct op.
-struct OpTimes {
-  TimePs fwd_ps = 0;
-  TimePs dgrad_ps = 0;
-  TimePs wgrad_ps = 0;
-};
 
 struct OpWithTimes {
   Op op;
@@ -71,17 +71,7 @@ class Builder {
   // ----- per-op tables -----
   std::vector<OpWithTimes> with_times(const std::vector<Op>& ops) const {
     std::vector<OpWithTimes> out;
-    for (const Op& op : ops) {
-      OpWithTimes o{op, {}};
-      if (op.kind != OpKind::kCollective) {
-        o.t.fwd_ps = hw::kernel_time_ps(sc_.hardware, op.kind, op.fwd_flops, op.fwd_bytes);
-        o.t.dgrad_ps =
-            hw::kernel_time_ps(sc_.hardware, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes);
-        o.t.wgrad_ps =
-            hw::kernel_time_ps(sc_.hardware, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes);
-      }
-      out.push_back(std::move(o));
-    }
+    for (const Op& op : ops) out.push_back({op, op_times(sc_.hardware, op)});
     return out;
   }
 
@@ -504,6 +494,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
       marker.kind = sim::TaskKind::kMarker;
       marker.name = intern_name(fmt::format("B{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
       sim::TaskId after = add_task(marker, {});
+      const sim::TaskId step_marker = after;
       if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
       if (vs == last_vs) after = emit_backward_ops(head_, after, mb, window_for(top));
       const bool grads_final = static_cast<int>(si) == last_bwd_step[static_cast<size_t>(st.chunk)];
@@ -522,7 +513,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
         const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
         after = emit_backward_ops(layer_, after, prefix, window_for(l - 1));
         layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
-                                static_cast<sim::TaskId>(prog_.tasks.size())});
+                                static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
         if (grads_final && p_.dp_overlap == DpOverlap::kBucketed) {
           bucket_params += layer_params;
           if (bucket_params >= bucket_limit) {

@@ -26,6 +26,7 @@ struct LayerSpan {
   int layer = 0;               ///< global layer index
   sim::TaskId first_task = 0;  ///< [first_task, end_task) in program order
   sim::TaskId end_task = 0;
+  sim::TaskId step_marker = 0;  ///< the marker that starts this backward step (waits for the gradient)
 };
 
 struct BuiltProgram {
@@ -54,6 +55,14 @@ struct Workload {
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).
 Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
+
+/// Kernel times of one op on `hw` (0 for collectives, which run as link flows).
+struct OpTimes {
+  TimePs fwd_ps = 0;
+  TimePs dgrad_ps = 0;
+  TimePs wgrad_ps = 0;
+};
+OpTimes op_times(const HardwareSpec& hw, const model::Op& op);
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
 /// order, TP fastest, then DP, then PP.

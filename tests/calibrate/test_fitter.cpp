@@ -90,6 +90,8 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
 
   for (int i = 0; i < 5; ++i)
     raw.rows.push_back(row(MeasurementKind::kLaunch, "empty_kernel", "", truth.launch_s * noise.next()));
+  // Host-paced launches are informational: 10x the device time, must not move the fit.
+  raw.rows.push_back(row(MeasurementKind::kLaunch, "empty_kernel_host_paced", "", 10 * truth.launch_s));
 
   for (std::int64_t n : {128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) {
     const double flops = 2.0 * static_cast<double>(n * n * n);
@@ -258,13 +260,15 @@ TEST_CASE("fitter recovers known parameters from synthetic measurements") {
   CHECK(nvlink->measurements == 22);  // 11 all-reduce + 11 all-gather rows on 8 ranks
   CHECK(nvlink->rms_relative_error <= truth.noise + 1e-9);
   CHECK(contains(fitted.source, "fitted from synthetic.csv on Synthetic GPU"));
-  bool one_rank_noted = false, fp16_noted = false;
+  bool one_rank_noted = false, fp16_noted = false, host_paced_noted = false;
   for (const std::string& note : report.notes) {
     one_rank_noted = one_rank_noted || contains(note, "11 row(s) on 1 rank");
     fp16_noted = fp16_noted || contains(note, "12 fp16 row(s) not used");
+    host_paced_noted = host_paced_noted || contains(note, "1 launch row(s) other than empty_kernel");
   }
   CHECK(one_rank_noted);
   CHECK(fp16_noted);
+  CHECK(host_paced_noted);
   CHECK(contains(format_fit_report(report), "gpu.gemm_efficiency"));
 }
 

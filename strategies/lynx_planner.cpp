@@ -1,0 +1,432 @@
+#include "strategies/lynx_planner.hpp"
+
+#include "hw_models/collectives.hpp"
+#include "sim/error.hpp"
+#include "sim/executor.hpp"
+#include "strategies/milp_planner.hpp"
+#include "strategies/overlap_windows.hpp"
+#include "strategies/pipeline_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <limits>
+#include <map>
+
+namespace lynx::strategy {
+namespace {
+
+using model::OpGroup;
+
+/// The groups a plan may drop; the layer input always stays (every strategy keeps it).
+constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kLayerNorm, OpGroup::kAttnProjInput,
+                                               OpGroup::kAttnCore, OpGroup::kMlp};
+constexpr std::array<const char*, 4> kGroupLabel = {"post", "proj", "core", "mlp"};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& topo,
+                                       const Workload& w, bool allow_overlap) {
+  std::vector<hw::Rank> tp_ranks;
+  for (int r = 0; r < sc.parallel.tp; ++r) tp_ranks.push_back(r);
+  std::int64_t total_saved = 0;
+  for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
+
+  std::vector<LayerOption> options;
+  for (unsigned mask = 0; mask < (1u << kDroppable.size()); ++mask) {
+    LayerDecision d;
+    std::string dropped_label;
+    for (size_t g = 0; g < kDroppable.size(); ++g) {
+      if (!(mask & (1u << g))) continue;
+      d.group[static_cast<size_t>(kDroppable[g])] = Action::kRecompute;
+      dropped_label += dropped_label.empty() ? kGroupLabel[g] : fmt::format(",{}", kGroupLabel[g]);
+    }
+    std::int64_t dropped = 0;
+    for (const auto& op : w.layer)
+      if (d.action(op.group) != Action::kKeep) dropped += static_cast<std::int64_t>(op.saved_bytes);
+    TimePs kernels_ps = 0;
+    TimePs comm_ps = 0;
+    for (int i : recompute_ops(w.layer, d)) {
+      const model::Op& op = w.layer[static_cast<size_t>(i)];
+      if (op.kind != model::OpKind::kCollective) {
+        kernels_ps += op_times(sc.hardware, op).fwd_ps;
+      } else if (op.collective != model::CollectiveKind::kNone && sc.parallel.tp > 1) {
+        comm_ps += hw::idle_collective_time_ps(
+            topo, hw::plan_collective(topo, sc.hardware, hw::to_collective(op.collective),
+                                      hw::Algorithm::kRing, tp_ranks, op.collective_bytes));
+      }
+    }
+    LayerOption demand;
+    demand.decision = d;
+    demand.kept_bytes = total_saved - dropped;
+    demand.transient_bytes = dropped;
+    demand.recompute_ps = kernels_ps + comm_ps;
+    demand.label = mask == 0 ? "keep" : fmt::format("drop{{{}}}", dropped_label);
+    options.push_back(demand);
+    // Overlapped: only communication-free recomputes (a window is communication already);
+    // slowed by the contention of the collective it hides behind, and its tensors live from
+    // the window in the layer above until this layer's backward: two layers' worth at once.
+    if (allow_overlap && mask != 0 && comm_ps == 0) {
+      LayerOption overlap = demand;
+      for (auto& a : overlap.decision.group)
+        if (a == Action::kRecompute) a = Action::kOverlap;
+      overlap.overlapped = true;
+      overlap.recompute_ps = 0;
+      overlap.overlapped_ps = static_cast<TimePs>(
+          static_cast<double>(kernels_ps) * (1.0 + sc.hardware.contention_factor) + 0.5);
+      overlap.transient_bytes = 2 * dropped;
+      overlap.label = demand.label + "@overlap";
+      options.push_back(overlap);
+    }
+  }
+  return options;
+}
+
+StageSolution solve_stage_heuristic(const StageProblem& p) {
+  const auto start = std::chrono::steady_clock::now();
+  LYNX_CHECK(p.layers >= 1 && !p.options.empty(), "empty stage problem");
+  // Layers with the most common window are the identical inner layers; the others (each
+  // chunk's top layer) form the second structure.
+  std::map<TimePs, int> count;
+  for (TimePs w : p.window_ps) count[w]++;
+  const TimePs inner_window =
+      std::max_element(count.begin(), count.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  std::vector<int> inner, other;
+  for (int l = 0; l < p.layers; ++l)
+    (p.window_ps[static_cast<size_t>(l)] == inner_window ? inner : other).push_back(l);
+  const auto n_inner = static_cast<std::int64_t>(inner.size());
+  const int n_options = static_cast<int>(p.options.size());
+
+  struct Best {
+    TimePs time = std::numeric_limits<TimePs>::max();
+    std::int64_t memory = std::numeric_limits<std::int64_t>::max();
+    int b = 0, a = 0, a2 = 0;
+    std::int64_t j = 0;
+  } best;
+  for (int b = 0; b < n_options; ++b) {
+    const LayerOption& ob = p.options[static_cast<size_t>(b)];
+    if (other.empty() && b > 0) break;  // no second structure: B is irrelevant
+    TimePs time_other = 0;
+    for (int l : other) time_other += exposed_ps(p, l, ob);
+    const std::int64_t kept_other = static_cast<std::int64_t>(other.size()) * ob.kept_bytes;
+    for (int a = 0; a < n_options; ++a) {
+      const LayerOption& oa = p.options[static_cast<size_t>(a)];
+      const TimePs ea = inner.empty() ? 0 : exposed_ps(p, inner.front(), oa);
+      for (int a2 = 0; a2 < n_options; ++a2) {
+        const LayerOption& oa2 = p.options[static_cast<size_t>(a2)];
+        const TimePs ea2 = inner.empty() ? 0 : exposed_ps(p, inner.front(), oa2);
+        // A is the faster policy of the pair; give it as many inner layers as memory allows.
+        if (ea > ea2 || (a != a2 && oa.kept_bytes <= oa2.kept_bytes && ea == ea2)) continue;
+        const std::int64_t transient =
+            std::max({other.empty() ? 0 : ob.transient_bytes, oa.transient_bytes, oa2.transient_bytes});
+        const std::int64_t room = p.budget_bytes - transient -
+                                  p.in_flight * (kept_other + n_inner * oa2.kept_bytes);
+        if (room < 0) continue;
+        const std::int64_t per_layer = p.in_flight * (oa.kept_bytes - oa2.kept_bytes);
+        const std::int64_t j = per_layer <= 0 ? n_inner : std::min(n_inner, room / per_layer);
+        const TimePs time = time_other + j * ea + (n_inner - j) * ea2;
+        const std::int64_t memory = p.in_flight * (kept_other + j * oa.kept_bytes + (n_inner - j) * oa2.kept_bytes) + transient;
+        if (time < best.time || (time == best.time && memory < best.memory)) best = {time, memory, b, a, a2, j};
+      }
+    }
+  }
+  std::vector<int> assignment(static_cast<size_t>(p.layers), 0);
+  if (best.time == std::numeric_limits<TimePs>::max()) {
+    // Nothing fits: the least memory (the plan will be reported OOM).
+    int least = 0;
+    for (int o = 1; o < n_options; ++o) {
+      const auto& x = p.options[static_cast<size_t>(o)];
+      const auto& y = p.options[static_cast<size_t>(least)];
+      if (x.kept_bytes * p.in_flight + x.transient_bytes < y.kept_bytes * p.in_flight + y.transient_bytes) least = o;
+    }
+    std::fill(assignment.begin(), assignment.end(), least);
+  } else {
+    for (int l : other) assignment[static_cast<size_t>(l)] = best.b;
+    for (size_t i = 0; i < inner.size(); ++i)
+      assignment[static_cast<size_t>(inner[i])] = static_cast<std::int64_t>(i) < best.j ? best.a : best.a2;
+  }
+  StageSolution s = evaluate(p, assignment);
+  s.solve_seconds = seconds_since(start);
+  s.status = s.feasible ? "heuristic" : "infeasible";
+  return s;
+}
+
+std::vector<int> min_max_partition(int layers, int stages,
+                                   const std::function<TimePs(int stage, int layers)>& stage_time) {
+  LYNX_CHECK(stages >= 1 && layers >= stages, "{} layers over {} stages", layers, stages);
+  const auto L = static_cast<size_t>(layers);
+  // best[k][i]: the slowest of stages 0..k-1 when they hold the first i layers.
+  std::vector<std::vector<TimePs>> best(static_cast<size_t>(stages + 1), std::vector<TimePs>(L + 1, kInfeasiblePs));
+  std::vector<std::vector<int>> choice(best.size(), std::vector<int>(L + 1, 0));
+  best[0][0] = 0;
+  const int even = layers / stages;
+  for (int k = 0; k < stages; ++k) {
+    const int most = layers - (stages - k - 1);  // leave one layer for every later stage
+    std::vector<TimePs> time_of(L + 1, kInfeasiblePs);
+    for (int n = 1; n <= most - k; ++n) time_of[static_cast<size_t>(n)] = stage_time(k, n);
+    for (int i = k + 1; i <= most; ++i) {
+      auto& slot = best[static_cast<size_t>(k + 1)][static_cast<size_t>(i)];
+      auto& picked = choice[static_cast<size_t>(k + 1)][static_cast<size_t>(i)];
+      for (int n = 1; n <= i - k; ++n) {
+        const TimePs prev = best[static_cast<size_t>(k)][static_cast<size_t>(i - n)];
+        const TimePs t = std::max(prev, time_of[static_cast<size_t>(n)]);
+        if (t >= kInfeasiblePs) continue;
+        if (t < slot || (t == slot && std::abs(n - even) < std::abs(picked - even))) {
+          slot = t;
+          picked = n;
+        }
+      }
+    }
+  }
+  if (best[static_cast<size_t>(stages)][L] >= kInfeasiblePs) return {};
+  std::vector<int> per_stage(static_cast<size_t>(stages));
+  for (int k = stages, i = layers; k > 0; --k) {
+    per_stage[static_cast<size_t>(k - 1)] = choice[static_cast<size_t>(k)][static_cast<size_t>(i)];
+    i -= per_stage[static_cast<size_t>(k - 1)];
+  }
+  return per_stage;
+}
+
+namespace {
+
+/// Everything about the scenario the per-stage problems need.
+class Planner {
+ public:
+  Planner(const Scenario& sc, const hw::Topology& topo, const Workload& w)
+      : sc_(sc), p_(sc.parallel), topo_(topo), w_(w) {
+    micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
+    chunks_ = p_.virtual_stages;
+    virtual_stages_ = p_.pp * chunks_;
+    options_ = layer_options(sc, topo, w, sc.recompute.strategy != RecomputeKind::kCheckmate);
+    for (const auto& op : w.embedding) embedding_saved_ += static_cast<std::int64_t>(op.saved_bytes);
+    for (const auto& op : w.head) head_saved_ += static_cast<std::int64_t>(op.saved_bytes);
+    for (const auto& op : w.layer) {
+      const OpTimes t = op_times(sc.hardware, op);
+      layer_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
+    }
+    for (const auto& op : w.embedding) {
+      const OpTimes t = op_times(sc.hardware, op);
+      embedding_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
+    }
+    for (const auto& op : w.head) {
+      const OpTimes t = op_times(sc.hardware, op);
+      head_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
+    }
+  }
+
+  PlannerOutput run();
+
+ private:
+  int in_flight(int stage) const {
+    const int chunks_in_flight =
+        max_in_flight_micro_batches(p_.schedule, p_.pp, stage, micro_batches_, chunks_);
+    return (chunks_in_flight + chunks_ - 1) / chunks_;
+  }
+  /// The stage problem for GPU `stage` holding layers_per_vs[c·pp + stage] layers per chunk.
+  StageProblem problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const {
+    StageProblem pr;
+    pr.stage = stage;
+    pr.in_flight = in_flight(stage);
+    pr.options = options_;
+    std::uint64_t params = 0;
+    std::int64_t extras = 0;
+    for (int c = 0; c < chunks_; ++c) {
+      const int vs = c * p_.pp + stage;
+      const int n = layers_per_vs[static_cast<size_t>(vs)];
+      params += w_.layer_params * static_cast<std::uint64_t>(n);
+      if (vs == 0) {
+        params += w_.embedding_params;
+        extras += embedding_saved_;
+      }
+      if (vs == virtual_stages_ - 1) {
+        params += w_.head_params;
+        extras += head_saved_;
+      }
+      const StageWindows& win = windows_[static_cast<size_t>(vs)];
+      for (int l = 0; l < n; ++l) pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
+      pr.layers += n;
+    }
+    pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
+                      static_bytes(sc_, params) - pr.in_flight * extras - cut;
+    return pr;
+  }
+  StageSolution solve(const StageProblem& pr) const {
+    if (sc_.recompute.strategy == RecomputeKind::kLynxHeu) return solve_stage_heuristic(pr);
+    MilpOptions o;
+    o.allow_overlap = sc_.recompute.strategy != RecomputeKind::kCheckmate;
+    o.time_limit_s = ps_to_s(sc_.recompute.solver_time_limit_ps);
+    return solve_stage_milp(pr, o);
+  }
+  /// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per
+  /// micro-batch — its layers, embedding / head, and exposed recompute under its own memory
+  /// budget (early 1F1B stages hold more micro-batches) — by dynamic programming over
+  /// contiguous splits.
+  std::vector<int> balanced_partition(const std::vector<std::int64_t>& cut) const;
+  RecomputePlan materialize(const std::vector<int>& layers_per_vs,
+                            const std::vector<StageSolution>& solutions) const;
+  void measure_windows(PlannerOutput& out);
+
+  const Scenario& sc_;
+  const ParallelSpec& p_;
+  const hw::Topology& topo_;
+  const Workload& w_;
+  int micro_batches_ = 0, chunks_ = 1, virtual_stages_ = 1;
+  std::vector<LayerOption> options_;
+  std::vector<StageWindows> windows_;
+  std::int64_t embedding_saved_ = 0, head_saved_ = 0;
+  TimePs layer_ps_ = 0, embedding_ps_ = 0, head_ps_ = 0, tp_exposed_per_layer_ps_ = 0;
+};
+
+void Planner::measure_windows(PlannerOutput& out) {
+  const auto start = std::chrono::steady_clock::now();
+  RecomputeSpec keep;
+  const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
+  const RecomputePlan baseline = plan_fixed_strategy(sc_.model, p_, keep, uniform);
+  const BuiltProgram built = build_program(sc_, baseline, topo_, w_);
+  const sim::ExecResult exec = sim::execute(built.machine, built.program);
+  const auto capacity = measure_window_capacity(built, exec);
+  windows_.assign(static_cast<size_t>(virtual_stages_), {});
+  for (size_t vs = 0; vs < capacity.size() && vs < windows_.size(); ++vs) {
+    const auto& c = capacity[vs];
+    if (c.empty()) continue;
+    windows_[vs].top_ps = c.back();
+    std::vector<TimePs> inner(c.begin(), c.end() - 1);
+    if (inner.empty()) inner.push_back(c.back());
+    std::nth_element(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(inner.size() / 2), inner.end());
+    windows_[vs].inner_ps = inner[inner.size() / 2];
+  }
+  // Exposed TP communication per layer and micro-batch, for the partition's stage times.
+  TimePs tp_exposed = 0;
+  for (size_t g = 0; g < built.machine.gpus.size(); ++g)
+    for (const IdleGap& gap : compute_stream_gaps(built.program, exec, static_cast<sim::GpuId>(g)))
+      if (gap.comm_in_flight_ps > 0 &&
+          built.program.tasks[static_cast<size_t>(gap.gate)].category == sim::Category::kTpComm)
+        tp_exposed += gap.comm_in_flight_ps;
+  const auto simulated_layers = static_cast<TimePs>(sc_.model.layers) *
+                                static_cast<TimePs>(built.machine.gpus.size()) / p_.pp;
+  tp_exposed_per_layer_ps_ = tp_exposed / std::max<TimePs>(1, simulated_layers * micro_batches_);
+  out.windows = windows_;
+  out.baseline_seconds = seconds_since(start);
+}
+
+std::vector<int> Planner::balanced_partition(const std::vector<std::int64_t>& cut) const {
+  const int pp = p_.pp;
+  auto stage_time = [&](int k, int n) {
+    std::vector<int> per_vs(static_cast<size_t>(pp), 0);
+    per_vs[static_cast<size_t>(k)] = n;
+    const StageSolution s = solve_stage_heuristic(problem(k, per_vs, cut[static_cast<size_t>(k)]));
+    if (!s.feasible) return kInfeasiblePs;
+    return n * (layer_ps_ + tp_exposed_per_layer_ps_) + (k == 0 ? embedding_ps_ : 0) +
+           (k == pp - 1 ? head_ps_ : 0) + s.exposed_ps;
+  };
+  std::vector<int> split = min_max_partition(sc_.model.layers, pp, stage_time);
+  return split.empty() ? uniform_partition(sc_.model.layers, pp) : split;  // nothing fits anyway
+}
+
+RecomputePlan Planner::materialize(const std::vector<int>& layers_per_vs,
+                                   const std::vector<StageSolution>& solutions) const {
+  RecomputePlan plan;
+  plan.strategy = to_string(sc_.recompute.strategy);
+  int first = 0;
+  for (int vs = 0; vs < virtual_stages_; ++vs) {
+    StagePlan sp;
+    sp.first_layer = first;
+    first += layers_per_vs[static_cast<size_t>(vs)];
+    plan.stages.push_back(sp);
+  }
+  for (int k = 0; k < p_.pp; ++k) {
+    const StageSolution& s = solutions[static_cast<size_t>(k)];
+    size_t i = 0;
+    for (int c = 0; c < chunks_; ++c) {
+      const int vs = c * p_.pp + k;
+      const int n = layers_per_vs[static_cast<size_t>(vs)];
+      for (int l = 0; l < n; ++l, ++i) {
+        LayerDecision d = options_[static_cast<size_t>(s.option_of_layer[i])].decision;
+        if (d.overlapped()) {
+          const bool top = l + 1 == n;
+          d.window = top && vs != virtual_stages_ - 1 ? Window::kPpRecvWait : Window::kBwdTpComm;
+        }
+        plan.stages[static_cast<size_t>(vs)].layers.push_back(d);
+      }
+    }
+  }
+  return plan;
+}
+
+PlannerOutput Planner::run() {
+  PlannerOutput out;
+  measure_windows(out);
+  std::vector<std::int64_t> cut(static_cast<size_t>(p_.pp), 0);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
+    if (sc_.recompute.partition == PartitionKind::kBalanced) {
+      if (chunks_ > 1) fail("recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
+      layers_per_vs = balanced_partition(cut);
+    }
+    out.problems.clear();
+    out.solutions.clear();
+    out.search_seconds = 0;
+    for (int k = 0; k < p_.pp; ++k) {
+      out.problems.push_back(problem(k, layers_per_vs, cut[static_cast<size_t>(k)]));
+      out.solutions.push_back(solve(out.problems.back()));
+      out.search_seconds += out.solutions.back().solve_seconds;
+    }
+    out.plan = materialize(layers_per_vs, out.solutions);
+    out.confirm_rounds = round + 1;
+    // Confirm with the engine; tighten the budget of any stage that overflowed.
+    const BuiltProgram built = build_program(sc_, out.plan, topo_, w_);
+    const sim::ExecResult exec = sim::execute(built.machine, built.program);
+    bool retry = false;
+    for (size_t g = 0; g < built.machine.gpus.size(); ++g) {
+      const std::int64_t over = exec.peak_bytes[g] - static_cast<std::int64_t>(sc_.hardware.memory_bytes);
+      const auto k = static_cast<size_t>(built.gpu_stage[g]);
+      if (over > 0 && out.solutions[k].feasible) {
+        cut[k] += over;
+        retry = true;
+      }
+    }
+    if (!retry) break;
+  }
+  // The planners can always fall back to Megatron's strategies: keep the fastest plan that
+  // fits in simulation.
+  auto simulate_plan = [&](const RecomputePlan& plan) {
+    const BuiltProgram built = build_program(sc_, plan, topo_, w_);
+    const sim::ExecResult exec = sim::execute(built.machine, built.program);
+    bool oom = false;
+    for (TimePs t : exec.first_oom_ps) oom = oom || t >= 0;
+    return std::pair{oom, exec.makespan_ps};
+  };
+  auto [best_oom, best_time] = simulate_plan(out.plan);
+  const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
+  for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {
+    RecomputeSpec spec;
+    spec.strategy = megatron;
+    RecomputePlan candidate = plan_fixed_strategy(sc_.model, p_, spec, uniform);
+    const auto [oom, time] = simulate_plan(candidate);
+    if (oom || (!best_oom && time >= best_time)) continue;
+    best_oom = oom;
+    best_time = time;
+    candidate.strategy = out.plan.strategy;
+    out.plan = candidate;
+    out.fallback = to_string(megatron);
+  }
+  return out;
+}
+
+}  // namespace
+
+PlannerOutput plan_recompute(const Scenario& sc, const hw::Topology& topo, const Workload& workload) {
+  const RecomputeKind k = sc.recompute.strategy;
+  if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
+    fail("internal: plan_recompute for strategy '{}'", to_string(k));
+  return Planner(sc, topo, workload).run();
+}
+
+}  // namespace lynx::strategy

@@ -1,0 +1,444 @@
+#include "strategies/milp_planner.hpp"
+
+#include "sim/error.hpp"
+
+#include <coin/Cbc_C_Interface.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace lynx::strategy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Options each layer may pick (indices into StageProblem::options), per layer.
+using Candidates = std::vector<std::vector<int>>;
+
+/// Owns one CBC model; deleted on every exit path, exceptions included.
+class CbcModelHandle {
+ public:
+  CbcModelHandle() : model_(Cbc_newModel()) {
+    if (model_ == nullptr) fail("milp planner: CBC could not create a model");
+  }
+  ~CbcModelHandle() { Cbc_deleteModel(model_); }
+  CbcModelHandle(const CbcModelHandle&) = delete;
+  CbcModelHandle& operator=(const CbcModelHandle&) = delete;
+  Cbc_Model* get() const { return model_; }
+
+ private:
+  Cbc_Model* model_;
+};
+
+/// What one CBC run produced.
+struct SolverRun {
+  std::vector<int> assignment;  ///< rounded best integer solution; empty when CBC found none
+  double objective_ns = 0;      ///< CBC's objective of that solution
+  double bound_ns = 0;          ///< CBC's best lower bound
+  bool proven_optimal = false;
+  bool stopped_on_time = false;
+  int status = -1;              ///< Cbc_status
+  int secondary_status = -1;    ///< Cbc_secondaryStatus
+};
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Exposed time enters the LP in nanoseconds: sums stay far below 2^53 and a difference of one
+// picosecond (1e-3 ns) is still well above CBC's cutoff increment and gap tolerances, so the
+// search separates assignments that differ by 1 ps (the tests compare against brute force).
+double to_ns(TimePs ps) { return static_cast<double>(ps) * 1e-3; }
+
+void validate(const StageProblem& p, const MilpOptions& options) {
+  if (p.layers < 1) fail("milp planner: stage {} has {} layers (need >= 1)", p.stage, p.layers);
+  if (p.options.empty()) fail("milp planner: stage {} has no layer options", p.stage);
+  if (p.window_ps.size() != static_cast<size_t>(p.layers))
+    fail("milp planner: stage {} has {} windows for {} layers", p.stage, p.window_ps.size(),
+         p.layers);
+  if (p.in_flight < 1)
+    fail("milp planner: stage {} has in_flight = {} (need >= 1)", p.stage, p.in_flight);
+  for (size_t i = 0; i < p.options.size(); ++i) {
+    const LayerOption& o = p.options[i];
+    if (o.kept_bytes < 0 || o.transient_bytes < 0 || o.recompute_ps < 0 || o.overlapped_ps < 0)
+      fail("milp planner: option {} ('{}') has a negative size or time", i, o.label);
+  }
+  for (size_t l = 0; l < p.window_ps.size(); ++l)
+    if (p.window_ps[l] < 0) fail("milp planner: layer {} has a negative window", l);
+  if (!(options.time_limit_s > 0) || !std::isfinite(options.time_limit_s))
+    fail("milp planner: time limit {} s is not a positive number", options.time_limit_s);
+}
+
+/// Per layer, the allowed options that no other allowed option beats or ties in all of
+/// (exposed, kept, transient): dropping them loses no optimum and shrinks the MILP.
+Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
+  std::vector<int> allowed;
+  for (size_t i = 0; i < p.options.size(); ++i)
+    if (allow_overlap || !p.options[i].overlapped) allowed.push_back(static_cast<int>(i));
+  if (allowed.empty())
+    fail("milp planner: stage {} has no on-demand option (checkmate needs one)", p.stage);
+
+  Candidates candidates(static_cast<size_t>(p.layers));
+  for (int l = 0; l < p.layers; ++l) {
+    auto key = [&](int o) {
+      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      return std::make_tuple(exposed_ps(p, l, opt), opt.kept_bytes, opt.transient_bytes);
+    };
+    for (int o : allowed) {
+      const auto [e, k, t] = key(o);
+      const bool dominated = std::any_of(allowed.begin(), allowed.end(), [&](int other) {
+        if (other == o) return false;
+        const auto [e2, k2, t2] = key(other);
+        if (e2 > e || k2 > k || t2 > t) return false;
+        const bool equal = e2 == e && k2 == k && t2 == t;
+        return !equal || other < o;  // of identical options keep the lowest index
+      });
+      if (!dominated) candidates[static_cast<size_t>(l)].push_back(o);
+    }
+  }
+  return candidates;
+}
+
+/// Every layer's fastest option (fewest bytes among equally fast ones), memory ignored: when it
+/// fits, it is optimal.
+std::vector<int> fastest_assignment(const StageProblem& p, const Candidates& candidates) {
+  std::vector<int> choice;
+  for (int l = 0; l < p.layers; ++l) {
+    const auto& cands = candidates[static_cast<size_t>(l)];
+    choice.push_back(*std::min_element(cands.begin(), cands.end(), [&](int a, int b) {
+      const LayerOption& oa = p.options[static_cast<size_t>(a)];
+      const LayerOption& ob = p.options[static_cast<size_t>(b)];
+      return std::make_tuple(exposed_ps(p, l, oa), oa.kept_bytes, oa.transient_bytes) <
+             std::make_tuple(exposed_ps(p, l, ob), ob.kept_bytes, ob.transient_bytes);
+    }));
+  }
+  return choice;
+}
+
+/// The assignment with the least activation memory (ties: least exposed time), found exactly:
+/// for each cap on the largest transient, every layer takes its fewest kept bytes under the cap.
+std::vector<int> least_memory_assignment(const StageProblem& p, const Candidates& candidates) {
+  std::vector<std::int64_t> caps;
+  for (const auto& cands : candidates)
+    for (int o : cands) caps.push_back(p.options[static_cast<size_t>(o)].transient_bytes);
+  std::sort(caps.begin(), caps.end());
+  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+
+  std::vector<int> best;
+  std::int64_t best_bytes = 0;
+  TimePs best_exposed = 0;
+  for (std::int64_t cap : caps) {
+    std::vector<int> choice;
+    for (int l = 0; l < p.layers; ++l) {
+      int pick = -1;
+      for (int o : candidates[static_cast<size_t>(l)]) {
+        const LayerOption& opt = p.options[static_cast<size_t>(o)];
+        if (opt.transient_bytes > cap) continue;
+        if (pick < 0) {
+          pick = o;
+          continue;
+        }
+        const LayerOption& cur = p.options[static_cast<size_t>(pick)];
+        if (std::make_pair(opt.kept_bytes, exposed_ps(p, l, opt)) <
+            std::make_pair(cur.kept_bytes, exposed_ps(p, l, cur)))
+          pick = o;
+      }
+      if (pick < 0) break;  // some layer has nothing under this cap
+      choice.push_back(pick);
+    }
+    if (choice.size() != static_cast<size_t>(p.layers)) continue;
+    const StageSolution s = evaluate(p, choice);
+    if (best.empty() || s.activation_bytes < best_bytes ||
+        (s.activation_bytes == best_bytes && s.exposed_ps < best_exposed)) {
+      best = choice;
+      best_bytes = s.activation_bytes;
+      best_exposed = s.exposed_ps;
+    }
+  }
+  LYNX_CHECK(!best.empty(), "no assignment under any transient cap for stage {}", p.stage);
+  return best;
+}
+
+/// A MILP assembled row by row, then handed to CBC in compressed sparse columns.
+class MilpBuilder {
+ public:
+  /// Adds a column; returns its index.
+  int add_column(double lower, double upper, double objective, bool integer) {
+    column_lower_.push_back(lower);
+    column_upper_.push_back(upper);
+    objective_.push_back(objective);
+    integer_.push_back(integer);
+    return static_cast<int>(objective_.size()) - 1;
+  }
+  /// Adds lower ≤ Σ coefficient·x[column] ≤ upper.
+  void add_row(double lower, const std::vector<std::pair<int, double>>& terms, double upper) {
+    const int row = static_cast<int>(row_lower_.size());
+    row_lower_.push_back(lower);
+    row_upper_.push_back(upper);
+    for (const auto& [column, coefficient] : terms)
+      if (coefficient != 0.0) entries_.push_back({column, row, coefficient});
+  }
+  int columns() const { return static_cast<int>(objective_.size()); }
+
+  void load_into(Cbc_Model* model) {
+    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+      return std::tie(a.column, a.row) < std::tie(b.column, b.row);
+    });
+    std::vector<CoinBigIndex> column_start;
+    std::vector<int> row_index;
+    std::vector<double> value;
+    size_t next = 0;
+    for (int c = 0; c < columns(); ++c) {
+      column_start.push_back(static_cast<CoinBigIndex>(row_index.size()));
+      for (; next < entries_.size() && entries_[next].column == c; ++next) {
+        row_index.push_back(entries_[next].row);
+        value.push_back(entries_[next].coefficient);
+      }
+    }
+    column_start.push_back(static_cast<CoinBigIndex>(row_index.size()));
+    Cbc_loadProblem(model, columns(), static_cast<int>(row_lower_.size()), column_start.data(),
+                    row_index.data(), value.data(), column_lower_.data(), column_upper_.data(),
+                    objective_.data(), row_lower_.data(), row_upper_.data());
+    for (int c = 0; c < columns(); ++c)
+      if (integer_[static_cast<size_t>(c)]) Cbc_setInteger(model, c);
+  }
+
+ private:
+  struct Entry {
+    int column;
+    int row;
+    double coefficient;
+  };
+  std::vector<double> column_lower_, column_upper_, objective_, row_lower_, row_upper_;
+  std::vector<bool> integer_;
+  std::vector<Entry> entries_;
+};
+
+/// For every layer, the closest earlier layer identical to it (same candidates, same exposed
+/// times; e.g. the inner layers of a stage), or −1.
+std::vector<int> previous_twin(const StageProblem& p, const Candidates& candidates) {
+  auto identical = [&](int a, int b) {
+    const auto& ca = candidates[static_cast<size_t>(a)];
+    if (ca != candidates[static_cast<size_t>(b)]) return false;
+    return std::all_of(ca.begin(), ca.end(), [&](int o) {
+      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      return exposed_ps(p, a, opt) == exposed_ps(p, b, opt);
+    });
+  };
+  std::vector<int> twin(static_cast<size_t>(p.layers), -1);
+  for (int l = 1; l < p.layers; ++l)
+    for (int previous = l - 1; previous >= 0; --previous)
+      if (identical(previous, l)) {
+        twin[static_cast<size_t>(l)] = previous;
+        break;
+      }
+  return twin;
+}
+
+/// Builds and solves the MILP with the memory row's right-hand side `rhs_bytes`:
+///   y[l][k] ∈ {0,1}, Σ_k y[l][k] = 1                       (one candidate per layer)
+///   Σ_k transient(k)·y[l][k] − T ≤ 0                        (T ≥ every layer's transient)
+///   in_flight·Σ_l Σ_k kept(k)·y[l][k] + T ≤ rhs_bytes       (memory)
+///   minimise Σ exposed(l,k)·y[l][k]
+/// Bytes are divided by the largest coefficient so the matrix entries lie in [0, 1].
+/// Identical layers would let the search wander through every permutation of one plan (the
+/// stage's inner layers are all alike), so along each class of identical layers the chosen
+/// candidate position may not decrease; in the tighter cumulative form, for layer l and its
+/// previous twin t:  Σ_{j≥k} y[t][j] − Σ_{j≥k} y[l][j] ≤ 0  for k = 1 .. K−1.
+SolverRun run_cbc(const StageProblem& p, const Candidates& candidates, std::int64_t rhs_bytes,
+                  double seconds, const std::vector<int>& start) {
+  const int layers = p.layers;
+  double max_bytes = 1;
+  std::int64_t max_transient = 0;
+  for (const auto& cands : candidates)
+    for (int o : cands) {
+      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      max_bytes = std::max({max_bytes,
+                            static_cast<double>(p.in_flight) * static_cast<double>(opt.kept_bytes),
+                            static_cast<double>(opt.transient_bytes)});
+      max_transient = std::max(max_transient, opt.transient_bytes);
+    }
+  auto scaled = [&](std::int64_t bytes) { return static_cast<double>(bytes) / max_bytes; };
+  const double infinity = std::numeric_limits<double>::max();
+
+  MilpBuilder milp;
+  std::vector<int> first_column;  // column of y[l][0]
+  for (int l = 0; l < layers; ++l) {
+    first_column.push_back(milp.columns());
+    for (int o : candidates[static_cast<size_t>(l)])
+      milp.add_column(0.0, 1.0, to_ns(exposed_ps(p, l, p.options[static_cast<size_t>(o)])), true);
+  }
+  const int transient_column = milp.add_column(0.0, scaled(max_transient), 0.0, false);
+  auto y = [&](int l, size_t k) { return first_column[static_cast<size_t>(l)] + static_cast<int>(k); };
+
+  std::vector<std::pair<int, double>> memory{{transient_column, 1.0}};
+  for (int l = 0; l < layers; ++l) {
+    const auto& cands = candidates[static_cast<size_t>(l)];
+    std::vector<std::pair<int, double>> one_choice, transient{{transient_column, -1.0}};
+    for (size_t k = 0; k < cands.size(); ++k) {
+      const LayerOption& opt = p.options[static_cast<size_t>(cands[k])];
+      one_choice.emplace_back(y(l, k), 1.0);
+      transient.emplace_back(y(l, k), scaled(opt.transient_bytes));
+      memory.emplace_back(y(l, k), static_cast<double>(p.in_flight) * scaled(opt.kept_bytes));
+    }
+    milp.add_row(1.0, one_choice, 1.0);
+    milp.add_row(-infinity, transient, 0.0);
+  }
+  milp.add_row(-infinity, memory, scaled(rhs_bytes));
+
+  const std::vector<int> twin = previous_twin(p, candidates);
+  const bool cumulative = std::getenv("LYNX_SYM") == nullptr;  // TEMP
+  for (int l = 0; l < layers; ++l) {
+    const int t = twin[static_cast<size_t>(l)];
+    if (t < 0) continue;
+    const size_t count = candidates[static_cast<size_t>(l)].size();
+    if (!cumulative) {
+      std::vector<std::pair<int, double>> order;
+      for (size_t k = 1; k < count; ++k) {
+        order.emplace_back(y(t, k), static_cast<double>(k));
+        order.emplace_back(y(l, k), -static_cast<double>(k));
+      }
+      milp.add_row(-infinity, order, 0.0);
+      continue;
+    }
+    for (size_t k = 1; k < count; ++k) {
+      std::vector<std::pair<int, double>> order;
+      for (size_t j = k; j < count; ++j) {
+        order.emplace_back(y(t, j), 1.0);
+        order.emplace_back(y(l, j), -1.0);
+      }
+      milp.add_row(-infinity, order, 0.0);
+    }
+  }
+
+  CbcModelHandle handle;
+  Cbc_Model* model = handle.get();
+  milp.load_into(model);
+  Cbc_setLogLevel(model, 0);
+  Cbc_setMaximumSeconds(model, seconds);
+  Cbc_setParameter(model, "timeMode", "elapsed");  // wall clock, not CPU time
+  Cbc_setParameter(model, "seconds", fmt::format("{}", seconds).c_str());
+  // Stop only when the search is complete (no relative gap, a tiny absolute one).
+  Cbc_setParameter(model, "ratioGap", "0");
+  Cbc_setParameter(model, "allowableGap", "1e-9");
+  if (const char* extra = std::getenv("LYNX_CBC_ARGS")) {  // TEMP experiment
+    std::string all = extra; size_t pos = 0;
+    while (pos < all.size()) { size_t comma = all.find(',', pos); if (comma == std::string::npos) comma = all.size();
+      std::string kv = all.substr(pos, comma - pos); size_t eq = kv.find('=');
+      Cbc_setParameter(model, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str()); pos = comma + 1; }
+  }
+
+  // Warm start from a known feasible assignment (the least-memory one, which treats identical
+  // layers alike, so it satisfies the ordering rows): CBC then always has an incumbent.
+  std::vector<int> start_columns;
+  std::vector<double> start_values;
+  std::int64_t start_transient = 0;
+  for (int l = 0; l < layers; ++l) {
+    const auto& cands = candidates[static_cast<size_t>(l)];
+    for (size_t k = 0; k < cands.size(); ++k) {
+      const bool chosen = cands[k] == start[static_cast<size_t>(l)];
+      start_columns.push_back(y(l, k));
+      start_values.push_back(chosen ? 1.0 : 0.0);
+      if (chosen)
+        start_transient =
+            std::max(start_transient, p.options[static_cast<size_t>(cands[k])].transient_bytes);
+    }
+  }
+  start_columns.push_back(transient_column);
+  start_values.push_back(scaled(start_transient));
+  Cbc_setMIPStartI(model, static_cast<int>(start_columns.size()), start_columns.data(),
+                   start_values.data());
+
+  Cbc_solve(model);
+
+  SolverRun run;
+  run.status = Cbc_status(model);
+  run.secondary_status = Cbc_secondaryStatus(model);
+  run.proven_optimal = Cbc_isProvenOptimal(model) != 0;
+  run.stopped_on_time = Cbc_isSecondsLimitReached(model) != 0 || run.secondary_status == 4;
+  run.bound_ns = Cbc_getBestPossibleObjValue(model);
+  const double* solution = Cbc_bestSolution(model);
+  if (solution == nullptr) return run;
+  run.objective_ns = Cbc_getObjValue(model);
+  // Round: each layer takes its largest binary (never trust the LP's values beyond that).
+  for (int l = 0; l < layers; ++l) {
+    const auto& cands = candidates[static_cast<size_t>(l)];
+    const double* values = solution + first_column[static_cast<size_t>(l)];
+    const auto best = std::max_element(values, values + cands.size()) - values;
+    run.assignment.push_back(cands[static_cast<size_t>(best)]);
+  }
+  return run;
+}
+
+}  // namespace
+
+StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options) {
+  const Clock::time_point start = Clock::now();
+  validate(problem, options);
+  const Candidates candidates = pareto_candidates(problem, options.allow_overlap);
+
+  auto finish = [&](StageSolution s, double gap, std::string status) {
+    s.gap = gap;
+    s.status = std::move(status);
+    // A positive duration even when the clock's resolution is coarser than the work done.
+    s.solve_seconds = std::max(seconds_since(start), std::numeric_limits<double>::min());
+    return s;
+  };
+
+  // Exact shortcuts: nothing fits; or every layer's fastest option fits (then it is optimal).
+  StageSolution least = evaluate(problem, least_memory_assignment(problem, candidates));
+  if (!least.feasible) return finish(least, 0.0, "infeasible");
+  StageSolution fastest = evaluate(problem, fastest_assignment(problem, candidates));
+  if (fastest.feasible) return finish(fastest, 0.0, "optimal");
+
+  // CBC accepts solutions within its feasibility tolerances, so a rounded assignment can exceed
+  // the budget by a few bytes. evaluate() is the judge: on an overshoot, tighten the memory row
+  // by the overshoot and solve again (a handful of rounds; the least-memory plan always fits).
+  constexpr int kMaxRounds = 4;
+  StageSolution best = least;
+  SolverRun last;
+  bool best_from_solver = false;
+  std::int64_t rhs_bytes = problem.budget_bytes;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const double seconds_left = options.time_limit_s - seconds_since(start);
+    if (seconds_left <= 0) break;
+    last = run_cbc(problem, candidates, rhs_bytes, seconds_left, best.option_of_layer);
+    if (last.assignment.empty()) break;
+    const StageSolution found = evaluate(problem, last.assignment);
+    if (found.feasible) {
+      if (found.exposed_ps <= best.exposed_ps) {
+        best = found;
+        best_from_solver = true;
+      }
+      break;
+    }
+    rhs_bytes -= found.activation_bytes - problem.budget_bytes;
+    if (last.stopped_on_time) break;
+  }
+
+  const double objective_ns = to_ns(best.exposed_ps);
+  double gap = std::max(0.0, (objective_ns - last.bound_ns) /
+                                 std::max(std::abs(objective_ns), 1e-9));
+  std::string status;
+  if (last.proven_optimal && best_from_solver) {
+    gap = 0.0;
+    status = "optimal";
+  } else if (last.stopped_on_time || seconds_since(start) >= options.time_limit_s) {
+    status = fmt::format("time limit (gap {:.2f}%)", 100.0 * gap);
+  } else {
+    status = fmt::format("stopped: CBC status {}/{} (gap {:.2f}%)", last.status,
+                         last.secondary_status, 100.0 * gap);
+  }
+  if (rhs_bytes != problem.budget_bytes)
+    status += fmt::format(", memory row tightened by {} B", problem.budget_bytes - rhs_bytes);
+  return finish(best, gap, std::move(status));
+}
+
+}  // namespace lynx::strategy

@@ -1,0 +1,27 @@
+#pragma once
+/// lynx-opt and checkmate: the per-stage recomputation plan as a mixed-integer linear program
+/// (one binary per layer and option, one continuous variable for the largest transient), solved
+/// with COIN-OR CBC.
+#include "strategies/planning_problem.hpp"
+
+namespace lynx::strategy {
+
+/// Settings of the MILP planner.
+struct MilpOptions {
+  /// true: lynx-opt (on-demand and overlapped options). false: the checkmate baseline, the
+  /// optimal recompute set without overlap (Jain et al., "Checkmate: Breaking the Memory Wall
+  /// with Optimal Tensor Rematerialization", MLSys 2020): overlapped options are excluded.
+  bool allow_overlap = true;
+  /// Wall-clock limit (s) for the whole solve; the best plan found by then is returned and
+  /// `gap` says how far from proven optimal it may be.
+  double time_limit_s = 10.0;
+};
+
+/// Chooses one option per layer minimising the exposed recompute time under the memory budget.
+/// The returned exposed_ps / activation_bytes / feasible are recomputed exactly with evaluate()
+/// on the chosen assignment. When even the least-memory assignment does not fit, returns that
+/// assignment with feasible = false and status "infeasible". Throws lynx::Error on malformed
+/// input (layers < 1, no options, window_ps.size() != layers, negative sizes or times).
+StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options);
+
+}  // namespace lynx::strategy

@@ -1,0 +1,118 @@
+#include "strategies/overlap_windows.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace lynx::strategy {
+
+std::vector<IdleGap> compute_stream_gaps(const sim::Program& prog, const sim::ExecResult& ex,
+                                         sim::GpuId gpu) {
+  std::vector<IdleGap> gaps;
+  TimePs prev_end = 0;
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const sim::Task& t = prog.tasks[i];
+    if (t.gpu != gpu || t.stream != kCompute) continue;
+    const TimePs start = ex.task_start_ps[i];
+    if (start > prev_end) {
+      IdleGap g;
+      g.start_ps = prev_end;
+      g.end_ps = start;
+      g.next_task = static_cast<sim::TaskId>(i);
+      for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d) {
+        const sim::TaskId dep = prog.deps[d];
+        if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
+          g.gate = dep;
+      }
+      if (g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].kind == sim::TaskKind::kComm) {
+        const TimePs from = std::max(ex.task_start_ps[static_cast<size_t>(g.gate)], prev_end);
+        g.comm_in_flight_ps =
+            std::clamp<TimePs>(ex.task_end_ps[static_cast<size_t>(g.gate)] - from, 0, start - prev_end);
+      }
+      gaps.push_back(g);
+    }
+    prev_end = std::max(prev_end, ex.task_end_ps[i]);
+  }
+  if (ex.makespan_ps > prev_end) gaps.push_back({prev_end, ex.makespan_ps, -1, -1, 0});
+  return gaps;
+}
+
+namespace {
+
+bool gated_by(const sim::Program& prog, const IdleGap& g, sim::Category category) {
+  return g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].category == category;
+}
+
+TimePs median(std::vector<TimePs> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
+                                                         const sim::ExecResult& exec) {
+  const sim::Program& prog = built.program;
+  // Gaps per GPU, indexed by the task they precede.
+  std::map<sim::TaskId, IdleGap> gap_before;
+  for (size_t g = 0; g < built.machine.gpus.size(); ++g)
+    for (const IdleGap& gap : compute_stream_gaps(prog, exec, static_cast<sim::GpuId>(g)))
+      if (gap.next_task >= 0) gap_before[gap.next_task] = gap;
+  auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
+    TimePs sum = 0;
+    for (auto it = gap_before.lower_bound(first); it != gap_before.end() && it->first < end; ++it)
+      if (gated_by(prog, it->second, sim::Category::kTpComm)) sum += it->second.comm_in_flight_ps;
+    return sum;
+  };
+  // Samples per (virtual stage, global layer) of the window that layer's recompute can use.
+  std::map<std::pair<int, int>, std::vector<TimePs>> samples;
+  int virtual_stages = 0;
+  std::map<int, std::pair<int, int>> layer_range;  // vs -> (min layer, max layer)
+  for (const LayerSpan& s : built.layer_backward) {
+    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
+    auto [it, inserted] = layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
+    it->second.first = std::min(it->second.first, s.layer);
+    it->second.second = std::max(it->second.second, s.layer);
+  }
+  for (const LayerSpan& s : built.layer_backward) {
+    // The backward of layer s.layer is the window of the layer below it.
+    if (s.layer > layer_range[s.virtual_stage].first)
+      samples[{s.virtual_stage, s.layer - 1}].push_back(tp_idle_in(s.first_task, s.end_task));
+    if (s.layer == layer_range[s.virtual_stage].second) {
+      // Top layer: the idle wait before its backward step (the step marker is the first
+      // compute task of the step), plus the TP-gated idle of anything before it in the step
+      // (the LM head's backward on the last stage).
+      TimePs w = 0;
+      const auto marker = gap_before.find(s.step_marker);
+      if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;
+      w += tp_idle_in(s.step_marker + 1, s.first_task);
+      samples[{s.virtual_stage, s.layer}].push_back(w);
+    }
+  }
+  std::vector<std::vector<TimePs>> capacity(static_cast<size_t>(virtual_stages));
+  for (const auto& [vs, range] : layer_range) {
+    auto& c = capacity[static_cast<size_t>(vs)];
+    for (int layer = range.first; layer <= range.second; ++layer)
+      c.push_back(median(samples[{vs, layer}]));
+  }
+  return capacity;
+}
+
+std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec) {
+  std::vector<sim::TraceSpan> spans;
+  for (size_t g = 0; g < built.machine.gpus.size(); ++g) {
+    for (const IdleGap& gap : compute_stream_gaps(built.program, exec, static_cast<sim::GpuId>(g))) {
+      if (gap.comm_in_flight_ps <= 0) continue;
+      const auto cat = built.program.tasks[static_cast<size_t>(gap.gate)].category;
+      const char* name = cat == sim::Category::kTpComm   ? "tp window"
+                         : cat == sim::Category::kPpComm ? "pp window"
+                         : cat == sim::Category::kDpComm ? "dp window"
+                                                         : "comm window";
+      spans.push_back({static_cast<sim::GpuId>(g), name, gap.end_ps - gap.comm_in_flight_ps, gap.end_ps});
+    }
+  }
+  return spans;
+}
+
+}  // namespace lynx::strategy

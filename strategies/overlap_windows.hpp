@@ -1,0 +1,39 @@
+#pragma once
+/// Overlap windows, computed from a simulated schedule: the stretches in which a GPU's compute
+/// stream sits idle while communication it waits for is in flight. They size what an
+/// overlapped recompute can hide (lynx planners) and are drawn on the trace.
+#include "sim/executor.hpp"
+#include "strategies/program_builder.hpp"
+
+#include <vector>
+
+namespace lynx::strategy {
+
+/// Idle time on one GPU's compute stream before `next_task` started.
+struct IdleGap {
+  TimePs start_ps = 0;
+  TimePs end_ps = 0;
+  sim::TaskId next_task = -1;
+  /// The dependency of next_task that finished last (what the stream waited for), -1 if none.
+  sim::TaskId gate = -1;
+  /// The part of the gap during which `gate`, a communication task, was in flight (0 if the
+  /// gate is not communication); the rest is pipeline bubble.
+  TimePs comm_in_flight_ps = 0;
+};
+
+/// Every idle gap of `gpu`'s compute stream, in time order; the tail after its last task up to
+/// the makespan is a final gap with next_task = -1.
+std::vector<IdleGap> compute_stream_gaps(const sim::Program& program, const sim::ExecResult& exec,
+                                         sim::GpuId gpu);
+
+/// Window capacity (ps) each layer's overlapped recompute can use, per virtual stage:
+/// capacity[vs][i] for the i-th layer of virtual stage vs — the median over micro-batches of
+/// the TP-gated idle time in the backward of the layer above (for the top layer: the idle
+/// wait before its backward step, or the TP-gated idle of the LM head on the last stage).
+std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
+                                                         const sim::ExecResult& exec);
+
+/// The windows as trace annotations ("tp window", "pp window") for every simulated GPU.
+std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec);
+
+}  // namespace lynx::strategy

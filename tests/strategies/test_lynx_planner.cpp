@@ -1,0 +1,168 @@
+// Lynx planners end to end: memory budget respected in simulation, never slower than Megatron's
+// full / selective recomputation, heuristic = MILP = brute force on a small stage, overlapped
+// recomputes end before their consumers, and a symmetric pipeline partitions uniformly.
+#include "hw_models/topology.hpp"
+#include "model/gpt.hpp"
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "strategies/lynx_planner.hpp"
+#include "strategies/milp_planner.hpp"
+#include "strategies/planning_problem.hpp"
+#include "tests/strategies/synthetic.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <limits>
+
+using namespace lynx;
+using namespace lynx::strategy;
+
+namespace {
+
+/// GPT 2.7B on one DGX A100 node, tp 4 × pp 2, with a 24 GiB budget: the "none" plan does not
+/// fit, so recomputation is needed.
+Scenario tight_gpt(RecomputeKind strategy, bool sp = false) {
+  Scenario sc = default_scenario();
+  sc.model = ModelSpec{};
+  sc.model.preset = "gpt-2.7b";
+  sc.parallel = ParallelSpec{};
+  sc.parallel.tp = 4;
+  sc.parallel.pp = 2;
+  sc.parallel.sequence_parallel = sp;
+  sc.parallel.micro_batch = 4;
+  sc.parallel.global_batch = 32;
+  sc.hardware.memory_bytes = 24ull << 30;
+  sc.recompute.strategy = strategy;
+  return sc;
+}
+
+SimResult run(const Scenario& sc) { return simulate(sc).result; }
+
+}  // namespace
+
+TEST_CASE("the tight configuration needs recomputation") {
+  CHECK(run(tight_gpt(RecomputeKind::kNone)).oom);
+  CHECK_FALSE(run(tight_gpt(RecomputeKind::kFull)).oom);
+}
+
+TEST_CASE("planned plans fit the memory budget in simulation and are never slower than full or selective") {
+  for (bool sp : {false, true}) {
+    const SimResult full = run(tight_gpt(RecomputeKind::kFull, sp));
+    const SimResult selective = run(tight_gpt(RecomputeKind::kSelective, sp));
+    double best_megatron = std::numeric_limits<double>::infinity();
+    for (const SimResult* r : {&full, &selective})
+      if (!r->oom) best_megatron = std::min(best_megatron, r->iteration_time_s);
+    REQUIRE(best_megatron < std::numeric_limits<double>::infinity());
+    for (RecomputeKind k : {RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt, RecomputeKind::kCheckmate}) {
+      CAPTURE(to_string(k));
+      CAPTURE(sp);
+      const SimResult r = run(tight_gpt(k, sp));
+      CHECK_FALSE(r.oom);
+      for (const auto& st : r.stages) CHECK(st.peak_memory_bytes <= (24ll << 30));
+      CHECK(r.iteration_time_s <= best_megatron);
+    }
+  }
+}
+
+TEST_CASE("lynx-heu equals lynx-opt and the brute-force optimum on a small stage") {
+  // A real stage problem (options and costs from the 2.7B workload), cut to 3 layers so all
+  // assignments can be enumerated; budgets from roomy to impossible.
+  Scenario sc = tight_gpt(RecomputeKind::kLynxHeu);
+  sc.model = model::resolve_model(sc.model);
+  const hw::Topology topo(sc.hardware);
+  const Workload w = gpt_workload(sc.model, sc.parallel);
+  StageProblem p;
+  p.layers = 3;
+  p.in_flight = 2;
+  p.options = layer_options(sc, topo, w, true);
+  p.window_ps = {400'000'000, 400'000'000, 150'000'000};  // inner 400 us, top 150 us
+  const std::int64_t full = p.options[0].kept_bytes;
+  for (double fraction : {8.0, 6.0, 4.0, 3.0, 2.5, 0.1}) {
+    p.budget_bytes = static_cast<std::int64_t>(fraction * static_cast<double>(full));
+    CAPTURE(fraction);
+    // Brute force over every assignment.
+    const int n = static_cast<int>(p.options.size());
+    TimePs best = std::numeric_limits<TimePs>::max();
+    std::vector<int> a(3);
+    for (a[0] = 0; a[0] < n; ++a[0])
+      for (a[1] = 0; a[1] < n; ++a[1])
+        for (a[2] = 0; a[2] < n; ++a[2]) {
+          const StageSolution s = evaluate(p, a);
+          if (s.feasible) best = std::min(best, s.exposed_ps);
+        }
+    const StageSolution heu = solve_stage_heuristic(p);
+    const StageSolution opt = solve_stage_milp(p, {});
+    if (best == std::numeric_limits<TimePs>::max()) {  // nothing fits: both must say so
+      CHECK_FALSE(heu.feasible);
+      CHECK_FALSE(opt.feasible);
+      continue;
+    }
+    CHECK(heu.feasible);
+    CHECK(opt.feasible);
+    CHECK(heu.exposed_ps == best);
+    CHECK(opt.exposed_ps == best);
+  }
+}
+
+TEST_CASE("an overlapped recompute ends before the backward that consumes it starts") {
+  Scenario sc = tight_gpt(RecomputeKind::kLynxHeu);
+  sc.hardware.memory_bytes = 30ull << 30;  // room for overlapping (two layers' tensors at once)
+  SimOptions opt;
+  opt.keep_trace_data = true;
+  const SimRun r = simulate(sc, opt);
+  const auto& prog = r.built.program;
+  int overlapped_layers = 0;
+  for (const LayerSpan& span : r.built.layer_backward) {
+    const std::string prefix = fmt::format("mb{}.L{}.re.", span.micro_batch, span.layer);
+    bool any = false;
+    for (size_t t = 0; t < prog.tasks.size(); ++t) {
+      const auto& task = prog.tasks[t];
+      if (task.gpu != span.gpu || task.stream != kRecomputeStream) continue;
+      if (prog.names[task.name].rfind(prefix, 0) != 0) continue;
+      any = true;
+      CHECK(r.exec.task_end_ps[t] <= r.exec.task_start_ps[static_cast<size_t>(span.first_task)]);
+    }
+    overlapped_layers += any ? 1 : 0;
+  }
+  CHECK(overlapped_layers > 0);  // the plan does overlap something
+  CHECK(r.result.stages[0].recompute_overlapped_s > 0);
+}
+
+TEST_CASE("recomputation-aware partitioning gives the uniform split when stages are symmetric") {
+  // GPipe holds every micro-batch on every stage and the synthetic layer has no embedding or
+  // head: all stages are identical, so the balanced partition must be the uniform one.
+  Scenario sc = test::synthetic_scenario(4, 8, 1, ScheduleKind::kGpipe);
+  sc.model.layers = 16;
+  sc.recompute.strategy = RecomputeKind::kLynxHeu;
+  sc.recompute.partition = PartitionKind::kBalanced;
+  const hw::Topology topo(sc.hardware);
+  const PlannerOutput out = plan_recompute(sc, topo, test::synthetic_workload());
+  REQUIRE(out.plan.stages.size() == 4);
+  for (const auto& stage : out.plan.stages) CHECK(stage.layers.size() == 4);
+}
+
+TEST_CASE("min-max partition equals brute force over every contiguous split") {
+  // Stage k costs n·(3 + k) + (stage 0 has an extra 5); stage 2 cannot hold more than 3 layers.
+  const auto cost = [](int k, int n) -> TimePs {
+    if (k == 2 && n > 3) return kInfeasiblePs;
+    return n * (3 + k) + (k == 0 ? 5 : 0);
+  };
+  const int layers = 10, stages = 3;
+  TimePs best = kInfeasiblePs;
+  for (int a = 1; a <= layers - 2; ++a)
+    for (int b = 1; a + b <= layers - 1; ++b) {
+      const int c = layers - a - b;
+      best = std::min(best, std::max({cost(0, a), cost(1, b), cost(2, c)}));
+    }
+  const std::vector<int> split = min_max_partition(layers, stages, cost);
+  REQUIRE(split.size() == 3);
+  CHECK(split[0] + split[1] + split[2] == layers);
+  CHECK(std::max({cost(0, split[0]), cost(1, split[1]), cost(2, split[2])}) == best);
+  // Hand check: (4, 3, 3) → max(17, 12, 15) = 17; (3, 4, 3) → max(14, 16, 15) = 16 is optimal.
+  CHECK(best == 16);
+  // Every split infeasible → empty.
+  CHECK(min_max_partition(4, 2, [](int, int) { return kInfeasiblePs; }).empty());
+}

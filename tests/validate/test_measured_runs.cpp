@@ -1,0 +1,109 @@
+// The vTrain CSV reader: good rows, comments and blank lines, CRLF, and malformed rows whose
+// message names the file and line.
+#include "sim/error.hpp"
+#include "validate/measured_runs.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using lynx::validate::MeasuredRun;
+using lynx::validate::parse_measured_runs;
+
+namespace {
+
+/// The message of the lynx::Error that parsing `text` throws ("" if none).
+std::string parse_error(const std::string& text) {
+  try {
+    parse_measured_runs(text, "runs.csv");
+  } catch (const lynx::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kHeader =
+    "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+    "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n";
+
+}  // namespace
+
+TEST_CASE("vTrain rows parse into measured runs, skipping the header, blanks and CRLF") {
+  const std::string text = std::string(kHeader) +
+                           "2,16,8,1024,16,24,1024,1,1,2,372.160408\r\n"
+                           "\n"
+                           "8,32,4,1024,16,24,1024,2,2,2,219.732754\n";
+  const auto runs = parse_measured_runs(text, "runs.csv");
+  REQUIRE(runs.size() == 2);
+  const MeasuredRun& a = runs[0];
+  CHECK(a.line == 2);
+  CHECK(a.gpus == 2);
+  CHECK(a.global_batch == 16);
+  CHECK(a.micro_batch == 8);
+  CHECK(a.hidden == 1024);
+  CHECK(a.heads == 16);
+  CHECK(a.layers == 24);
+  CHECK(a.seq_len == 1024);
+  CHECK(a.tp == 1);
+  CHECK(a.dp == 1);
+  CHECK(a.pp == 2);
+  CHECK(a.iteration_ms == doctest::Approx(372.160408).epsilon(1e-12));
+  const MeasuredRun& b = runs[1];
+  CHECK(b.line == 4);  // the blank line 3 counts
+  CHECK(b.tp == 2);
+  CHECK(b.dp == 2);
+  CHECK(b.pp == 2);
+  CHECK(b.iteration_ms == doctest::Approx(219.732754).epsilon(1e-12));
+}
+
+TEST_CASE("malformed rows are errors naming file:line and the column") {
+  const std::string ok = "2,16,8,1024,16,24,1024,1,1,2,372.1\n";
+  SUBCASE("too few columns") {
+    const auto msg = parse_error(std::string(kHeader) + ok + "2,16,8,1024,16,24,1024,1,1,2\n");
+    CHECK(msg.find("runs.csv:3:") == 0);
+    CHECK(msg.find("expected 11 comma-separated columns, got 10") != std::string::npos);
+  }
+  SUBCASE("too many columns") {
+    const auto msg = parse_error(ok + "2,16,8,1024,16,24,1024,1,1,2,3.0,7\n");
+    CHECK(msg.find("runs.csv:2:") == 0);
+    CHECK(msg.find("got 12") != std::string::npos);
+  }
+  SUBCASE("not an integer") {
+    const auto msg = parse_error("2,16,8x,1024,16,24,1024,1,1,2,372.1\n");
+    CHECK(msg.find("runs.csv:1:") == 0);
+    CHECK(msg.find("column 3 (micro batch): '8x' is not a positive integer") != std::string::npos);
+  }
+  SUBCASE("zero is not positive") {
+    const auto msg = parse_error("2,16,8,0,16,24,1024,1,1,2,372.1\n");
+    CHECK(msg.find("column 4 (hidden size)") != std::string::npos);
+  }
+  SUBCASE("bad time") {
+    const auto msg = parse_error(ok + ok + "2,16,8,1024,16,24,1024,1,1,2,-5\n");
+    CHECK(msg.find("runs.csv:3:") == 0);
+    CHECK(msg.find("column 11 (iteration time (ms)): '-5' is not a positive number") !=
+          std::string::npos);
+  }
+  SUBCASE("layout does not match the GPU count") {
+    const auto msg = parse_error("4,16,8,1024,16,24,1024,1,1,2,372.1\n");
+    CHECK(msg.find("runs.csv:1:") == 0);
+    CHECK(msg.find("tp · dp · pp = 1 · 1 · 2 does not equal the 4 GPUs") != std::string::npos);
+  }
+  SUBCASE("global batch not divisible by micro batch · dp") {
+    const auto msg = parse_error("4,12,8,1024,16,24,1024,1,2,2,372.1\n");
+    CHECK(msg.find("global batch 12 is not divisible by micro batch · dp = 8 · 2") !=
+          std::string::npos);
+  }
+  SUBCASE("no rows at all") {
+    const auto msg = parse_error(std::string(kHeader) + "\n");
+    CHECK(msg == "runs.csv: no measured rows (only blank or '#' lines)");
+  }
+}
+
+TEST_CASE("a missing measurements file is an error naming the path") {
+  try {
+    lynx::validate::load_measured_runs("/nonexistent/runs.csv");
+    FAIL("no error for a missing file");
+  } catch (const lynx::Error& e) {
+    CHECK(std::string(e.what()) == "/nonexistent/runs.csv: cannot open the measurements CSV");
+  }
+}

@@ -1,0 +1,162 @@
+// Row-to-scenario mapping, the deterministic split, the fitter on synthetic measurements with a
+// known answer, and the regression guard: the committed fitted profile on all measured rows.
+#include "runner/simulate.hpp"
+#include "sim/error.hpp"
+#include "validate/fit.hpp"
+#include "validate/validation.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+using namespace lynx;
+using namespace lynx::validate;
+
+namespace {
+
+MeasuredRun make_run(int line, int tp, int dp, int pp, int micro, int global, int hidden, int layers) {
+  MeasuredRun r;
+  r.line = line;
+  r.gpus = tp * dp * pp;
+  r.global_batch = global;
+  r.micro_batch = micro;
+  r.hidden = hidden;
+  r.heads = 16;
+  r.layers = layers;
+  r.seq_len = 1024;
+  r.tp = tp;
+  r.dp = dp;
+  r.pp = pp;
+  r.iteration_ms = 100;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the two folds are the even and the odd positions, disjoint and complete") {
+  CHECK(fold_rows(5, 0) == std::vector<std::size_t>{0, 2, 4});
+  CHECK(fold_rows(5, 1) == std::vector<std::size_t>{1, 3});
+  CHECK(fold_rows(1, 1).empty());
+  CHECK(all_rows(3) == std::vector<std::size_t>{0, 1, 2});
+  CHECK_THROWS_AS(fold_rows(4, 2), lynx::Error);
+}
+
+TEST_CASE("a measured row maps to a scenario with its shape, layout and the fixed settings") {
+  const Scenario base = validation_base_scenario({});
+  CHECK(base.hardware.profile == "dgx-a100-80gb");
+  CHECK(base.hardware.nodes == 1);
+  CHECK(base.model.vocab == 51200);
+  CHECK(base.parallel.schedule == ScheduleKind::kOneFOneB);
+  CHECK(base.parallel.dp_overlap == DpOverlap::kEnd);
+  CHECK(base.recompute.strategy == RecomputeKind::kNone);
+  CHECK_FALSE(base.parallel.sequence_parallel);
+  CHECK_FALSE(base.model.flash_attention);
+
+  const MeasuredRun run = make_run(7, 2, 2, 2, 4, 32, 2048, 20);
+  const Scenario sc = scenario_for_run(base, run, "runs.csv");
+  CHECK(sc.model.preset.empty());
+  CHECK(sc.model.layers == 20);
+  CHECK(sc.model.hidden == 2048);
+  CHECK(sc.model.heads == 16);
+  CHECK(sc.model.ffn_hidden == 4 * 2048);
+  CHECK(sc.model.seq_len == 1024);
+  CHECK(sc.parallel.tp == 2);
+  CHECK(sc.parallel.dp == 2);
+  CHECK(sc.parallel.pp == 2);
+  CHECK(sc.parallel.micro_batch == 4);
+  CHECK(sc.parallel.global_batch == 32);
+
+  SUBCASE("user overrides apply to every row, row values win") {
+    const Scenario b = validation_base_scenario({"dgx-a100-80gb", "", {"model.vocab=50304", "parallel.tp=4"}});
+    const Scenario s = scenario_for_run(b, run, "runs.csv");
+    CHECK(s.model.vocab == 50304);
+    CHECK(s.parallel.tp == 2);
+  }
+  SUBCASE("more GPUs than one node is an error naming the row") {
+    const MeasuredRun big = make_run(9, 8, 2, 1, 1, 2, 1024, 12);
+    try {
+      scenario_for_run(base, big, "runs.csv");
+      FAIL("no error");
+    } catch (const lynx::Error& e) {
+      CHECK(std::string(e.what()).find("runs.csv:9: the row uses 16 GPUs") == 0);
+    }
+  }
+  SUBCASE("simulate_runs predicts what lynx::simulate predicts, with the signed error") {
+    const auto rows = simulate_runs(base, {run}, {0}, "runs.csv");
+    REQUIRE(rows.size() == 1);
+    const double expected_ms = simulate(sc).result.iteration_time_s * 1e3;
+    CHECK(rows[0].predicted_ms == doctest::Approx(expected_ms));
+    // error = 100 · (predicted − 100 ms) / 100 ms.
+    CHECK(rows[0].error_percent == doctest::Approx(expected_ms - 100.0));
+  }
+}
+
+TEST_CASE("significant-digit rounding") {
+  CHECK(round_significant(0.012345, 3) == doctest::Approx(0.0123));
+  CHECK(round_significant(123456.0, 3) == doctest::Approx(123000.0));
+  CHECK(round_significant(-9.996, 3) == doctest::Approx(-10.0));
+  CHECK(round_significant(0.0, 3) == 0.0);
+}
+
+TEST_CASE("the fitter recovers a known kernel launch overhead from synthetic measurements") {
+  // "Measurements" made by the simulator itself with kernel_launch = 20 us; the fit starts from
+  // the datasheet profile's 2.5 us and must find 20 us again (golden section over
+  // ln [0.5 us, 500 us]: 13 reductions leave a bracket of 6.91 · 0.618^13 = 0.013 in ln, ~1.3%).
+  const Scenario base = validation_base_scenario({});
+  Scenario truth = base;
+  truth.hardware.kernel_launch_ps = 20'000'000;
+  std::vector<MeasuredRun> runs = {make_run(1, 1, 1, 2, 2, 8, 1024, 12),
+                                   make_run(2, 2, 1, 1, 1, 4, 1024, 12),
+                                   make_run(3, 1, 2, 1, 4, 16, 1024, 12),
+                                   make_run(4, 2, 2, 2, 1, 8, 1024, 12)};
+  for (auto& r : runs) r.iteration_ms = simulate(scenario_for_run(truth, r, "synthetic")).result.iteration_time_s * 1e3;
+
+  FitOptions options;
+  options.keys = {"gpu.kernel_launch"};
+  options.sweeps = 1;
+  options.golden_steps = 12;
+  const FitResult fit = fit_hardware(base, runs, all_rows(runs.size()), "synthetic", options);
+  REQUIRE(fit.values.size() == 1);
+  CHECK(fit.start_values[0] == doctest::Approx(2.5));
+  CHECK(fit.values[0] == doctest::Approx(20.0).epsilon(0.02));
+  CHECK(fit.hardware.kernel_launch_ps == doctest::Approx(fit.values[0] * 1e6));
+  CHECK(fit.objective < 0.01);
+  CHECK(fit.objective < fit.start_objective);
+  CHECK(fit.evaluations == 1 + 1 * (12 + 2));
+  // Every other field stays the datasheet's.
+  CHECK(fit.hardware.gemm.max == base.hardware.gemm.max);
+  CHECK(fit.hardware.nvlink.latency_ps == base.hardware.nvlink.latency_ps);
+
+  SUBCASE("bad parameter lists are errors") {
+    FitOptions bad = options;
+    bad.keys = {"gpu.kernel_launch", "gpu.kernel_launch"};
+    CHECK_THROWS_AS(fit_hardware(base, runs, {0, 1}, "synthetic", bad), lynx::Error);
+    bad.keys = {"gpu.no_such_thing"};
+    CHECK_THROWS_AS(fit_hardware(base, runs, {0, 1}, "synthetic", bad), lynx::Error);
+    bad.keys = {"gpu.kernel_launch", "gpu.gemm_efficiency.max", "gpu.gemm_efficiency.half_flops",
+                "gpu.memory_bound_efficiency.max", "node.nvlink.latency", "collective_efficiency"};
+    CHECK_THROWS_AS(fit_hardware(base, runs, {0, 1}, "synthetic", bad), lynx::Error);
+  }
+}
+
+TEST_CASE("regression guard: the committed fitted profile on all vTrain rows") {
+  // CI keeps ../shared beside the checkout; a missing file must fail, not skip.
+  const std::string csv = LYNXSIM_SOURCE_DIR "/../shared/validation/vtrain_single_node.csv";
+  REQUIRE_MESSAGE(std::filesystem::exists(csv),
+                  "measurements not found at " << csv
+                                               << " (the validation data lives in ../shared beside "
+                                                  "the checkout; see VALIDATION.md)");
+  const std::string profile = LYNXSIM_SOURCE_DIR "/hw_models/profiles/dgx-a100-80gb-vtrain-fit.yaml";
+  REQUIRE_MESSAGE(std::filesystem::exists(profile), "fitted profile missing: " << profile);
+  const auto runs = load_measured_runs(csv);
+  REQUIRE(runs.size() == 1440);
+  BaseOptions options;
+  options.profile_file = profile;
+  const Scenario base = validation_base_scenario(options);
+  const Summary s = summarize(simulate_runs(base, runs, all_rows(runs.size()), csv));
+  MESSAGE("fitted profile on all rows: MAPE " << s.mape_percent << "%, Kendall tau-b "
+                                              << s.kendall_tau_b);
+  CHECK(s.mape_percent <= 12.0);
+  CHECK(s.kendall_tau_b >= 0.8);
+}
