@@ -31,5 +31,6 @@ int cmd_run(const std::vector<std::string>& argv);
 int cmd_show(const std::vector<std::string>& argv);
 int cmd_fields(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
+int cmd_figures(const std::vector<std::string>& argv);
 
 }  // namespace lynx::cli

@@ -60,9 +60,10 @@ class ProgressBar {
 std::vector<val::RowResult> simulate_with_bar(const Scenario& base,
                                               const std::vector<val::MeasuredRun>& runs,
                                               const std::vector<std::size_t>& rows,
-                                              const std::string& csv, const std::string& label) {
+                                              const std::string& csv, const std::string& label,
+                                              unsigned threads) {
   ProgressBar bar(label);
-  return val::simulate_runs(base, runs, rows, csv, bar.callback());
+  return val::simulate_runs(base, runs, rows, csv, bar.callback(), threads);
 }
 
 std::vector<val::RowResult> subset(const std::vector<val::RowResult>& all,
@@ -92,6 +93,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   std::size_t worst = 10;
   bool no_rows = false;
   bool skip_folds = false;
+  unsigned threads = 2;
 
   po::options_description desc("validate options");
   desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV: 11 columns per row)")(
@@ -115,13 +117,15 @@ int cmd_validate(const std::vector<std::string>& argv) {
       "no-rows", po::bool_switch(&no_rows), "omit the per-row lines")(
       "skip-folds", po::bool_switch(&skip_folds),
       "with --fit: fit on all rows only, without the two-fold held-out check")(
-      "help,h", "show this help");
+      "threads", po::value(&threads),
+      "simulation threads (default 2; results do not depend on it)")("help,h", "show this help");
   if (!parse_options(argv, desc, {"csv"},
                      "usage: lynxsim validate CSV [--profile NAME | --profile-file PATH] "
                      "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
                      "[--format table|csv]"))
     return 0;
   if (csv.empty()) fail("validate: give the measurements CSV (e.g. ../shared/validation/vtrain_single_node.csv)");
+  if (threads < 1) fail("--threads must be >= 1");
   if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
     fail("--write-profile needs the held-out check: drop --skip-folds");
@@ -137,7 +141,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const auto all = val::all_rows(runs.size());
 
   if (!fit) {
-    const auto rows = simulate_with_bar(base, runs, all, csv, "simulating");
+    const auto rows = simulate_with_bar(base, runs, all, csv, "simulating", threads);
     report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
                                runs.size(), profile_label);
     val::write_validation_report(std::cout, rows, report);
@@ -149,6 +153,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   fit_options.inner_stride = inner_stride;
   fit_options.sweeps = sweeps;
   fit_options.golden_steps = golden_steps;
+  fit_options.threads = threads;
   // Text of the fit report goes to stdout as comments in CSV mode, plain in table mode.
   const char* c = report.format == val::ValidationFormat::kCsv ? "# " : "";
   std::ostringstream fit_text;
@@ -159,7 +164,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
              "coordinate over a fixed interval\n",
              lynxsim_version(), csv, runs.size(), profile_label, inner_stride, sweeps, golden_steps);
 
-  const auto start_rows = simulate_with_bar(base, runs, all, csv, "start profile");
+  const auto start_rows = simulate_with_bar(base, runs, all, csv, "start profile", threads);
   std::vector<val::FitResult> folds;
   std::vector<val::Summary> held_out;
   for (int fold = 0; fold < (skip_folds ? 0 : 2); ++fold) {
@@ -171,7 +176,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     }();
     Scenario fitted = base;
     fitted.hardware = result.hardware;
-    const auto test_rows = simulate_with_bar(fitted, runs, test, csv, "held-out rows");
+    const auto test_rows = simulate_with_bar(fitted, runs, test, csv, "held-out rows", threads);
     held_out.push_back(val::summarize(test_rows));
     fmt::print(fit_text,
                "\nfold {}: fit on the {} {} rows (optimiser scored {}, {} evaluations); "
@@ -192,7 +197,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   }();
   Scenario fitted = base;
   fitted.hardware = final_fit.hardware;
-  const auto fitted_rows = simulate_with_bar(fitted, runs, all, csv, "fitted profile");
+  const auto fitted_rows = simulate_with_bar(fitted, runs, all, csv, "fitted profile", threads);
   const val::Summary start_summary = val::summarize(start_rows);
   const val::Summary fitted_summary = val::summarize(fitted_rows);
   fmt::print(fit_text, "\nfit on all {} rows ({} evaluations); objective {:.4f} -> {:.4f}\n",

@@ -24,6 +24,7 @@ const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"run", {lynx::cli::cmd_run, "simulate one training iteration (built-in default without FILE)"}},
       {"show", {lynx::cli::cmd_show, "print the resolved scenario (all fields, units) and derived sizes"}},
+      {"figures", {lynx::cli::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
       {"plan", {lynx::cli::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
       {"fields", {lynx::cli::cmd_fields, "list every scenario / profile field: unit, default, meaning"}},
   };

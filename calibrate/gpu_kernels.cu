@@ -54,17 +54,39 @@ struct alignas(V) MaskPack {
   std::uint8_t m[V];
 };
 
-/// splitmix64's finaliser (Steele, Lea, Flood 2014): a strong 64-bit mix, so hash(seed, i) is
-/// a counter-based random stream (the same role as Philox in PyTorch's dropout).
-__device__ __forceinline__ std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
+/// splitmix64 (Steele, Lea, Flood 2014) as a counter-based generator: word i of stream `seed`
+/// is mix(seed + (i + 1)·γ) — the same role as Philox in PyTorch's dropout, at one 64-bit
+/// mix per 64 random bits.
+__device__ __forceinline__ std::uint64_t random64(std::uint64_t seed, std::uint64_t i) {
+  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = seed + (i + 1) * kGamma;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 /// Uniform in [0, 1) with 24 random bits.
 __device__ __forceinline__ float uniform01(std::uint64_t seed, std::uint64_t i) {
-  return static_cast<float>(mix64(seed ^ mix64(i)) >> 40) * (1.0f / 16777216.0f);
+  return static_cast<float>(random64(seed, i) >> 40) * (1.0f / 16777216.0f);
+}
+
+/// Dropout keep decisions for the V elements of pack p: 16 random bits per element (four
+/// elements per 64-bit word), kept when below keep_prob·2^16.
+template <int V>
+__device__ __forceinline__ void keep_mask(std::uint64_t seed, std::int64_t p,
+                                          std::uint32_t threshold16, bool (&keep)[V]) {
+  constexpr int kWords = (V + 3) / 4;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    const std::uint64_t bits = random64(seed, static_cast<std::uint64_t>(p) * kWords + w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w * 4 + j < V) keep[w * 4 + j] = ((bits >> (16 * j)) & 0xFFFFu) < threshold16;
+  }
+}
+
+/// keep_prob as a 16-bit threshold.
+std::uint32_t keep_threshold(float keep_prob) {
+  return static_cast<std::uint32_t>(std::clamp(keep_prob, 0.0f, 1.0f) * 65536.0f);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -114,7 +136,7 @@ __global__ void fill_ids_kernel(std::int64_t* ids, std::size_t count, std::int64
                                 std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    ids[i] = static_cast<std::int64_t>(mix64(seed ^ mix64(i)) % static_cast<std::uint64_t>(max_id));
+    ids[i] = static_cast<std::int64_t>(random64(seed, i) % static_cast<std::uint64_t>(max_id));
 }
 
 __global__ void empty_kernel() {}
@@ -132,117 +154,143 @@ __global__ void hold_kernel(std::uint64_t nanoseconds) {
 
 // ---- row kernels (one block per row) --------------------------------------------------------
 
-template <typename T, int V>
+/// Packs a row holds per thread in registers when the row is short enough (cols <=
+/// kThreads·kRowCache·V); longer rows are streamed again for each pass (from L1/L2).
+constexpr int kRowCache = 4;
+
+/// The packs of one row as this thread sees them: cached in registers (kCache > 0, loaded
+/// once: one HBM read per element however many passes) or re-read per pass (kCache = 0).
+template <typename T, int V, int kCache>
+struct RowSource {
+  const Pack<T, V>* row;
+  std::int64_t packs;
+  Pack<T, V> cache[kCache > 0 ? kCache : 1];
+
+  __device__ RowSource(const Pack<T, V>* row_in, std::int64_t packs_in) : row(row_in), packs(packs_in) {
+    if constexpr (kCache > 0) {
+#pragma unroll
+      for (int c = 0; c < kCache; ++c) {
+        const std::int64_t p = threadIdx.x + static_cast<std::int64_t>(c) * blockDim.x;
+        if (p < packs) cache[c] = row[p];
+      }
+    }
+  }
+  /// f(pack index, pack) for every pack of this thread.
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) const {
+    if constexpr (kCache > 0) {
+#pragma unroll
+      for (int c = 0; c < kCache; ++c) {
+        const std::int64_t p = threadIdx.x + static_cast<std::int64_t>(c) * blockDim.x;
+        if (p < packs) f(p, cache[c]);
+      }
+    } else {
+      for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) f(p, row[p]);
+    }
+  }
+};
+
+template <typename T, int V, int kCache>
 __global__ void layernorm_kernel(const T* __restrict__ x, const T* __restrict__ gamma,
                                  const T* __restrict__ beta, T* __restrict__ y,
                                  float* __restrict__ mean_out, float* __restrict__ rstd_out,
                                  std::int64_t cols) {
   __shared__ float scratch[32];
   const std::int64_t row = blockIdx.x;
-  const Pack<T, V>* xr = reinterpret_cast<const Pack<T, V>*>(x + row * cols);
+  const RowSource<T, V, kCache> src(reinterpret_cast<const Pack<T, V>*>(x + row * cols), cols / V);
   Pack<T, V>* yr = reinterpret_cast<Pack<T, V>*>(y + row * cols);
   const Pack<T, V>* g = reinterpret_cast<const Pack<T, V>*>(gamma);
   const Pack<T, V>* b = reinterpret_cast<const Pack<T, V>*>(beta);
-  const std::int64_t packs = cols / V;
 
-  // Two-pass mean and variance (numerically safer than E[x²] − E[x]²); the re-reads hit L1/L2.
+  // Two-pass mean and variance (numerically safer than E[x²] − E[x]²).
   float sum = 0.0f;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j) sum += f32(in.v[j]);
-  }
+  });
   const float mean = block_reduce<false>(sum, scratch) / static_cast<float>(cols);
   float squares = 0.0f;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const float d = f32(in.v[j]) - mean;
       squares += d * d;
     }
-  }
+  });
   const float variance = block_reduce<false>(squares, scratch) / static_cast<float>(cols);
   const float rstd = rsqrtf(variance + 1e-5f);
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p], gp = g[p], bp = b[p];
+  src.for_each([&](std::int64_t p, const Pack<T, V>& in) {
+    const Pack<T, V> gp = g[p], bp = b[p];
     Pack<T, V> out;
 #pragma unroll
     for (int j = 0; j < V; ++j)
       out.v[j] = f16<T>((f32(in.v[j]) - mean) * rstd * f32(gp.v[j]) + f32(bp.v[j]));
     yr[p] = out;
-  }
+  });
   if (threadIdx.x == 0) {
     mean_out[row] = mean;
     rstd_out[row] = rstd;
   }
 }
 
-template <typename T, int V>
+template <typename T, int V, int kCache>
 __global__ void causal_softmax_kernel(const T* __restrict__ x, T* __restrict__ y,
                                       std::int64_t cols, std::int64_t seq_len, float scale) {
   __shared__ float scratch[32];
   const std::int64_t row = blockIdx.x;
   const std::int64_t query = row % seq_len;  // columns after the query position are masked
-  const Pack<T, V>* xr = reinterpret_cast<const Pack<T, V>*>(x + row * cols);
+  const RowSource<T, V, kCache> src(reinterpret_cast<const Pack<T, V>*>(x + row * cols), cols / V);
   Pack<T, V>* yr = reinterpret_cast<Pack<T, V>*>(y + row * cols);
-  const std::int64_t packs = cols / V;
 
   float local_max = -INFINITY;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t p, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       if (p * V + j <= query) local_max = fmaxf(local_max, f32(in.v[j]) * scale);
-  }
+  });
   const float row_max = block_reduce<true>(local_max, scratch);
   float local_sum = 0.0f;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t p, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j)
       if (p * V + j <= query) local_sum += __expf(f32(in.v[j]) * scale - row_max);
-  }
+  });
   const float inverse_sum = 1.0f / block_reduce<false>(local_sum, scratch);
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t p, const Pack<T, V>& in) {
     Pack<T, V> out;
 #pragma unroll
     for (int j = 0; j < V; ++j)
       out.v[j] = f16<T>(p * V + j <= query ? __expf(f32(in.v[j]) * scale - row_max) * inverse_sum
                                            : 0.0f);
     yr[p] = out;
-  }
+  });
 }
 
-template <typename T, int V>
+template <typename T, int V, int kCache>
 __global__ void cross_entropy_kernel(const T* __restrict__ logits,
                                      const std::int64_t* __restrict__ targets,
                                      float* __restrict__ probs, float* __restrict__ loss,
                                      std::int64_t cols) {
   __shared__ float scratch[32];
   const std::int64_t row = blockIdx.x;
-  const Pack<T, V>* xr = reinterpret_cast<const Pack<T, V>*>(logits + row * cols);
+  const RowSource<T, V, kCache> src(reinterpret_cast<const Pack<T, V>*>(logits + row * cols),
+                                    cols / V);
   float* pr = probs + row * cols;
-  const std::int64_t packs = cols / V;
 
   float local_max = -INFINITY;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j) local_max = fmaxf(local_max, f32(in.v[j]));
-  }
+  });
   const float row_max = block_reduce<true>(local_max, scratch);
   float local_sum = 0.0f;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t, const Pack<T, V>& in) {
 #pragma unroll
     for (int j = 0; j < V; ++j) local_sum += __expf(f32(in.v[j]) - row_max);
-  }
+  });
   const float sum = block_reduce<false>(local_sum, scratch);
   const float inverse_sum = 1.0f / sum;
-  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, V> in = xr[p];
+  src.for_each([&](std::int64_t p, const Pack<T, V>& in) {
     float out[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) out[j] = __expf(f32(in.v[j]) - row_max) * inverse_sum;
@@ -250,12 +298,13 @@ __global__ void cross_entropy_kernel(const T* __restrict__ logits,
       // 16-byte stores of the fp32 probabilities (rows start 32-byte aligned: cols % 8 == 0).
 #pragma unroll
       for (int j = 0; j < V; j += 4)
-        *reinterpret_cast<float4*>(pr + p * V + j) = make_float4(out[j], out[j + 1], out[j + 2], out[j + 3]);
+        *reinterpret_cast<float4*>(pr + p * V + j) =
+            make_float4(out[j], out[j + 1], out[j + 2], out[j + 3]);
     } else {
 #pragma unroll
       for (int j = 0; j < V; ++j) pr[p * V + j] = out[j];
     }
-  }
+  });
   if (threadIdx.x == 0) {
     const std::int64_t target = targets[row] % cols;
     loss[row] = logf(sum) + row_max - f32(logits[row * cols + target]);
@@ -298,18 +347,19 @@ __global__ void bias_gelu_kernel(const T* __restrict__ x, const T* __restrict__ 
 template <typename T, int V>
 __global__ void dropout_kernel(const T* __restrict__ x, T* __restrict__ y,
                                std::uint8_t* __restrict__ mask, std::int64_t packs,
-                               float keep_prob, std::uint64_t seed) {
+                               float keep_prob, std::uint32_t threshold16, std::uint64_t seed) {
   const float inverse_keep = 1.0f / keep_prob;
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < packs;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[p];
     Pack<T, V> out;
     MaskPack<V> m;
+    bool keep[V];
+    keep_mask<V>(seed, p, threshold16, keep);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const bool keep = uniform01(seed, static_cast<std::uint64_t>(p * V + j)) < keep_prob;
-      m.m[j] = keep ? 1 : 0;
-      out.v[j] = f16<T>(keep ? f32(in.v[j]) * inverse_keep : 0.0f);
+      m.m[j] = keep[j] ? 1 : 0;
+      out.v[j] = f16<T>(keep[j] ? f32(in.v[j]) * inverse_keep : 0.0f);
     }
     reinterpret_cast<Pack<T, V>*>(y)[p] = out;
     reinterpret_cast<MaskPack<V>*>(mask)[p] = m;
@@ -320,7 +370,8 @@ template <typename T, int V>
 __global__ void dropout_residual_kernel(const T* __restrict__ x, const T* __restrict__ bias,
                                         const T* __restrict__ residual, T* __restrict__ y,
                                         std::uint8_t* __restrict__ mask, std::int64_t packs,
-                                        std::int64_t cols, float keep_prob, std::uint64_t seed) {
+                                        std::int64_t cols, float keep_prob,
+                                        std::uint32_t threshold16, std::uint64_t seed) {
   const float inverse_keep = 1.0f / keep_prob;
   const std::int64_t col_packs = cols / V;
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < packs;
@@ -330,11 +381,12 @@ __global__ void dropout_residual_kernel(const T* __restrict__ x, const T* __rest
     const Pack<T, V> b = reinterpret_cast<const Pack<T, V>*>(bias)[p % col_packs];
     Pack<T, V> out;
     MaskPack<V> m;
+    bool keep[V];
+    keep_mask<V>(seed, p, threshold16, keep);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const bool keep = uniform01(seed, static_cast<std::uint64_t>(p * V + j)) < keep_prob;
-      m.m[j] = keep ? 1 : 0;
-      const float dropped = keep ? (f32(in.v[j]) + f32(b.v[j])) * inverse_keep : 0.0f;
+      m.m[j] = keep[j] ? 1 : 0;
+      const float dropped = keep[j] ? (f32(in.v[j]) + f32(b.v[j])) * inverse_keep : 0.0f;
       out.v[j] = f16<T>(f32(res.v[j]) + dropped);
     }
     reinterpret_cast<Pack<T, V>*>(y)[p] = out;
@@ -410,6 +462,19 @@ cudaError_t hold_stream(cudaStream_t stream, std::uint64_t nanoseconds) {
   return cudaGetLastError();
 }
 
+/// Launches a row kernel K<T, V, kCache> with V = 8 when cols allows 16-byte accesses and the
+/// register cache when the row fits in it.
+#define LYNX_LAUNCH_ROW_KERNEL(K, grid, stream, cols, ...)                                   \
+  do {                                                                                     \
+    const bool vec = vectorizable(cols);                                                   \
+    const std::int64_t packs = vec ? (cols) / kVec : (cols);                               \
+    const bool cached = packs <= static_cast<std::int64_t>(kThreads) * kRowCache;          \
+    if (vec && cached) K<T, kVec, kRowCache><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);  \
+    else if (vec) K<T, kVec, 0><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);               \
+    else if (cached) K<T, 1, kRowCache><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);       \
+    else K<T, 1, 0><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);                           \
+  } while (false)
+
 cudaError_t layernorm(const void* x, const void* gamma, const void* beta, void* y, float* mean,
                       float* rstd, std::int64_t rows, std::int64_t cols, Dtype dtype,
                       cudaStream_t stream) {
@@ -417,14 +482,9 @@ cudaError_t layernorm(const void* x, const void* gamma, const void* beta, void* 
   return with_type(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
-    if (vectorizable(cols))
-      layernorm_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const T*>(gamma), static_cast<const T*>(beta),
-          static_cast<T*>(y), mean, rstd, cols);
-    else
-      layernorm_kernel<T, 1><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<const T*>(gamma), static_cast<const T*>(beta),
-          static_cast<T*>(y), mean, rstd, cols);
+    LYNX_LAUNCH_ROW_KERNEL(layernorm_kernel, grid, stream, cols, static_cast<const T*>(x),
+                           static_cast<const T*>(gamma), static_cast<const T*>(beta),
+                           static_cast<T*>(y), mean, rstd, cols);
   });
 }
 
@@ -450,12 +510,8 @@ cudaError_t causal_softmax(const void* x, void* y, std::int64_t rows, std::int64
   return with_type(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
-    if (vectorizable(cols))
-      causal_softmax_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), cols, seq_len, scale);
-    else
-      causal_softmax_kernel<T, 1><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), cols, seq_len, scale);
+    LYNX_LAUNCH_ROW_KERNEL(causal_softmax_kernel, grid, stream, cols, static_cast<const T*>(x),
+                           static_cast<T*>(y), cols, seq_len, scale);
   });
 }
 
@@ -467,10 +523,12 @@ cudaError_t dropout(const void* x, void* y, std::uint8_t* mask, std::size_t coun
     using T = typename decltype(tag)::type;
     if (vectorizable(n))
       dropout_kernel<T, kVec><<<blocks_for(n / kVec), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), mask, n / kVec, keep_prob, seed);
+          static_cast<const T*>(x), static_cast<T*>(y), mask, n / kVec, keep_prob,
+          keep_threshold(keep_prob), seed);
     else
       dropout_kernel<T, 1><<<blocks_for(n), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), mask, n, keep_prob, seed);
+          static_cast<const T*>(x), static_cast<T*>(y), mask, n, keep_prob,
+          keep_threshold(keep_prob), seed);
   });
 }
 
@@ -485,11 +543,11 @@ cudaError_t dropout_residual(const void* x, const void* bias, const void* residu
     if (vectorizable(cols))
       dropout_residual_kernel<T, kVec><<<blocks_for(count / kVec), kThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const T*>(bias), static_cast<const T*>(residual),
-          static_cast<T*>(y), mask, count / kVec, cols, keep_prob, seed);
+          static_cast<T*>(y), mask, count / kVec, cols, keep_prob, keep_threshold(keep_prob), seed);
     else
       dropout_residual_kernel<T, 1><<<blocks_for(count), kThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<const T*>(bias), static_cast<const T*>(residual),
-          static_cast<T*>(y), mask, count, cols, keep_prob, seed);
+          static_cast<T*>(y), mask, count, cols, keep_prob, keep_threshold(keep_prob), seed);
   });
 }
 
@@ -500,12 +558,8 @@ cudaError_t cross_entropy(const void* logits, const std::int64_t* targets, float
   return with_type(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto grid = static_cast<unsigned>(rows);
-    if (vectorizable(cols))
-      cross_entropy_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(logits), targets, probs, loss, cols);
-    else
-      cross_entropy_kernel<T, 1><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T*>(logits), targets, probs, loss, cols);
+    LYNX_LAUNCH_ROW_KERNEL(cross_entropy_kernel, grid, stream, cols, static_cast<const T*>(logits),
+                           targets, probs, loss, cols);
   });
 }
 

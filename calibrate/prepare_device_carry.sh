@@ -3,7 +3,7 @@
 # calibrate/run_on_device.sh can use on a GPU machine that has no network and may lack this
 # project's build dependencies:
 #   build-device-deps/debs/   Debian packages of the build dependencies (Boost program_options
-#                             and graph, fmt, yaml-cpp, pkgconf). run_on_device.sh unpacks them
+#                             and graph, fmt, yaml-cpp, pkgconf, CBC). run_on_device.sh unpacks them
 #                             into a private prefix only if configuring against the system fails.
 #   build-device-bundle/      lynxsim-calibrate and lynxsim built here (static CUDA runtime,
 #                             cuBLAS and NCCL left to the target), plus the shared libraries they
@@ -28,6 +28,9 @@ if [ "$mode" != "--bundle-only" ]; then
     libboost-graph1.74-dev libboost-graph1.74.0 libboost-program-options-dev libboost-graph-dev
     libboost-regex1.74-dev libboost-regex1.74.0
     libfmt-dev libfmt9 libyaml-cpp-dev libyaml-cpp0.7 pkgconf pkgconf-bin libpkgconf3
+    coinor-libcbc-dev coinor-libcbc3 coinor-libcgl-dev coinor-libcgl1 coinor-libclp-dev
+    coinor-libclp1 coinor-libosi-dev coinor-libosi1v5 coinor-libcoinutils-dev
+    coinor-libcoinutils3v5
   )
   (cd "$deps_dir/debs" && apt-get download "${packages[@]}")
   echo "prepare: $(ls "$deps_dir/debs" | wc -l) packages in $deps_dir/debs ($(du -sh "$deps_dir" | cut -f1))"

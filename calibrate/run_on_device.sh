@@ -126,6 +126,11 @@ unpack_deps() {
       (cd "$root" && ar p "$deb" "$(ar t "$deb" | grep '^data\.tar')" | tar -x -J -f -) || return 1
     fi
   done
+  # The packages' pkg-config files name /usr: point them at the private prefix.
+  local pc
+  for pc in "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$root"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i -e "s|^prefix=/usr\$|prefix=$root/usr|" -e "s|=/usr/|=$root/usr/|g" "$pc"
+  done
   export PATH="$root/usr/bin:$PATH"
   export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PKG_CONFIG_PATH="$root/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
@@ -144,6 +149,11 @@ if [ -z "$calibrate_bin" ] && [ -x "$bundle/bin/lynxsim-calibrate" ]; then
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   calibrate_bin=$bundle/bin/lynxsim-calibrate
   [ "$build_lynxsim" != 0 ] && [ -x "$bundle/bin/lynxsim" ] && lynxsim_bin=$bundle/bin/lynxsim
+fi
+if [ -z "$lynxsim_bin" ] && [ "$build_lynxsim" != 0 ] && [ -x "$bundle/bin/lynxsim" ]; then
+  echo "lynxsim did not build here; the fit uses the prebuilt $bundle/bin/lynxsim"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$bundle/lib"
+  lynxsim_bin=$bundle/bin/lynxsim
 fi
 if [ -z "$calibrate_bin" ]; then
   step "FAILED: no lynxsim-calibrate could be built (see the log above; carry build-device-deps"

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <tuple>
 
 namespace lynx::strategy {
 namespace {
@@ -24,6 +25,9 @@ using model::OpGroup;
 constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kLayerNorm, OpGroup::kAttnProjInput,
                                                OpGroup::kAttnCore, OpGroup::kMlp};
 constexpr std::array<const char*, 4> kGroupLabel = {"post", "proj", "core", "mlp"};
+
+/// Kernel time an option spends recomputing, wherever it runs.
+TimePs recompute_work_ps(const LayerOption& o) { return o.overlapped ? o.overlapped_ps : o.recompute_ps; }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -104,8 +108,11 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
   const auto n_inner = static_cast<std::int64_t>(inner.size());
   const int n_options = static_cast<int>(p.options.size());
 
+  // Ties on exposed time go to the plan that recomputes least (overlapped work still
+  // contends for SMs beyond what the window estimate sees), then to the one using least memory.
   struct Best {
     TimePs time = std::numeric_limits<TimePs>::max();
+    TimePs work = std::numeric_limits<TimePs>::max();
     std::int64_t memory = std::numeric_limits<std::int64_t>::max();
     int b = 0, a = 0, a2 = 0;
     std::int64_t j = 0;
@@ -132,8 +139,11 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
         const std::int64_t per_layer = p.in_flight * (oa.kept_bytes - oa2.kept_bytes);
         const std::int64_t j = per_layer <= 0 ? n_inner : std::min(n_inner, room / per_layer);
         const TimePs time = time_other + j * ea + (n_inner - j) * ea2;
+        const TimePs work = static_cast<TimePs>(other.size()) * recompute_work_ps(ob) +
+                            j * recompute_work_ps(oa) + (n_inner - j) * recompute_work_ps(oa2);
         const std::int64_t memory = p.in_flight * (kept_other + j * oa.kept_bytes + (n_inner - j) * oa2.kept_bytes) + transient;
-        if (time < best.time || (time == best.time && memory < best.memory)) best = {time, memory, b, a, a2, j};
+        if (std::tie(time, work, memory) < std::tie(best.time, best.work, best.memory))
+          best = {time, work, memory, b, a, a2, j};
       }
     }
   }
@@ -404,18 +414,41 @@ PlannerOutput Planner::run() {
     return std::pair{oom, exec.makespan_ps};
   };
   auto [best_oom, best_time] = simulate_plan(out.plan);
+  auto consider = [&](RecomputePlan candidate, const std::string& name) {
+    const auto [oom, time] = simulate_plan(candidate);
+    if (oom || (!best_oom && time >= best_time)) return;
+    best_oom = oom;
+    best_time = time;
+    candidate.strategy = out.plan.strategy;
+    out.plan = std::move(candidate);
+    out.fallback = name;
+  };
+  // Lynx's decision space contains the non-overlapped plans: when the engine finds the best of
+  // those faster (the window estimate was optimistic), keep it.
+  if (sc_.recompute.strategy != RecomputeKind::kCheckmate) {
+    std::vector<StageSolution> plain;
+    for (const StageProblem& pr : out.problems) {
+      StageProblem no_overlap = pr;
+      no_overlap.options.clear();
+      std::vector<int> index_of;
+      for (size_t o = 0; o < pr.options.size(); ++o)
+        if (!pr.options[o].overlapped) {
+          no_overlap.options.push_back(pr.options[o]);
+          index_of.push_back(static_cast<int>(o));
+        }
+      StageSolution s = solve(no_overlap);
+      for (int& o : s.option_of_layer) o = index_of[static_cast<size_t>(o)];
+      plain.push_back(std::move(s));
+    }
+    std::vector<int> layers_per_vs;
+    for (const StagePlan& sp : out.plan.stages) layers_per_vs.push_back(static_cast<int>(sp.layers.size()));
+    consider(materialize(layers_per_vs, plain), "no-overlap");
+  }
   const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
   for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {
     RecomputeSpec spec;
     spec.strategy = megatron;
-    RecomputePlan candidate = plan_fixed_strategy(sc_.model, p_, spec, uniform);
-    const auto [oom, time] = simulate_plan(candidate);
-    if (oom || (!best_oom && time >= best_time)) continue;
-    best_oom = oom;
-    best_time = time;
-    candidate.strategy = out.plan.strategy;
-    out.plan = candidate;
-    out.fallback = to_string(megatron);
+    consider(plan_fixed_strategy(sc_.model, p_, spec, uniform), to_string(megatron));
   }
   return out;
 }

@@ -52,8 +52,8 @@ struct PlannerOutput {
   double search_seconds = 0;             ///< solver / heuristic time, summed over stages
   double baseline_seconds = 0;           ///< the window-measuring simulation
   int confirm_rounds = 0;                ///< engine confirmations (budget tightened on OOM)
-  /// "" when the searched plan won; else the Megatron strategy ("selective", "full") whose
-  /// plan the engine found faster (the planners can always fall back to them).
+  /// "" when the searched plan won; else what the engine found faster and was kept instead:
+  /// "no-overlap" (the same search without overlap options), "selective" or "full".
   std::string fallback;
 };
 

@@ -71,13 +71,13 @@ double from_coordinate(const FitParameter& p, double u) { return p.log_scale ? s
 class Objective {
  public:
   Objective(const Scenario& base, const std::vector<MeasuredRun>& runs,
-            std::vector<std::size_t> rows, const std::string& file_label)
-      : base_(base), runs_(runs), rows_(std::move(rows)), label_(file_label) {}
+            std::vector<std::size_t> rows, const std::string& file_label, unsigned threads)
+      : base_(base), runs_(runs), rows_(std::move(rows)), label_(file_label), threads_(threads) {}
 
   double operator()(const HardwareSpec& hw) {
     Scenario sc = base_;
     sc.hardware = hw;
-    const std::vector<RowResult> results = simulate_runs(sc, runs_, rows_, label_);
+    const std::vector<RowResult> results = simulate_runs(sc, runs_, rows_, label_, {}, threads_);
     std::vector<double> predicted, measured;
     for (const RowResult& r : results) {
       predicted.push_back(r.predicted_ms);
@@ -94,6 +94,7 @@ class Objective {
   const std::vector<MeasuredRun>& runs_;
   std::vector<std::size_t> rows_;
   const std::string& label_;
+  unsigned threads_;
   int evaluations_ = 0;
 };
 
@@ -142,8 +143,8 @@ FitResult fit_hardware(const Scenario& base, const std::vector<MeasuredRun>& run
 
   std::vector<std::size_t> inner;
   for (std::size_t i = 0; i < train.size(); i += options.inner_stride) inner.push_back(train[i]);
-  Objective inner_objective(base, runs, inner, file_label);
-  Objective full_objective(base, runs, train, file_label);
+  Objective inner_objective(base, runs, inner, file_label, options.threads);
+  Objective full_objective(base, runs, train, file_label, options.threads);
 
   FitResult result;
   result.keys = options.keys;
@@ -187,14 +188,20 @@ FitResult fit_hardware(const Scenario& base, const std::vector<MeasuredRun>& run
           fd = fc;
           c = b - inv_phi * (b - a);
           fc = score(c);
-          if (fc < best_f) best_f = fc, best_u = c;
+          if (fc < best_f) {
+            best_f = fc;
+            best_u = c;
+          }
         } else {
           a = c;
           c = d;
           fc = fd;
           d = a + inv_phi * (b - a);
           fd = score(d);
-          if (fd < best_f) best_f = fd, best_u = d;
+          if (fd < best_f) {
+            best_f = fd;
+            best_u = d;
+          }
         }
       }
       // Keep the current value unless the search found strictly better: the objective never rises.

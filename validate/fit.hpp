@@ -46,6 +46,7 @@ struct FitOptions {
   /// (1 = all); the final objective is reported on all training rows.
   std::size_t inner_stride = 1;
   int significant_digits = 3;  ///< fitted values are rounded to this many digits at the end
+  unsigned threads = 1;        ///< simulate_runs workers per evaluation (results do not depend on it)
 };
 
 struct FitResult {

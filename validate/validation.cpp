@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <thread>
 
 namespace lynx::validate {
 
@@ -71,30 +74,64 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   return sc;
 }
 
+namespace {
+
+RowResult simulate_row(const Scenario& base, const std::vector<MeasuredRun>& runs,
+                       std::size_t index, const std::string& file_label) {
+  if (index >= runs.size()) fail("row index {} is out of range ({} rows)", index, runs.size());
+  const MeasuredRun& run = runs[index];
+  const Scenario sc = scenario_for_run(base, run, file_label);
+  SimRun sim;
+  try {
+    sim = simulate(sc);
+  } catch (const Error& e) {
+    fail("{}:{}: {}", file_label, run.line, e.what());
+  }
+  RowResult row;
+  row.index = index;
+  row.run = run;
+  row.predicted_ms = sim.result.iteration_time_s * 1e3;
+  row.error_percent = 100.0 * (row.predicted_ms - run.iteration_ms) / run.iteration_ms;
+  row.oom = sim.result.oom;
+  return row;
+}
+
+}  // namespace
+
 std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<MeasuredRun>& runs,
                                      const std::vector<std::size_t>& indices,
-                                     const std::string& file_label, const Progress& progress) {
-  std::vector<RowResult> out;
-  out.reserve(indices.size());
-  for (const std::size_t index : indices) {
-    if (index >= runs.size()) fail("row index {} is out of range ({} rows)", index, runs.size());
-    const MeasuredRun& run = runs[index];
-    const Scenario sc = scenario_for_run(base, run, file_label);
-    SimRun sim;
-    try {
-      sim = simulate(sc);
-    } catch (const Error& e) {
-      fail("{}:{}: {}", file_label, run.line, e.what());
+                                     const std::string& file_label, const Progress& progress,
+                                     unsigned threads) {
+  if (threads < 1) fail("simulate_runs: threads must be >= 1");
+  std::vector<RowResult> out(indices.size());
+  std::vector<std::exception_ptr> errors(indices.size());
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  auto work = [&](std::size_t first, std::size_t stride) {
+    for (std::size_t k = first; k < indices.size(); k += stride) {
+      try {
+        out[k] = simulate_row(base, runs, indices[k], file_label);
+      } catch (...) {
+        errors[k] = std::current_exception();
+        return;  // later rows of this worker are not needed: the first error is rethrown
+      }
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(++done, indices.size());
+      }
     }
-    RowResult row;
-    row.index = index;
-    row.run = run;
-    row.predicted_ms = sim.result.iteration_time_s * 1e3;
-    row.error_percent = 100.0 * (row.predicted_ms - run.iteration_ms) / run.iteration_ms;
-    row.oom = sim.result.oom;
-    out.push_back(row);
-    if (progress) progress(out.size(), indices.size());
+  };
+  const std::size_t workers = std::min<std::size_t>(threads, std::max<std::size_t>(indices.size(), 1));
+  if (workers <= 1) {
+    work(0, 1);
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t, workers);
+    work(0, workers);
+    for (std::thread& th : pool) th.join();
   }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   return out;
 }
 

@@ -47,11 +47,14 @@ struct RowResult {
   bool oom = false;           ///< the simulator's verdict; not an error here (capacity unknown)
 };
 
-/// Simulates the rows at `indices` of `runs` on `base`'s hardware (results in index order).
-/// Errors name `file_label`:line of the row.
+/// Simulates the rows at `indices` of `runs` on `base`'s hardware; results in the order of
+/// `indices`, identical for any thread count (rows are independent simulations). `threads`
+/// workers take every threads-th row; `progress` is called under a lock. Errors name
+/// `file_label`:line of the row (the first failing row in `indices` order).
 std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<MeasuredRun>& runs,
                                      const std::vector<std::size_t>& indices,
-                                     const std::string& file_label, const Progress& progress = {});
+                                     const std::string& file_label, const Progress& progress = {},
+                                     unsigned threads = 1);
 
 /// Accuracy of a set of rows.
 struct Summary {
