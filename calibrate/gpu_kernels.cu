@@ -462,17 +462,24 @@ cudaError_t hold_stream(cudaStream_t stream, std::uint64_t nanoseconds) {
   return cudaGetLastError();
 }
 
-/// Launches a row kernel K<T, V, kCache> with V = 8 when cols allows 16-byte accesses and the
-/// register cache when the row fits in it.
+/// Launches a row kernel K<T, V, kCache> with V = 8 when cols allows 16-byte accesses, and the
+/// smallest register cache (1, 2 or kRowCache packs per thread) that holds the row — a larger
+/// one costs registers, hence occupancy, which a memory-bound kernel needs; longer rows stream.
+#define LYNX_LAUNCH_ROW_KERNEL_V(K, V, grid, stream, packs, ...)                            \
+  do {                                                                                     \
+    const std::int64_t per_thread = ((packs) + kThreads - 1) / kThreads;                   \
+    if (per_thread <= 1) K<T, V, 1><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);           \
+    else if (per_thread <= 2) K<T, V, 2><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);      \
+    else if (per_thread <= kRowCache)                                                      \
+      K<T, V, kRowCache><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);                      \
+    else K<T, V, 0><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);                           \
+  } while (false)
 #define LYNX_LAUNCH_ROW_KERNEL(K, grid, stream, cols, ...)                                   \
   do {                                                                                     \
-    const bool vec = vectorizable(cols);                                                   \
-    const std::int64_t packs = vec ? (cols) / kVec : (cols);                               \
-    const bool cached = packs <= static_cast<std::int64_t>(kThreads) * kRowCache;          \
-    if (vec && cached) K<T, kVec, kRowCache><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);  \
-    else if (vec) K<T, kVec, 0><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);               \
-    else if (cached) K<T, 1, kRowCache><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);       \
-    else K<T, 1, 0><<<grid, kThreads, 0, stream>>>(__VA_ARGS__);                           \
+    if (vectorizable(cols))                                                                \
+      LYNX_LAUNCH_ROW_KERNEL_V(K, kVec, grid, stream, (cols) / kVec, __VA_ARGS__);         \
+    else                                                                                   \
+      LYNX_LAUNCH_ROW_KERNEL_V(K, 1, grid, stream, (cols), __VA_ARGS__);                   \
   } while (false)
 
 cudaError_t layernorm(const void* x, const void* gamma, const void* beta, void* y, float* mean,

@@ -12,33 +12,39 @@
 namespace lynx {
 namespace {
 
-/// Where one GPU's iteration went: busy time of its compute stream by category, and its idle
-/// gaps attributed to the communication that gated them (for as long as it was in flight
-/// during the gap), the remainder being pipeline bubble.
-StageBreakdown breakdown_of(const sim::Program& prog, const sim::ExecResult& ex, sim::GpuId gpu) {
-  StageBreakdown b;
+/// Where each GPU's iteration went (index = GPU): busy time of its compute stream by
+/// category, and its idle gaps attributed to the communication that gated them (for as long as
+/// it was in flight during the gap), the remainder being pipeline bubble. One pass.
+std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const sim::ExecResult& ex,
+                                              size_t gpus) {
+  std::vector<StageBreakdown> out(gpus);
   auto add_s = [](double& slot, TimePs ps) { slot += ps_to_s(ps); };
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const sim::Task& t = prog.tasks[i];
-    if (t.gpu != gpu || t.kind != sim::TaskKind::kKernel) continue;
+    if (t.kind != sim::TaskKind::kKernel) continue;
+    StageBreakdown& b = out[static_cast<size_t>(t.gpu)];
     const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
     if (t.stream == strategy::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
     if (t.stream != strategy::kCompute) continue;
     add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
   }
-  for (const strategy::IdleGap& gap : strategy::compute_stream_gaps(prog, ex, gpu)) {
-    TimePs exposed = gap.comm_in_flight_ps;
-    if (exposed > 0) {
-      switch (prog.tasks[static_cast<size_t>(gap.gate)].category) {
-        case sim::Category::kTpComm: add_s(b.tp_exposed_s, exposed); break;
-        case sim::Category::kPpComm: add_s(b.pp_exposed_s, exposed); break;
-        case sim::Category::kDpComm: add_s(b.dp_exposed_s, exposed); break;
-        default: add_s(b.recompute_s, exposed); break;  // the collectives of a full recompute
+  const auto gaps = strategy::compute_stream_gaps(prog, ex, gpus);
+  for (size_t g = 0; g < gpus; ++g) {
+    StageBreakdown& b = out[g];
+    for (const strategy::IdleGap& gap : gaps[g]) {
+      const TimePs exposed = gap.comm_in_flight_ps;
+      if (exposed > 0) {
+        switch (prog.tasks[static_cast<size_t>(gap.gate)].category) {
+          case sim::Category::kTpComm: add_s(b.tp_exposed_s, exposed); break;
+          case sim::Category::kPpComm: add_s(b.pp_exposed_s, exposed); break;
+          case sim::Category::kDpComm: add_s(b.dp_exposed_s, exposed); break;
+          default: add_s(b.recompute_s, exposed); break;  // the collectives of a full recompute
+        }
       }
+      add_s(b.bubble_s, gap.end_ps - gap.start_ps - exposed);
     }
-    add_s(b.bubble_s, gap.end_ps - gap.start_ps - exposed);
   }
-  return b;
+  return out;
 }
 
 }  // namespace
@@ -97,10 +103,11 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
   r.hfu = r.executed_flops / r.iteration_time_s / peak_total;
 
   // One breakdown per pipeline stage, from its first simulated GPU.
+  const auto per_gpu =
+      breakdown_per_gpu(run.built.program, run.exec, run.built.machine.gpus.size());
   for (int s = 0; s < p.pp; ++s) {
     const auto it = std::find(run.built.gpu_stage.begin(), run.built.gpu_stage.end(), s);
-    const auto gpu = static_cast<sim::GpuId>(it - run.built.gpu_stage.begin());
-    StageBreakdown b = breakdown_of(run.built.program, run.exec, gpu);
+    StageBreakdown b = per_gpu[static_cast<size_t>(it - run.built.gpu_stage.begin())];
     b.stage = s;
     // Peak and OOM over every simulated GPU of the stage (they are equal when symmetric).
     for (size_t g = 0; g < run.built.gpu_stage.size(); ++g) {

@@ -137,7 +137,7 @@ class Execution {
   // ---- labels for messages ----
   std::string task_label(TaskId t) const {
     const Task& task = program_.tasks[static_cast<std::size_t>(t)];
-    std::string name = task.name < program_.names.size() ? program_.names[task.name] : std::string("?");
+    const std::string name = sim::task_label(program_, t);
     const GpuDesc& gpu = machine_.gpus[static_cast<std::size_t>(task.gpu)];
     const std::string stream = static_cast<std::size_t>(task.stream) < gpu.stream_names.size()
                                    ? gpu.stream_names[static_cast<std::size_t>(task.stream)]

@@ -70,7 +70,8 @@ struct Task {
   Category category = Category::kCompute;
   /// kKernel: solo duration. kComm: fixed latency added after all its flows complete.
   TimePs work_ps = 0;
-  std::uint32_t name = 0;  ///< index into Program::names (trace label)
+  std::uint32_t name = 0;      ///< index into Program::names (trace label)
+  std::uint32_t instance = 0;  ///< index into Program::instances: label prefix (e.g. "mb3.L12.")
   /// Collective rendezvous: tasks with the same group >= 0 start together once all are ready,
   /// and end together when the last member's flows are done.
   std::int32_t group = -1;
@@ -88,9 +89,20 @@ struct Program {
   std::vector<LinkId> path_links;
   std::vector<MemEffect> mem;
   std::vector<std::string> names;
+  /// Prefixes shared by many tasks (which micro-batch and layer), so names stay few and short;
+  /// empty, or instances[0] = "" for tasks without one.
+  std::vector<std::string> instances;
   std::vector<std::string> tags;
   /// Bytes resident on each GPU before the first task (weights, grads, optimizer state).
   std::vector<std::int64_t> static_bytes_per_gpu;
 };
+
+/// A task's full label: its instance prefix and its name ("mb3.L12.qkv_gemm_dgrad").
+inline std::string task_label(const Program& program, TaskId task) {
+  const Task& t = program.tasks[static_cast<size_t>(task)];
+  std::string label = t.instance < program.instances.size() ? program.instances[t.instance] : "";
+  label += t.name < program.names.size() ? program.names[t.name] : "task " + std::to_string(task);
+  return label;
+}
 
 }  // namespace lynx::sim

@@ -82,10 +82,7 @@ class TraceWriter {
   }
   auto inserter() { return std::back_inserter(buffer_); }
 
-  std::string task_name(std::size_t t) const {
-    const std::uint32_t name = program_.tasks[t].name;
-    return name < program_.names.size() ? program_.names[name] : fmt::format("task {}", t);
-  }
+  std::string task_name(std::size_t t) const { return task_label(program_, static_cast<TaskId>(t)); }
 
   void write_metadata_event(const char* what, std::size_t pid, const std::size_t* tid, std::string_view name) {
     begin_event();

@@ -314,8 +314,8 @@ void Planner::measure_windows(PlannerOutput& out) {
   }
   // Exposed TP communication per layer and micro-batch, for the partition's stage times.
   TimePs tp_exposed = 0;
-  for (size_t g = 0; g < built.machine.gpus.size(); ++g)
-    for (const IdleGap& gap : compute_stream_gaps(built.program, exec, static_cast<sim::GpuId>(g)))
+  for (const auto& per_gpu : compute_stream_gaps(built.program, exec, built.machine.gpus.size()))
+    for (const IdleGap& gap : per_gpu)
       if (gap.comm_in_flight_ps > 0 &&
           built.program.tasks[static_cast<size_t>(gap.gate)].category == sim::Category::kTpComm)
         tp_exposed += gap.comm_in_flight_ps;

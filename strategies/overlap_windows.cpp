@@ -6,17 +6,18 @@
 
 namespace lynx::strategy {
 
-std::vector<IdleGap> compute_stream_gaps(const sim::Program& prog, const sim::ExecResult& ex,
-                                         sim::GpuId gpu) {
-  std::vector<IdleGap> gaps;
-  TimePs prev_end = 0;
+std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
+                                                      const sim::ExecResult& ex, size_t gpus) {
+  std::vector<std::vector<IdleGap>> gaps(gpus);
+  std::vector<TimePs> prev_end(gpus, 0);
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const sim::Task& t = prog.tasks[i];
-    if (t.gpu != gpu || t.stream != kCompute) continue;
+    if (t.stream != kCompute) continue;
+    const auto gpu = static_cast<size_t>(t.gpu);
     const TimePs start = ex.task_start_ps[i];
-    if (start > prev_end) {
+    if (start > prev_end[gpu]) {
       IdleGap g;
-      g.start_ps = prev_end;
+      g.start_ps = prev_end[gpu];
       g.end_ps = start;
       g.next_task = static_cast<sim::TaskId>(i);
       for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d) {
@@ -25,15 +26,16 @@ std::vector<IdleGap> compute_stream_gaps(const sim::Program& prog, const sim::Ex
           g.gate = dep;
       }
       if (g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].kind == sim::TaskKind::kComm) {
-        const TimePs from = std::max(ex.task_start_ps[static_cast<size_t>(g.gate)], prev_end);
+        const TimePs from = std::max(ex.task_start_ps[static_cast<size_t>(g.gate)], g.start_ps);
         g.comm_in_flight_ps =
-            std::clamp<TimePs>(ex.task_end_ps[static_cast<size_t>(g.gate)] - from, 0, start - prev_end);
+            std::clamp<TimePs>(ex.task_end_ps[static_cast<size_t>(g.gate)] - from, 0, start - g.start_ps);
       }
-      gaps.push_back(g);
+      gaps[gpu].push_back(g);
     }
-    prev_end = std::max(prev_end, ex.task_end_ps[i]);
+    prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
   }
-  if (ex.makespan_ps > prev_end) gaps.push_back({prev_end, ex.makespan_ps, -1, -1, 0});
+  for (size_t g = 0; g < gpus; ++g)
+    if (ex.makespan_ps > prev_end[g]) gaps[g].push_back({prev_end[g], ex.makespan_ps, -1, -1, 0});
   return gaps;
 }
 
@@ -56,8 +58,8 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
   const sim::Program& prog = built.program;
   // Gaps per GPU, indexed by the task they precede.
   std::map<sim::TaskId, IdleGap> gap_before;
-  for (size_t g = 0; g < built.machine.gpus.size(); ++g)
-    for (const IdleGap& gap : compute_stream_gaps(prog, exec, static_cast<sim::GpuId>(g)))
+  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
+    for (const IdleGap& gap : per_gpu)
       if (gap.next_task >= 0) gap_before[gap.next_task] = gap;
   auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
     TimePs sum = 0;
@@ -101,8 +103,9 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
 
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec) {
   std::vector<sim::TraceSpan> spans;
-  for (size_t g = 0; g < built.machine.gpus.size(); ++g) {
-    for (const IdleGap& gap : compute_stream_gaps(built.program, exec, static_cast<sim::GpuId>(g))) {
+  const auto gaps = compute_stream_gaps(built.program, exec, built.machine.gpus.size());
+  for (size_t g = 0; g < gaps.size(); ++g) {
+    for (const IdleGap& gap : gaps[g]) {
       if (gap.comm_in_flight_ps <= 0) continue;
       const auto cat = built.program.tasks[static_cast<size_t>(gap.gate)].category;
       const char* name = cat == sim::Category::kTpComm   ? "tp window"

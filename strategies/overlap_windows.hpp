@@ -21,10 +21,11 @@ struct IdleGap {
   TimePs comm_in_flight_ps = 0;
 };
 
-/// Every idle gap of `gpu`'s compute stream, in time order; the tail after its last task up to
-/// the makespan is a final gap with next_task = -1.
-std::vector<IdleGap> compute_stream_gaps(const sim::Program& program, const sim::ExecResult& exec,
-                                         sim::GpuId gpu);
+/// Every idle gap of every GPU's compute stream (index = GPU), in time order; the tail after a
+/// GPU's last task up to the makespan is a final gap with next_task = -1. One pass over the
+/// program.
+std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& program,
+                                                      const sim::ExecResult& exec, size_t gpus);
 
 /// Window capacity (ps) each layer's overlapped recompute can use, per virtual stage:
 /// capacity[vs][i] for the i-th layer of virtual stage vs — the median over micro-batches of

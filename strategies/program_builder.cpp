@@ -43,9 +43,15 @@ using model::Op;
 using model::OpGroup;
 using model::OpKind;
 
+/// Task-name ids of one op's tasks (interned once, not per task).
+struct OpNames {
+  std::uint32_t fwd = 0, dgrad = 0, wgrad = 0, re = 0, bwd = 0, input_ag = 0;
+};
+
 struct OpWithTimes {
   Op op;
   OpTimes t;
+  OpNames names;
 };
 
 /// Identifies one rendezvous instance across the members of a communicator in the full
@@ -69,13 +75,24 @@ class Builder {
 
  private:
   // ----- per-op tables -----
-  std::vector<OpWithTimes> with_times(const std::vector<Op>& ops) const {
+  std::vector<OpWithTimes> with_times(const std::vector<Op>& ops) {
     std::vector<OpWithTimes> out;
-    for (const Op& op : ops) out.push_back({op, op_times(sc_.hardware, op)});
+    for (const Op& op : ops) {
+      const OpNames names{intern_name(op.name),          intern_name(op.name + "_dgrad"),
+                          intern_name(op.name + "_wgrad"), intern_name("re." + op.name),
+                          intern_name(op.name + "_bwd"),   intern_name(op.name + "_input_ag")};
+      out.push_back({op, op_times(sc_.hardware, op), names});
+    }
     return out;
   }
 
   // ----- program construction helpers -----
+  /// The instance label (e.g. "mb3.L12.") later tasks carry until the next call.
+  void set_instance(const std::string& label) {
+    auto [it, inserted] = instance_ids_.try_emplace(label, static_cast<std::uint32_t>(prog_.instances.size()));
+    if (inserted) prog_.instances.push_back(label);
+    instance_ = it->second;
+  }
   std::uint32_t intern_name(const std::string& name) {
     auto [it, inserted] = name_ids_.try_emplace(name, static_cast<std::uint32_t>(prog_.names.size()));
     if (inserted) prog_.names.push_back(name);
@@ -106,6 +123,7 @@ class Builder {
     t.category = a.category;
     t.work_ps = a.work_ps;
     t.name = a.name;
+    t.instance = instance_;
     t.group = a.group;
     t.first_dep = static_cast<std::uint32_t>(prog_.deps.size());
     for (It it = dep_begin; it != dep_end; ++it)
@@ -151,7 +169,7 @@ class Builder {
   /// returns the last task. `deps` gate the first phase.
   sim::TaskId emit_collective(sim::StreamId stream, sim::Category cat, hw::Collective kind,
                               const std::vector<hw::Rank>& ranks, int communicator,
-                              std::uint64_t bytes, const std::string& name,
+                              std::uint64_t bytes, std::uint32_t name,
                               std::initializer_list<sim::TaskId> deps) {
     const auto phases = phase_cache(kind, ranks, bytes);
     sim::TaskId last = -1;
@@ -162,7 +180,7 @@ class Builder {
       a.kind = sim::TaskKind::kComm;
       a.category = cat;
       a.work_ps = ph.latency_ps;
-      a.name = intern_name(name);
+      a.name = name;
       a.group = group_id(communicator);
       last = first ? add_task(a, deps) : add_task(a, {});
       first = false;
@@ -196,13 +214,12 @@ class Builder {
   /// on a collective: where an overlapped recompute of the layer below can start.
   using WindowHook = std::function<void(sim::TaskId anchor)>;
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
-                               sim::TaskId after, const std::string& prefix);
+                               sim::TaskId after);
   /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
-  sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after,
-                             const std::string& prefix);
+  sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after);
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                const std::string& prefix, const WindowHook& on_window = {});
-  sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after, const std::string& name);
+                                const WindowHook& on_window = {});
+  sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
 
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
@@ -238,6 +255,9 @@ class Builder {
   sim::Program prog_;
   std::vector<double> flops_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
+  std::unordered_map<std::string, std::uint32_t> instance_ids_;
+  std::uint32_t instance_ = 0;
+  std::uint32_t name_recompute_ = 0;
   std::map<std::tuple<int, std::vector<hw::Rank>, std::uint64_t>, std::vector<hw::Phase>> phases_;
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
@@ -263,8 +283,7 @@ class Builder {
 };
 
 sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
-                                      const LayerDecision* decision, sim::TaskId after,
-                                      const std::string& prefix) {
+                                      const LayerDecision* decision, sim::TaskId after) {
   // `after`: a task the first op must wait for (cross-stream); compute-stream order is FIFO.
   sim::TaskId wait = after;
   sim::TaskId last = after;
@@ -273,13 +292,13 @@ sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
       if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(o.op.collective),
                              tp_ranks(), tp_communicator(), o.op.collective_bytes,
-                             prefix + o.op.name, {last});
+                             o.names.fwd, {last});
       wait = last;
       continue;
     }
     TaskArgs a;
     a.work_ps = o.t.fwd_ps;
-    a.name = intern_name(prefix + o.op.name);
+    a.name = o.names.fwd;
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
     wait = -1;
@@ -293,14 +312,14 @@ sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
 }
 
 sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
-                                    sim::TaskId after, const std::string& prefix) {
+                                    sim::TaskId after) {
   const bool overlapped = stream == kRecomputeStream;
   // The dropped tensors come back during this pass: allocate them when it starts (they are
   // freed one by one by the backward ops that consume them).
   TaskArgs start;
   start.stream = stream;
   start.kind = sim::TaskKind::kMarker;
-  start.name = intern_name(prefix + "recompute");
+  start.name = name_recompute_;
   sim::TaskId last = add_task(start, {after});
   for (const OpWithTimes& o : layer_)
     if (d.action(o.op.group) != Action::kKeep)
@@ -313,7 +332,7 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
       LYNX_CHECK(!overlapped, "overlapped recompute of '{}' needs communication", o.op.name);
       last = emit_collective(kTp, sim::Category::kRecompute, hw::to_collective(o.op.collective),
                              tp_ranks(), tp_communicator(), o.op.collective_bytes,
-                             prefix + "re." + o.op.name, {last});
+                             o.names.re, {last});
       wait = last;
       continue;
     }
@@ -321,7 +340,7 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
     a.stream = stream;
     a.category = overlapped ? sim::Category::kRecomputeOverlapped : sim::Category::kRecompute;
     a.work_ps = o.t.fwd_ps;
-    a.name = intern_name(prefix + "re." + o.op.name);
+    a.name = o.names.re;
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
     wait = -1;
@@ -330,7 +349,7 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                       const std::string& prefix, const WindowHook& on_window) {
+                                       const WindowHook& on_window) {
   sim::TaskId wait = after;
   sim::TaskId last = after;
   sim::TaskId last_kernel = -1;
@@ -351,8 +370,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
       last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(op.bwd_collective), tp_ranks(),
-                             tp_communicator(), op.collective_bytes, prefix + op.name + "_bwd",
-                             {last});
+                             tp_communicator(), op.collective_bytes, ops[i].names.bwd, {last});
       wait = last;
       continue;
     }
@@ -362,10 +380,10 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1)
       input_gather = emit_collective(kTp, sim::Category::kTpComm, hw::Collective::kAllGather,
                                      tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
-                                     prefix + op.name + "_input_ag", {last});
+                                     ops[i].names.input_ag, {last});
     waiting_on_comm(wait);
     TaskArgs a;
-    a.name = intern_name(prefix + op.name + "_dgrad");
+    a.name = ops[i].names.dgrad;
     a.work_ps = ops[i].t.dgrad_ps;
     a.flops = op.bwd_dgrad_flops;
     sim::TaskId dgrad = add_task(a, {wait});
@@ -385,11 +403,11 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       const Op& c = ops[i - 1].op;
       input_grad_comm =
           emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(c.bwd_collective), tp_ranks(),
-                          tp_communicator(), c.collective_bytes, prefix + c.name + "_bwd", {dgrad});
+                          tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
     }
     if (has_wgrad) {
       TaskArgs w;
-      w.name = intern_name(prefix + op.name + "_wgrad");
+      w.name = ops[i].names.wgrad;
       w.work_ps = ops[i].t.wgrad_ps;
       w.flops = op.bwd_wgrad_flops;
       last = add_task(w, {input_gather});
@@ -401,19 +419,18 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
   return wait >= 0 ? wait : last;
 }
 
-sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after,
-                                       const std::string& name) {
+sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
   if (p_.dp == 1 || params == 0) return after;
   // bf16 gradients, 2 bytes per parameter (documented in the README's model assumptions).
   const std::uint64_t bytes = 2 * params;
   if (p_.distributed_optimizer) {
     emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kReduceScatter, dp_ranks(),
-                    dp_communicator(), bytes, name + "_rs", {after});
+                    dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
     return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllGather, dp_ranks(),
-                           dp_communicator(), bytes, name + "_ag", {});
+                           dp_communicator(), bytes, intern_name("dp_allgather"), {});
   }
   return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllReduce, dp_ranks(),
-                         dp_communicator(), bytes, name, {after});
+                         dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
 }
 
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
@@ -444,40 +461,46 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     const PipeStep& st = steps[si];
     const int vs = st.chunk * pp + stage;
     const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
-    const std::string mb = fmt::format("mb{}.", st.micro_batch);
+    const std::string mb = chunks > 1 ? fmt::format("mb{}.c{}.", st.micro_batch, st.chunk)
+                                      : fmt::format("mb{}.", st.micro_batch);
+    auto layer_instance = [&](int l) { set_instance(fmt::format("{}L{}.", mb, sp.first_layer + l)); };
+    set_instance(mb);
     if (st.forward) {
-      sim::TaskId recv = -1;
       TaskArgs marker;
       marker.kind = sim::TaskKind::kMarker;
-      marker.name = intern_name(fmt::format("F{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
-      recv = add_task(marker, {});
+      marker.name = intern_name("forward");
+      const sim::TaskId recv = add_task(marker, {});
       if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
       sim::TaskId after = recv;
-      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after, mb);
-      for (size_t l = 0; l < sp.layers.size(); ++l)
-        after = emit_forward_ops(layer_, &sp.layers[l], after,
-                                 fmt::format("{}L{}.", mb, sp.first_layer + static_cast<int>(l)));
-      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after, mb);
+      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
+      for (size_t l = 0; l < sp.layers.size(); ++l) {
+        layer_instance(static_cast<int>(l));
+        after = emit_forward_ops(layer_, &sp.layers[l], after);
+      }
+      set_instance(mb);
+      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
       compute_tail = after;
       if (vs < last_vs) {
         TaskArgs send;
         send.stream = kPp;
         send.kind = sim::TaskKind::kComm;
         send.category = sim::Category::kPpComm;
-        send.name = intern_name(mb + "send_act");
+        send.name = intern_name("send_activation");
         const sim::TaskId t = add_task(send, {after});
         add_flow(t, rank_, stage_rank((vs + 1) % pp), boundary_bytes);
         transfers_[transfer_key(vs, st.micro_batch, true)] = t;
       }
     } else {
       const int layers_here = static_cast<int>(sp.layers.size());
-      auto layer_prefix = [&](int l) { return fmt::format("{}L{}.", mb, sp.first_layer + l); };
       // Overlapped recomputes already issued (recompute-stream task each layer waits for).
       std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
       auto issue_overlap = [&](int l, sim::TaskId anchor) {
         if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
+        const std::uint32_t outer = instance_;
+        layer_instance(l);
         overlap_ready[static_cast<size_t>(l)] =
-            emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor, layer_prefix(l));
+            emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
+        instance_ = outer;
       };
       auto window_for = [&](int l) -> WindowHook {
         if (l < 0) return {};
@@ -492,45 +515,46 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
         issue_overlap(top, compute_tail);
       TaskArgs marker;
       marker.kind = sim::TaskKind::kMarker;
-      marker.name = intern_name(fmt::format("B{}{}", st.micro_batch, chunks > 1 ? fmt::format("c{}", st.chunk) : ""));
+      marker.name = intern_name("backward");
       sim::TaskId after = add_task(marker, {});
       const sim::TaskId step_marker = after;
       if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
-      if (vs == last_vs) after = emit_backward_ops(head_, after, mb, window_for(top));
+      if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
       const bool grads_final = static_cast<int>(si) == last_bwd_step[static_cast<size_t>(st.chunk)];
       for (int l = top; l >= 0; --l) {
         const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
-        const std::string prefix = layer_prefix(l);
+        layer_instance(l);
         if (d.overlapped()) {
           issue_overlap(l, after);  // no window was found above: start now
           TaskArgs join;
           join.kind = sim::TaskKind::kMarker;
-          join.name = intern_name(prefix + "recompute_ready");
+          join.name = intern_name("recompute_ready");
           after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
         } else if (!d.keeps_everything()) {
-          after = emit_recompute(d, kCompute, after, prefix);
+          after = emit_recompute(d, kCompute, after);
         }
         const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
-        after = emit_backward_ops(layer_, after, prefix, window_for(l - 1));
+        after = emit_backward_ops(layer_, after, window_for(l - 1));
         layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
                                 static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
         if (grads_final && p_.dp_overlap == DpOverlap::kBucketed) {
           bucket_params += layer_params;
           if (bucket_params >= bucket_limit) {
-            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after, "dp_allreduce"));
+            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after));
             total_params += bucket_params;
             bucket_params = 0;
           }
         }
       }
-      if (vs == 0) after = emit_backward_ops(embedding_, after, mb);
+      set_instance(mb);
+      if (vs == 0) after = emit_backward_ops(embedding_, after);
       compute_tail = after;
       if (grads_final) {
         const std::uint64_t chunk_emb = chunk_params(vs) - layer_params * sp.layers.size();
         if (p_.dp_overlap == DpOverlap::kBucketed) {
           bucket_params += chunk_emb;
           if (bucket_params > 0)
-            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after, "dp_allreduce"));
+            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after));
           total_params += bucket_params;
           bucket_params = 0;
         } else {
@@ -542,7 +566,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
         send.stream = kPp;
         send.kind = sim::TaskKind::kComm;
         send.category = sim::Category::kPpComm;
-        send.name = intern_name(mb + "send_grad");
+        send.name = intern_name("send_gradient");
         const sim::TaskId t = add_task(send, {after});
         add_flow(t, rank_, stage_rank((vs - 1) % pp), boundary_bytes);
         transfers_[transfer_key(vs, st.micro_batch, false)] = t;
@@ -550,12 +574,13 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     }
   }
   if (p_.dp_overlap == DpOverlap::kEnd)
-    dp_tasks.push_back(emit_dp_allreduce(total_params, compute_tail, "dp_allreduce"));
+    dp_tasks.push_back(emit_dp_allreduce(total_params, compute_tail));
 
   // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
   // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
   const double opt_params = static_cast<double>(total_params) /
                             (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
+  set_instance("");
   TaskArgs opt;
   opt.category = sim::Category::kOptimizer;
   opt.name = intern_name("optimizer_step");
@@ -569,6 +594,8 @@ BuiltProgram Builder::build() {
   layer_ = with_times(work_.layer);
   embedding_ = with_times(work_.embedding);
   head_ = with_times(work_.head);
+  set_instance("");
+  name_recompute_ = intern_name("recompute");
   prog_.tags = {"act/layernorm", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
 
   symmetric_ = sc_.sim.exploit_symmetry && topo_.links_private_per_gpu() && p_.tp * p_.dp > 1;
