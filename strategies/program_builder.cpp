@@ -213,6 +213,14 @@ class Builder {
   /// Called once per backward pass with the kernel after which the compute stream first waits
   /// on a collective: where an overlapped recompute of the layer below can start.
   using WindowHook = std::function<void(sim::TaskId anchor)>;
+  struct ForwardChain {
+    const std::vector<OpWithTimes>* ops;
+    const std::vector<int>* indices;  ///< which ops, in order
+    const LayerDecision* decision;    ///< null: keep everything
+    sim::StreamId stream;
+    bool recompute;
+  };
+  sim::TaskId emit_forward_chain(const ForwardChain& chain, sim::TaskId wait);
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
                                sim::TaskId after);
   /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
@@ -258,6 +266,7 @@ class Builder {
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
+  std::map<size_t, std::vector<int>> all_indices_;  ///< 0..n-1, per op-list length
   std::map<std::tuple<int, std::vector<hw::Rank>, std::uint64_t>, std::vector<hw::Phase>> phases_;
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
@@ -282,70 +291,64 @@ class Builder {
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
 };
 
-sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
-                                      const LayerDecision* decision, sim::TaskId after) {
-  // `after`: a task the first op must wait for (cross-stream); compute-stream order is FIFO.
-  sim::TaskId wait = after;
-  sim::TaskId last = after;
-  for (const OpWithTimes& o : ops) {
+/// A chain of forward ops: kernels on `stream` in order, collectives on the tp stream with the
+/// next kernel waiting for them. `wait`: a task the first op must wait for (cross-stream).
+/// Returns the chain's last task (a trailing collective, if any, so the caller waits on it).
+sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId wait) {
+  sim::TaskId last = wait;
+  for (int index : *chain.indices) {
+    const OpWithTimes& o = (*chain.ops)[static_cast<size_t>(index)];
+    const std::uint32_t name = chain.recompute ? o.names.re : o.names.fwd;
     if (o.op.kind == OpKind::kCollective) {
       if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
-      last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(o.op.collective),
-                             tp_ranks(), tp_communicator(), o.op.collective_bytes,
-                             o.names.fwd, {last});
+      LYNX_CHECK(chain.stream == kCompute, "overlapped recompute of '{}' needs communication", o.op.name);
+      last = emit_collective(kTp, chain.recompute ? sim::Category::kRecompute : sim::Category::kTpComm,
+                             hw::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
+                             o.op.collective_bytes, name, {last});
       wait = last;
       continue;
     }
     TaskArgs a;
+    a.stream = chain.stream;
+    a.category = !chain.recompute             ? sim::Category::kCompute
+                 : chain.stream == kCompute ? sim::Category::kRecompute
+                                              : sim::Category::kRecomputeOverlapped;
     a.work_ps = o.t.fwd_ps;
-    a.name = o.names.fwd;
+    a.name = name;
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
     wait = -1;
-    // Saved activations: allocated while the op writes them, unless the plan drops them
-    // (the recompute pass brings them back before the backward).
-    const bool kept = !decision || decision->action(o.op.group) == Action::kKeep;
-    if (kept) add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+    // First forward: saved activations are allocated while the op writes them, unless the plan
+    // drops them (the recompute pass allocates those when it starts).
+    const bool kept = !chain.decision || chain.decision->action(o.op.group) == Action::kKeep;
+    if (!chain.recompute && kept)
+      add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
   }
-  // A trailing collective leaves `wait` set: return it so the caller's next op waits on it.
   return wait >= 0 ? wait : last;
+}
+
+sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
+                                      const LayerDecision* decision, sim::TaskId after) {
+  std::vector<int>& all = all_indices_[ops.size()];
+  if (all.size() != ops.size())
+    for (int i = static_cast<int>(all.size()); i < static_cast<int>(ops.size()); ++i) all.push_back(i);
+  return emit_forward_chain({&ops, &all, decision, kCompute, false}, after);
 }
 
 sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
                                     sim::TaskId after) {
-  const bool overlapped = stream == kRecomputeStream;
   // The dropped tensors come back during this pass: allocate them when it starts (they are
   // freed one by one by the backward ops that consume them).
   TaskArgs start;
   start.stream = stream;
   start.kind = sim::TaskKind::kMarker;
   start.name = name_recompute_;
-  sim::TaskId last = add_task(start, {after});
+  const sim::TaskId marker = add_task(start, {after});
   for (const OpWithTimes& o : layer_)
     if (d.action(o.op.group) != Action::kKeep)
-      add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
-  sim::TaskId wait = -1;
-  for (int index : recompute_ops(work_.layer, d)) {
-    const OpWithTimes& o = layer_[static_cast<size_t>(index)];
-    if (o.op.kind == OpKind::kCollective) {
-      if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
-      LYNX_CHECK(!overlapped, "overlapped recompute of '{}' needs communication", o.op.name);
-      last = emit_collective(kTp, sim::Category::kRecompute, hw::to_collective(o.op.collective),
-                             tp_ranks(), tp_communicator(), o.op.collective_bytes,
-                             o.names.re, {last});
-      wait = last;
-      continue;
-    }
-    TaskArgs a;
-    a.stream = stream;
-    a.category = overlapped ? sim::Category::kRecomputeOverlapped : sim::Category::kRecompute;
-    a.work_ps = o.t.fwd_ps;
-    a.name = o.names.re;
-    a.flops = o.op.fwd_flops;
-    last = add_task(a, {wait});
-    wait = -1;
-  }
-  return wait >= 0 ? wait : last;
+      add_mem(marker, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+  const std::vector<int> indices = recompute_ops(work_.layer, d);
+  return emit_forward_chain({&layer_, &indices, &d, stream, true}, marker);
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,

@@ -1,5 +1,6 @@
 // Scenario loader: values, defaults, --set overrides, round trip, and every error path with its
 // exact message (file:line:col, 1-based, and the full key path).
+#include "tests/error_of.hpp"
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -16,16 +17,7 @@ using namespace lynx;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("expected a lynx::Error");
-  return {};
-}
+using lynx::test::error_of;
 
 /// The message of loading `yaml` (labelled "t.yaml") with `overrides`.
 std::string load_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {

@@ -1,5 +1,6 @@
 // Built-in hardware profiles: each loads, says what the brief and datasheets say, gives every
 // field explicitly, and is embedded (matches hw_models/profiles/ on disk); profile-file errors.
+#include "tests/error_of.hpp"
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -15,16 +16,7 @@ using namespace lynx;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("expected a lynx::Error");
-  return {};
-}
+using lynx::test::error_of;
 
 std::string profiles_dir() {
   return std::string(LYNXSIM_SOURCE_DIR) + "/hw_models/profiles";

@@ -1,5 +1,6 @@
 // Units: every quantity kind, decimal vs binary prefixes, bits vs bytes, rounding, rejects and
 // the written form. Expected values are computed by hand in the comments.
+#include "tests/error_of.hpp"
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,17 +14,7 @@ using namespace lynx::units;
 
 namespace {
 
-/// The message of the lynx::Error `f` throws (fails the test if it throws nothing).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL("expected a lynx::Error");
-  return {};
-}
+using lynx::test::error_of;
 
 }  // namespace
 
