@@ -32,5 +32,7 @@ int cmd_show(const std::vector<std::string>& argv);
 int cmd_fields(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
 int cmd_figures(const std::vector<std::string>& argv);
+int cmd_fit(const std::vector<std::string>& argv);
+int cmd_validate(const std::vector<std::string>& argv);
 
 }  // namespace lynx::cli

@@ -117,10 +117,13 @@ void bench_contention(const BenchContext& ctx, int gpus) {
 
     // Burst lengths: G GEMMs of about burst_ms in total, and R communication operations of
     // about the same length, so the two overlap for the whole GEMM burst.
-    const double one_gemm_us = median(rep_times_on_devices(devices, compute_streams, 2, 3, enqueue_gemm));
-    const double one_comm_us = median(rep_times_on_devices(devices, comm_streams, 2, 3, enqueue_comm));
+    const double one_gemm_us =
+        median(rep_times_on_devices(devices, compute_streams, 2, 3, enqueue_gemm));
+    const double one_comm_us =
+        median(rep_times_on_devices(devices, comm_streams, 2, 3, enqueue_comm));
     const int bursts_gemm = std::clamp(
-        static_cast<int>(std::lround(settings.contention_burst_ms * 1000.0 / one_gemm_us)), 1, 10000);
+        static_cast<int>(std::lround(settings.contention_burst_ms * 1000.0 / one_gemm_us)), 1,
+        10000);
     const int bursts_comm = std::clamp(
         static_cast<int>(std::lround(bursts_gemm * one_gemm_us / one_comm_us)), 1, 10000);
     const auto gemm_burst = [&] {
@@ -131,9 +134,11 @@ void bench_contention(const BenchContext& ctx, int gpus) {
     };
 
     std::vector<double> gemm_alone, comm_alone, gemm_together, comm_together;
-    for (double t : rep_times_on_devices(devices, compute_streams, 1, settings.contention_reps, gemm_burst))
+    for (double t :
+         rep_times_on_devices(devices, compute_streams, 1, settings.contention_reps, gemm_burst))
       gemm_alone.push_back(t / bursts_gemm);
-    for (double t : rep_times_on_devices(devices, comm_streams, 1, settings.contention_reps, comm_burst))
+    for (double t :
+         rep_times_on_devices(devices, comm_streams, 1, settings.contention_reps, comm_burst))
       comm_alone.push_back(t / bursts_comm);
 
     // Concurrent: both streams start from one event, then GEMMs and communication are
@@ -141,7 +146,8 @@ void bench_contention(const BenchContext& ctx, int gpus) {
     std::vector<std::unique_ptr<EventSet>> events;  // per device: 4 per rep
     for (DeviceSide& side : all.sides) {
       LYNX_CUDA_CHECK(cudaSetDevice(side.device));
-      events.push_back(std::make_unique<EventSet>(4 * static_cast<std::size_t>(settings.contention_reps)));
+      events.push_back(
+          std::make_unique<EventSet>(4 * static_cast<std::size_t>(settings.contention_reps)));
     }
     for (int rep = 0; rep < settings.contention_reps; ++rep) {
       const auto base = 4 * static_cast<std::size_t>(rep);

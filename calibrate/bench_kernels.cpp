@@ -127,12 +127,13 @@ void bench_gemms(const BenchContext& ctx, const std::vector<GemmShape>& shapes) 
         break;
       }
       try {
-        const TimingSummary t = time_on_stream(stream.get(), ctx.settings.warmup, ctx.settings.reps, [&] {
-          run_gemm(cublas.get(), s, dtype, a.get(), b.get(), c.get());
-        });
-        Measurement row = timed_row(s.kind == model::OpKind::kAttention ? MeasurementKind::kAttention
-                                                                        : MeasurementKind::kGemm,
-                                    s.name + "." + s.layout(), dtype_name(dtype), t);
+        const TimingSummary t =
+            time_on_stream(stream.get(), ctx.settings.warmup, ctx.settings.reps,
+                           [&] { run_gemm(cublas.get(), s, dtype, a.get(), b.get(), c.get()); });
+        Measurement row =
+            timed_row(s.kind == model::OpKind::kAttention ? MeasurementKind::kAttention
+                                                          : MeasurementKind::kGemm,
+                      s.name + "." + s.layout(), dtype_name(dtype), t);
         row.m = s.m;
         row.n = s.n;
         row.k = s.k;
@@ -143,7 +144,8 @@ void bench_gemms(const BenchContext& ctx, const std::vector<GemmShape>& shapes) 
       } catch (const Error& e) {
         guard.failure(s.name, e);
       }
-      if (++done % 100 == 0) ctx.say("gemm {}: {} / {} shapes", dtype_name(dtype), done, shapes.size());
+      if (++done % 100 == 0)
+        ctx.say("gemm {}: {} / {} shapes", dtype_name(dtype), done, shapes.size());
     }
     ctx.say("gemm {}: {} shapes done", dtype_name(dtype), done);
   }

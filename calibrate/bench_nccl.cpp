@@ -110,9 +110,9 @@ void bench_nccl_single_process(const BenchContext& ctx, int gpus) {
     raw_streams.push_back(streams.back().get());
     send.emplace_back(max_bytes);
     recv.emplace_back(max_bytes);
-    LYNX_CUDA_CHECK(gpu::fill_random(send.back().get(), max_bytes / kElementBytes, gpu::Dtype::kBf16,
-                                     0xacc0 + static_cast<std::uint64_t>(d), 1.0f,
-                                     raw_streams.back()));
+    LYNX_CUDA_CHECK(gpu::fill_random(send.back().get(), max_bytes / kElementBytes,
+                                     gpu::Dtype::kBf16, 0xacc0 + static_cast<std::uint64_t>(d),
+                                     1.0f, raw_streams.back()));
   }
   ctx.say("nccl: {} GPU(s) in one process{}", gpus,
           gpus == 1 ? " (collectives on 1 rank are local copies; recorded with ranks = 1)" : "");
@@ -139,8 +139,8 @@ void bench_nccl_single_process(const BenchContext& ctx, int gpus) {
                   recv[static_cast<std::size_t>(r)].get(), comms[static_cast<std::size_t>(r)],
                   raw_streams[static_cast<std::size_t>(r)], src, dst);
       };
-      const TimingSummary t =
-          time_on_devices(involved, involved_streams, ctx.settings.warmup, ctx.settings.reps, launch);
+      const TimingSummary t = time_on_devices(involved, involved_streams, ctx.settings.warmup,
+                                              ctx.settings.reps, launch);
       Measurement row = timed_row(MeasurementKind::kCollective, collective, "bf16", t);
       row.bytes = bytes;
       row.ranks = ranks;
@@ -221,15 +221,16 @@ void bench_nccl_mpi(const BenchContext& ctx) {
       if (takes_part)
         times = rep_times_on_devices({device}, {stream.get()}, ctx.settings.warmup,
                                      ctx.settings.reps, [&] {
-                                       enqueue(collective, bytes, size, rank, send.get(), recv.get(),
-                                               comm, stream.get(), src, dst);
+                                       enqueue(collective, bytes, size, rank, send.get(),
+                                               recv.get(), comm, stream.get(), src, dst);
                                      });
       std::vector<double> slowest(times.size(), 0.0);
       check_mpi(MPI_Reduce(times.data(), slowest.data(), static_cast<int>(times.size()), MPI_DOUBLE,
                            MPI_MAX, 0, MPI_COMM_WORLD),
                 "MPI_Reduce(times)");
       if (rank == 0) {
-        Measurement row = timed_row(MeasurementKind::kCollective, collective, "bf16", summarize(slowest));
+        Measurement row =
+            timed_row(MeasurementKind::kCollective, collective, "bf16", summarize(slowest));
         row.bytes = bytes;
         row.ranks = p2p ? (src == dst ? 1 : 2) : size;
         row.nodes = p2p ? (nodes > 1 ? 2 : 1) : nodes;

@@ -167,7 +167,8 @@ int run(int argc, char** argv) {
       ("gpus", po::value(&gpus_option)->default_value(0),
        "GPUs for NCCL and contention (0 = all visible)")
       ("out", po::value(&out_path)->default_value("calib-raw.csv"), "raw CSV to write")
-      ("quick", "fewer repetitions and x4 NCCL size steps: about 1-2 minutes on one H200")
+      ("quick",
+       "fewer repetitions, x4 NCCL size steps, a 150 s budget (one H200: ~7 s of measuring)")
       ("reps", po::value(&reps)->default_value(0), "timed repetitions (0 = mode default)")
       ("warmup", po::value(&warmup)->default_value(-1), "warm-up calls (-1 = mode default)")
       ("max-bytes", po::value(&max_bytes)->default_value(0),

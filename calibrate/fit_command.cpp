@@ -35,7 +35,9 @@ struct ComparisonRow {
 };
 
 /// Relative error of `predicted` against `measured` (both seconds).
-double relative_error(double predicted, double measured) { return (predicted - measured) / measured; }
+double relative_error(double predicted, double measured) {
+  return (predicted - measured) / measured;
+}
 
 struct ErrorStats {
   int rows = 0;
@@ -90,7 +92,8 @@ std::optional<double> ring_time_s(const HardwareSpec& hw, const Measurement& row
 
 HardwareSpec resolve_hardware_profile(const std::string& name_or_path) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) return load_hardware_profile_file(name_or_path);
+  if (std::filesystem::is_regular_file(name_or_path, ec))
+    return load_hardware_profile_file(name_or_path);
   for (const std::string& name : builtin_profile_names())
     if (name == name_or_path) return builtin_hardware_profile(name);
   std::string names;
@@ -166,7 +169,8 @@ std::string prediction_error_table(const RawMeasurements& raw, const HardwareSpe
   const std::vector<Category> categories{
       {"gemm", kernel(model::OpKind::kGemm, MeasurementKind::kGemm, true, dtype)},
       {"attention", kernel(model::OpKind::kAttention, MeasurementKind::kAttention, true, dtype)},
-      {"memory_bound", kernel(model::OpKind::kMemoryBound, MeasurementKind::kMemoryBound, false, dtype)},
+      {"memory_bound",
+       kernel(model::OpKind::kMemoryBound, MeasurementKind::kMemoryBound, false, dtype)},
       {"collective (1 node)",
        [](const HardwareSpec& hw, const Measurement& row) -> std::optional<double> {
          if (row.kind != MeasurementKind::kCollective) return std::nullopt;

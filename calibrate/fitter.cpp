@@ -166,8 +166,8 @@ CurveFit fit_efficiency_curve(const std::vector<CurvePoint>& points, double peak
     used_time.push_back(p.time_s);
   }
   if (skipped > 0)
-    fit.notes.push_back(fmt::format("{}: skipped {} row(s) within {:.0f}% of the launch floor", what,
-                                    skipped, 100.0 * min_fraction));
+    fit.notes.push_back(fmt::format("{}: skipped {} row(s) within {:.0f}% of the launch floor",
+                                    what, skipped, 100.0 * min_fraction));
   if (used_work.size() < 2) {
     fit.notes.push_back(fmt::format("{}: {} usable row(s), need 2 distinct sizes", what,
                                     used_work.size()));
@@ -532,8 +532,8 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
     const std::vector<const Measurement*> rows =
         job.kind == MeasurementKind::kMemoryBound
             ? memory_rows
-            : with_dtype(rows_of(raw, job.kind), options.dtype, std::string(to_string(job.kind)).c_str(),
-                         notes);
+            : with_dtype(rows_of(raw, job.kind), options.dtype,
+                         std::string(to_string(job.kind)).c_str(), notes);
     std::vector<CurvePoint> points;
     for (const Measurement* row : rows) {
       CurvePoint p;

@@ -26,7 +26,9 @@ struct Convert;
 template <>
 struct Convert<__nv_bfloat16> {
   static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-  static __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float v) {
+    return __float2bfloat16(v);
+  }
 };
 template <>
 struct Convert<__half> {
@@ -166,7 +168,8 @@ struct RowSource {
   std::int64_t packs;
   Pack<T, V> cache[kCache > 0 ? kCache : 1];
 
-  __device__ RowSource(const Pack<T, V>* row_in, std::int64_t packs_in) : row(row_in), packs(packs_in) {
+  __device__ RowSource(const Pack<T, V>* row_in, std::int64_t packs_in)
+      : row(row_in), packs(packs_in) {
     if constexpr (kCache > 0) {
 #pragma unroll
       for (int c = 0; c < kCache; ++c) {

@@ -37,11 +37,14 @@ void DeviceBuffer::release() noexcept {
   bytes_ = 0;
 }
 
-CudaStream::CudaStream() { LYNX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+CudaStream::CudaStream() {
+  LYNX_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
 CudaStream::~CudaStream() {
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
-CudaStream::CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+CudaStream::CudaStream(CudaStream&& other) noexcept
+    : stream_(std::exchange(other.stream_, nullptr)) {}
 
 EventSet::EventSet(std::size_t count) : events_(count, nullptr) {
   for (cudaEvent_t& event : events_) LYNX_CUDA_CHECK(cudaEventCreate(&event));

@@ -33,7 +33,8 @@ if [ "$mode" != "--bundle-only" ]; then
     coinor-libcoinutils3v5
   )
   (cd "$deps_dir/debs" && apt-get download "${packages[@]}")
-  echo "prepare: $(ls "$deps_dir/debs" | wc -l) packages in $deps_dir/debs ($(du -sh "$deps_dir" | cut -f1))"
+  echo "prepare: $(ls "$deps_dir/debs" | wc -l) packages in $deps_dir/debs" \
+    "($(du -sh "$deps_dir" | cut -f1))"
 fi
 
 if [ "$mode" != "--deps-only" ]; then
@@ -54,11 +55,13 @@ if [ "$mode" != "--deps-only" ]; then
   # Shared libraries to take along: everything ldd resolves except the C library family,
   # libstdc++/libgcc (the target's newer ones are backward compatible) and CUDA's own
   # (cuBLAS, NCCL and the driver come from the target machine).
-  skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s|libcuda\.|libcublas|libcublasLt|libnccl|libcudart)'
+  skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s'
+  skip+='|libcuda\.|libcublas|libcublasLt|libnccl|libcudart)'
   for binary in "$bundle_dir"/bin/*; do
     ldd "$binary" | awk '/=> \// {print $1, $3}' | while read -r name path; do
       if ! [[ $name =~ $skip ]]; then cp -Lf "$path" "$bundle_dir/lib/$name"; fi
     done
   done
-  echo "prepare: bundle $(ls "$bundle_dir/bin" | tr '\n' ' ')+ $(ls "$bundle_dir/lib" | wc -l) libraries ($(du -sh "$bundle_dir" | cut -f1))"
+  echo "prepare: bundle $(ls "$bundle_dir/bin" | tr '\n' ' ')+ $(ls "$bundle_dir/lib" | wc -l)" \
+    "libraries ($(du -sh "$bundle_dir" | cut -f1))"
 fi

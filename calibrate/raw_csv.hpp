@@ -4,7 +4,7 @@
 ///
 ///   # device: NVIDIA H200            <- header comment lines "# key: value" (metadata)
 ///   # sm_count: 132
-///   kind,name,dtype,m,n,k,batch,bytes,ranks,nodes,scope,time_us_median,time_us_p10,time_us_p90,reps
+/// kind,name,dtype,m,n,k,batch,bytes,ranks,nodes,scope,time_us_median,time_us_p10,time_us_p90,reps
 ///   gemm,gpt-1.3b:tp1:mb1:qkv_gemm.fwd,bf16,2048,6144,2048,1,33554432,1,1,device,41.2,40.9,41.8,20
 ///   ...
 ///

@@ -87,7 +87,8 @@ fi
 [ -z "$nccl_header" ] && nccl_header=$(find_first nccl.h || true)
 cublas_lib=$(find_first 'libcublas.so.1[0-9]' || true)
 cublaslt_lib=$(find_first 'libcublasLt.so.1[0-9]' || true)
-echo "nccl.h: ${nccl_header:-not found}; libnccl: ${nccl_lib:-not found}; libcublas: ${cublas_lib:-not found}"
+echo "nccl.h: ${nccl_header:-not found}; libnccl: ${nccl_lib:-not found};" \
+  "libcublas: ${cublas_lib:-not found}"
 nccl_args=()
 [ -n "$nccl_header" ] && nccl_args+=("-DNCCL_INCLUDE_DIR=$(dirname "$nccl_header")")
 [ -n "$nccl_lib" ] && nccl_args+=("-DNCCL_LIB=$nccl_lib")
@@ -133,7 +134,8 @@ unpack_deps() {
   done
   export PATH="$root/usr/bin:$PATH"
   export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export PKG_CONFIG_PATH="$root/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  local pc_dir=$root/usr/lib/x86_64-linux-gnu/pkgconfig
+  export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 }
 
 step "build (Release: lynxsim-calibrate, lynxsim) in $build"

@@ -89,9 +89,11 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
   raw.source_label = "synthetic.csv";
 
   for (int i = 0; i < 5; ++i)
-    raw.rows.push_back(row(MeasurementKind::kLaunch, "empty_kernel", "", truth.launch_s * noise.next()));
+    raw.rows.push_back(
+        row(MeasurementKind::kLaunch, "empty_kernel", "", truth.launch_s * noise.next()));
   // Host-paced launches are informational: 10x the device time, must not move the fit.
-  raw.rows.push_back(row(MeasurementKind::kLaunch, "empty_kernel_host_paced", "", 10 * truth.launch_s));
+  raw.rows.push_back(
+      row(MeasurementKind::kLaunch, "empty_kernel_host_paced", "", 10 * truth.launch_s));
 
   for (std::int64_t n : {128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) {
     const double flops = 2.0 * static_cast<double>(n * n * n);
@@ -166,9 +168,10 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
     for (std::uint64_t bytes = 1024; bytes <= (1ULL << 30); bytes *= 4) {
       const double s = static_cast<double>(bytes);
       const double intra_phase = 7.0 / 8.0 * s / truth.intra_ring_bw + 7 * step;
-      Measurement r = row(MeasurementKind::kCollective, "all_reduce", "bf16",
-                          (2 * intra_phase + 2 * inter_step + 2.0 * 0.5 * s / 8.0 / truth.nic_ring_bw) *
-                              noise.next());
+      Measurement r =
+          row(MeasurementKind::kCollective, "all_reduce", "bf16",
+              (2 * intra_phase + 2 * inter_step + 2.0 * 0.5 * s / 8.0 / truth.nic_ring_bw) *
+                  noise.next());
       r.bytes = bytes;
       r.ranks = 16;
       r.nodes = 2;
@@ -232,7 +235,8 @@ TEST_CASE("fitter recovers known parameters from synthetic measurements") {
 
   // NVLink: ring bandwidth 250 GB/s ÷ collective_efficiency 0.8 = 312.5 GB/s; step latency
   // 8/14 us over the GPU->NVSwitch->GPU path of two NVLink traversals: 4/14 us each.
-  CHECK(static_cast<double>(fitted.nvlink.bw_bytes_per_s) == doctest::Approx(312.5e9).epsilon(tolerance));
+  CHECK(static_cast<double>(fitted.nvlink.bw_bytes_per_s) ==
+        doctest::Approx(312.5e9).epsilon(tolerance));
   CHECK(ps_to_us(fitted.nvlink.latency_ps) == doctest::Approx(4.0 / 14.0).epsilon(tolerance));
   CHECK(fitted.collective_efficiency == 0.8);
   // NIC: 40 GB/s ÷ 0.8 = 50 GB/s; latency 2 us.
@@ -264,7 +268,8 @@ TEST_CASE("fitter recovers known parameters from synthetic measurements") {
   for (const std::string& note : report.notes) {
     one_rank_noted = one_rank_noted || contains(note, "11 row(s) on 1 rank");
     fp16_noted = fp16_noted || contains(note, "12 fp16 row(s) not used");
-    host_paced_noted = host_paced_noted || contains(note, "1 launch row(s) other than empty_kernel");
+    host_paced_noted =
+        host_paced_noted || contains(note, "1 launch row(s) other than empty_kernel");
   }
   CHECK(one_rank_noted);
   CHECK(fp16_noted);
@@ -306,11 +311,13 @@ TEST_CASE("fitter: launch fallback, clamps and errors") {
   SUBCASE("launch from the smallest memory-bound kernels when no empty-kernel rows exist") {
     Truth truth;
     RawMeasurements raw = synthetic(truth, base, false);
-    std::erase_if(raw.rows, [](const Measurement& r) { return r.kind == MeasurementKind::kLaunch; });
+    std::erase_if(raw.rows,
+                  [](const Measurement& r) { return r.kind == MeasurementKind::kLaunch; });
     FitReport report;
     const HardwareSpec fitted = fit_profile(raw, base, &report);
     // The intercept of t(bytes) is L + half/(hbm·max) = 3 us + 2e6/(4.8e12·0.85) = 3.4902 us.
-    CHECK(ps_to_us(fitted.kernel_launch_ps) == doctest::Approx(3.0 + 2e6 / (4.8e12 * 0.85) * 1e6).epsilon(1e-6));
+    CHECK(ps_to_us(fitted.kernel_launch_ps) ==
+          doctest::Approx(3.0 + 2e6 / (4.8e12 * 0.85) * 1e6).epsilon(1e-6));
     CHECK(contains(report.find("gpu.kernel_launch")->source, "no empty-kernel rows"));
     // ... so the memory curve's half_work fits to about 0 and its predictions stay exact.
     CHECK(fitted.memory_bound.half_work == doctest::Approx(0.0).epsilon(1e-6).scale(2e6));
@@ -369,7 +376,8 @@ TEST_CASE("lynxsim fit command: CSV in, loadable profile out") {
   CHECK(loaded.profile == "h200-sxm-141gb-calibrated");
   CHECK(loaded.gemm.max == doctest::Approx(result.fitted.gemm.max).epsilon(1e-6));
   CHECK(loaded.gemm.half_work == doctest::Approx(result.fitted.gemm.half_work).epsilon(1e-6));
-  CHECK(loaded.kernel_launch_ps == doctest::Approx(static_cast<double>(result.fitted.kernel_launch_ps)).epsilon(1e-6));
+  CHECK(loaded.kernel_launch_ps ==
+        doctest::Approx(static_cast<double>(result.fitted.kernel_launch_ps)).epsilon(1e-6));
   CHECK(loaded.nvlink.bw_bytes_per_s ==
         doctest::Approx(static_cast<double>(result.fitted.nvlink.bw_bytes_per_s)).epsilon(1e-6));
   CHECK(contains(loaded.source, "fitted from " + csv));
@@ -387,4 +395,33 @@ TEST_CASE("lynxsim fit command: CSV in, loadable profile out") {
   }
   std::filesystem::remove(csv);
   std::filesystem::remove(yaml);
+}
+
+TEST_CASE("fit of real H200 measurements (calibrate/measurements/h200-sxm-quick.csv)") {
+  // lynxsim-calibrate --quick on one H200 (calibrate/run_on_device.sh). Row counts per kind as
+  // `cut -d, -f1 | sort | uniq -c` gives them: 6 launch, 174 memory_bound, 584 gemm,
+  // 56 attention, 44 collective, 12 contention.
+  const RawMeasurements raw =
+      read_raw_csv(std::string(LYNXSIM_SOURCE_DIR) + "/calibrate/measurements/h200-sxm-quick.csv");
+  CHECK(raw.device_name() == "NVIDIA H200");
+  CHECK(raw.rows.size() == 876);
+  FitReport report;
+  const HardwareSpec fitted = fit_profile(raw, builtin_hardware_profile("h200-sxm-141gb"), &report);
+  // Bounds, not values: KINDS.md saw 769-798 TFLOP/s for an 8192^3 bf16 GEMM (0.78-0.81 of
+  // 989.5) and ~4.3 TB/s for a copy (0.9 of 4.8 TB/s); launch costs are microseconds.
+  CHECK(fitted.gemm.max > 0.6);
+  CHECK(fitted.gemm.max <= 1.0);
+  CHECK(fitted.memory_bound.max > 0.5);
+  CHECK(fitted.memory_bound.max <= 1.0);
+  CHECK(ps_to_us(fitted.kernel_launch_ps) > 1.0);
+  CHECK(ps_to_us(fitted.kernel_launch_ps) < 10.0);
+  CHECK(fitted.contention_factor >= 0.0);
+  // bf16 rows only (half of 584 GEMM and of 56 attention rows); the 5 empty_kernel launch rows
+  // (the sixth launch row is host-paced, not fitted).
+  CHECK(report.find("gpu.gemm_efficiency")->measurements == 292);
+  CHECK(report.find("gpu.attention_efficiency")->measurements == 28);
+  CHECK(report.find("gpu.kernel_launch")->measurements == 5);
+  // One GPU: no link could be measured.
+  CHECK_FALSE(report.find("node.nvlink")->fitted);
+  CHECK(contains(report.find("gpu.contention")->source, "stand"));
 }

@@ -128,7 +128,8 @@ TEST_CASE("raw CSV: comments, blank lines and merging") {
   CHECK(raw.metadata_value("device") == "GPU A");
   CHECK(raw.metadata_value("missing").empty());
 
-  const RawMeasurements other = parse_raw_csv("# device: GPU B\n" + kHeader + "\n" + kGoodRow, "b.csv");
+  const RawMeasurements other =
+      parse_raw_csv("# device: GPU B\n" + kHeader + "\n" + kGoodRow, "b.csv");
   const RawMeasurements merged = merge_raw({raw, other});
   CHECK(merged.rows.size() == 3);
   CHECK(merged.device_name() == "GPU A");
@@ -146,12 +147,14 @@ TEST_CASE("raw CSV: malformed input names the line") {
         std::string::npos);
   CHECK(parse("# only a comment\n").find("bad.csv: no header line") != std::string::npos);
   const std::string head = "# device: x\n\n" + kHeader + "\n";  // data starts at line 4
-  CHECK(parse(head + "gemm,x,bf16,1,2,3\n").find("bad.csv:4: expected 15 comma-separated columns") !=
-        std::string::npos);
+  CHECK(
+      parse(head + "gemm,x,bf16,1,2,3\n").find("bad.csv:4: expected 15 comma-separated columns") !=
+      std::string::npos);
   CHECK(parse(head + kGoodRow + "\ngemm,x,bf16,abc,2,3,1,12,1,1,device,5,4,6,10\n")
             .find("bad.csv:5: column 'm': expected an integer, got 'abc'") != std::string::npos);
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,-12,1,1,device,5,4,6,10\n")
-            .find("bad.csv:4: column 'bytes': expected a non-negative integer") != std::string::npos);
+            .find("bad.csv:4: column 'bytes': expected a non-negative integer") !=
+        std::string::npos);
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,12,1,1,device,5x,4,6,10\n")
             .find("bad.csv:4: column 'time_us_median': expected a number, got '5x'") !=
         std::string::npos);
@@ -166,7 +169,8 @@ TEST_CASE("raw CSV: malformed input names the line") {
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,12,1,1,device,-5,-6,7,10\n")
             .find("bad.csv:4: column 'time_us_median' must be a positive") != std::string::npos);
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,12,1,1,device,inf,4,inf,10\n")
-            .find("bad.csv:4: column 'time_us_median' must be a positive finite") != std::string::npos);
+            .find("bad.csv:4: column 'time_us_median' must be a positive finite") !=
+        std::string::npos);
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,12,2,3,intra,5,4,6,10\n")
             .find("bad.csv:4: column 'nodes' must be in [1, ranks = 2]") != std::string::npos);
   CHECK(parse(head + "gemm,x,bf16,1,2,3,1,12,1,1,device,5,4,6,0\n")

@@ -24,7 +24,8 @@ ModelSpec small_model() {
   return m;
 }
 
-using GemmKey = std::tuple<bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
+using GemmKey =
+    std::tuple<bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string>;
 GemmKey key(const GemmShape& g) {
   return {g.kind == model::OpKind::kAttention, g.m, g.n, g.k, g.batch, g.layout()};
 }
