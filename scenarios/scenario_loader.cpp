@@ -527,10 +527,15 @@ HardwareSpec builtin_hardware_profile(const std::string& name) {
   for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
     if (file.name == name) return read_profile(file.text, std::string(file.path));
   }
+  // The closest known name by edit distance, among those within 3 edits or containing it.
   std::string hint;
+  std::size_t best_distance = SIZE_MAX;
   for (const std::string& known : builtin_profile_names()) {
-    if (edit_distance(known, name) <= 3 || (!name.empty() && known.find(name) != std::string::npos))
+    const std::size_t d = edit_distance(known, name);
+    if ((d <= 3 || (!name.empty() && known.find(name) != std::string::npos)) && d < best_distance) {
+      best_distance = d;
       hint = fmt::format("; did you mean '{}'?", known);
+    }
   }
   fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
 }

@@ -30,7 +30,8 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 TEST_CASE("the built-in profiles are the files in hw_models/profiles") {
   const std::vector<std::string> names = builtin_profile_names();
   CHECK(names == std::vector<std::string>{"dgx-a100-80gb", "a100-pcie-40gb", "dgx-h100-80gb",
-                                          "h200-sxm-141gb"});
+                                          "h200-sxm-141gb", "h200-sxm-141gb-calibrated",
+                                          "dgx-a100-80gb-vtrain-fit"});
   std::vector<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(profiles_dir())) {
     if (entry.path().extension() == ".yaml") on_disk.push_back(entry.path().stem().string());
@@ -136,7 +137,7 @@ TEST_CASE("dgx-h100-80gb and h200-sxm-141gb: Hopper, NVLink4, NDR") {
 TEST_CASE("unknown built-in profile lists the known ones") {
   CHECK(error_of([] { builtin_hardware_profile("h300"); }) ==
         "unknown hardware profile 'h300' (built-in profiles: dgx-a100-80gb, a100-pcie-40gb, "
-        "dgx-h100-80gb, h200-sxm-141gb)");
+        "dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit)");
 }
 
 TEST_CASE("profile file errors") {
