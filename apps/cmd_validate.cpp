@@ -6,16 +6,18 @@
 #include "scenarios/scenario_loader.hpp"
 #include "sim/error.hpp"
 #include "validate/fit.hpp"
-#include "validate/statistics.hpp"
 #include "validate/validation.hpp"
 #include "validate/validation_report.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace lynx::cli {
@@ -74,6 +76,10 @@ std::vector<val::RowResult> subset(const std::vector<val::RowResult>& all,
 }
 
 std::string fold_name(int fold) { return fold == 0 ? "even" : "odd"; }
+
+std::string every_nth_row(std::size_t stride) {
+  return stride == 1 ? "every row" : fmt::format("every {}th row", stride);
+}
 
 }  // namespace
 
@@ -154,23 +160,30 @@ int cmd_validate(const std::vector<std::string>& argv) {
   fit_options.sweeps = sweeps;
   fit_options.golden_steps = golden_steps;
   fit_options.threads = threads;
-  // Text of the fit report goes to stdout as comments in CSV mode, plain in table mode.
+  // The fit report goes to stdout as it is made: '#' comment lines in CSV mode.
   const char* c = report.format == val::ValidationFormat::kCsv ? "# " : "";
   std::ostringstream fit_text;
+  auto flush_fit_text = [&] {
+    std::istringstream lines(fit_text.str());
+    for (std::string line; std::getline(lines, line);) fmt::print("{}{}\n", line.empty() ? "" : c, line);
+    std::cout.flush();
+    fit_text.str("");
+  };
   fmt::print(fit_text,
              "lynxsim {} validate --fit: {} ({} rows), start profile {}\n"
-             "objective: mean |ln(predicted / measured)| over the training rows (optimiser: every "
-             "{}-th of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
+             "objective: mean |ln(predicted / measured)| over the training rows (the optimiser "
+             "scores {} of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
              "coordinate over a fixed interval\n",
-             lynxsim_version(), csv, runs.size(), profile_label, inner_stride, sweeps, golden_steps);
+             lynxsim_version(), csv, runs.size(), profile_label, every_nth_row(inner_stride), sweeps,
+             golden_steps);
+  flush_fit_text();
 
   const auto start_rows = simulate_with_bar(base, runs, all, csv, "start profile", threads);
-  std::vector<val::FitResult> folds;
   std::vector<val::Summary> held_out;
   for (int fold = 0; fold < (skip_folds ? 0 : 2); ++fold) {
     const auto train = val::fold_rows(runs.size(), fold);
     const auto test = val::fold_rows(runs.size(), 1 - fold);
-    val::FitResult result = [&] {
+    const val::FitResult result = [&] {
       ProgressBar bar(fmt::format("fit on {} rows", fold_name(fold)));
       return val::fit_hardware(base, runs, train, csv, fit_options, bar.callback());
     }();
@@ -188,7 +201,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
                val::summary_line(val::summarize(subset(start_rows, test))));
     fmt::print(fit_text, "  held-out {} rows, fitted:        {}\n", fold_name(1 - fold),
                val::summary_line(held_out.back()));
-    folds.push_back(std::move(result));
+    flush_fit_text();
   }
 
   const val::FitResult final_fit = [&] {
@@ -220,11 +233,12 @@ int cmd_validate(const std::vector<std::string>& argv) {
         "Fitted by `lynxsim validate {} --fit` (lynxsim {}) to {} measured Megatron-DeepSpeed GPT "
         "iterations on one 8x A100 node (vTrain, Bang et al., MICRO 2024, "
         "data/ground_truth_single.csv): {}. Objective: mean |ln(predicted/measured)| over all "
-        "rows (optimiser scoring every {}th row), cyclic coordinate descent with golden section "
+        "rows (optimiser scoring {}), cyclic coordinate descent with golden section "
         "({} sweeps, {} steps). Two-fold held-out check (fit on even rows, test on odd; and the "
         "reverse): MAPE {:.2f}% / {:.2f}%, Kendall tau-b {:.3f} / {:.3f}; all rows: MAPE {:.2f}%, "
         "tau-b {:.3f}. Every other number is {}'s (citations there). See VALIDATION.md.",
-        csv, lynxsim_version(), runs.size(), fitted_list, inner_stride, sweeps, golden_steps,
+        csv, lynxsim_version(), runs.size(), fitted_list, every_nth_row(inner_stride), sweeps,
+        golden_steps,
         held_out[0].mape_percent, held_out[1].mape_percent, held_out[0].kendall_tau_b,
         held_out[1].kendall_tau_b, fitted_summary.mape_percent, fitted_summary.kendall_tau_b,
         base.hardware.profile);
@@ -237,8 +251,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     fmt::print(fit_text, "  profile written to {}\n", write_profile);
   }
 
-  std::istringstream lines(fit_text.str());
-  for (std::string line; std::getline(lines, line);) fmt::print("{}{}\n", line.empty() ? "" : c, line);
+  flush_fit_text();
   fmt::print("\n");
   report.title = fmt::format("validation with the profile fitted on all rows ({})",
                              fmt::join(final_fit.keys, ", "));

@@ -27,6 +27,7 @@ const std::map<std::string, Command>& commands() {
       {"figures", {lynx::cli::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
       {"plan", {lynx::cli::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
       {"fit", {lynx::cli::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
+      {"validate", {lynx::cli::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
       {"fields", {lynx::cli::cmd_fields, "list every scenario / profile field: unit, default, meaning"}},
   };
   return table;

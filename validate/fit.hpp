@@ -44,7 +44,7 @@ struct FitOptions {
   int golden_steps = 12;      ///< golden-section interval reductions per coordinate
   /// Inner loop subsample: the optimiser scores every `inner_stride`-th training row
   /// (1 = all); the final objective is reported on all training rows.
-  std::size_t inner_stride = 1;
+  std::size_t inner_stride = 4;
   int significant_digits = 3;  ///< fitted values are rounded to this many digits at the end
   unsigned threads = 1;        ///< simulate_runs workers per evaluation (results do not depend on it)
 };

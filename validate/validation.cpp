@@ -48,6 +48,11 @@ Scenario validation_base_scenario(const BaseOptions& options) {
     overrides.push_back("hardware.profile=" + options.profile);
   }
   for (std::string& o : megatron_deepspeed_overrides()) overrides.push_back(std::move(o));
+  // Placeholders for what every row replaces: one GPU, one sequence, so that the loader's
+  // layout checks pass whatever the built-in default's layout and the user's overrides are.
+  for (const char* o : {"parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
+                        "parallel.global_batch=1"})
+    overrides.emplace_back(o);
   for (const std::string& o : options.overrides) overrides.push_back(o);
   return default_scenario(overrides);
 }

@@ -1,6 +1,7 @@
 // Row-to-scenario mapping, the deterministic split, the fitter on synthetic measurements with a
 // known answer, and the regression guard: the committed fitted profile on all measured rows.
 #include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
 #include "sim/error.hpp"
 #include "validate/fit.hpp"
 #include "validate/validation.hpp"
@@ -159,4 +160,99 @@ TEST_CASE("regression guard: the committed fitted profile on all vTrain rows") {
                                               << s.kendall_tau_b);
   CHECK(s.mape_percent <= 12.0);
   CHECK(s.kendall_tau_b >= 0.8);
+}
+
+TEST_CASE("results do not depend on the number of simulation threads") {
+  const Scenario base = validation_base_scenario({});
+  const std::vector<MeasuredRun> runs = {make_run(1, 1, 1, 2, 2, 8, 1024, 12),
+                                         make_run(2, 2, 1, 1, 1, 4, 1024, 12),
+                                         make_run(3, 1, 2, 1, 4, 16, 1024, 12)};
+  const std::vector<std::size_t> order{2, 0, 1};
+  std::size_t last_done = 0;
+  const auto one = simulate_runs(base, runs, order, "runs.csv", {}, 1);
+  const auto two = simulate_runs(base, runs, order, "runs.csv",
+                                 [&](std::size_t done, std::size_t total) {
+                                   CHECK(total == 3);
+                                   CHECK(done == last_done + 1);
+                                   last_done = done;
+                                 },
+                                 2);
+  CHECK(last_done == 3);
+  REQUIRE(one.size() == 3);
+  REQUIRE(two.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(one[k].index == order[k]);
+    CHECK(two[k].index == order[k]);
+    CHECK(one[k].predicted_ms == two[k].predicted_ms);  // bit-identical
+  }
+  // A failing row is reported by its line, whichever thread ran it.
+  std::vector<MeasuredRun> bad = runs;
+  bad[1].heads = 3;  // 3 heads do not divide hidden 1024
+  CHECK_THROWS_WITH_AS(simulate_runs(base, bad, {0, 1, 2}, "runs.csv", {}, 2),
+                       doctest::Contains("runs.csv:2:"), lynx::Error);
+}
+
+TEST_CASE("summary, worst rows and error by category on hand-made rows") {
+  // Measured 100 and 200 ms, predicted 110 and 180: errors +10% and −10%.
+  std::vector<RowResult> rows(2);
+  rows[0].index = 0;
+  rows[0].run = make_run(2, 1, 1, 2, 2, 8, 1024, 12);
+  rows[0].run.iteration_ms = 100;
+  rows[0].predicted_ms = 110;
+  rows[0].error_percent = 10;
+  rows[1].index = 1;
+  rows[1].run = make_run(3, 2, 1, 1, 2, 8, 1024, 12);
+  rows[1].run.iteration_ms = 200;
+  rows[1].predicted_ms = 180;
+  rows[1].error_percent = -10;
+  const Summary s = summarize(rows);
+  CHECK(s.rows == 2);
+  CHECK(s.mape_percent == doctest::Approx(10.0));
+  CHECK(s.median_ape_percent == doctest::Approx(10.0));
+  CHECK(s.mean_signed_error_percent == doctest::Approx(0.0));
+  // (ln 1.1 + |ln 0.9|) / 2 = (0.0953102 + 0.1053605) / 2 = 0.1003353.
+  CHECK(s.mean_abs_log_error == doctest::Approx(0.1003353).epsilon(1e-6));
+  CHECK(s.kendall_tau_b == doctest::Approx(1.0));  // one pair, both increasing
+  // Equal |error|: the lower index first.
+  const auto worst = worst_rows(rows, 1);
+  REQUIRE(worst.size() == 1);
+  CHECK(worst[0].index == 0);
+  const auto categories = errors_by_category(rows);
+  // tp has two values (1: +10%, 2: −10%); pp two values (2, 1), sorted ascending.
+  REQUIRE(categories.size() >= 4);
+  CHECK(categories[0].column == "tp");
+  CHECK(categories[0].value == 1);
+  CHECK(categories[0].mean_signed_error_percent == doctest::Approx(10.0));
+  CHECK(categories[1].value == 2);
+  CHECK(categories[1].mean_signed_error_percent == doctest::Approx(-10.0));
+  CHECK(categories[2].column == "pp");
+  CHECK(categories[2].value == 1);
+  CHECK(categories[2].mean_signed_error_percent == doctest::Approx(-10.0));
+  CHECK(categories[3].value == 2);
+  // Both rows share dp 1: one group with bias 0 and MAPE 10.
+  CHECK(categories[4].column == "dp");
+  CHECK(categories[4].rows == 2);
+  CHECK(categories[4].mean_signed_error_percent == doctest::Approx(0.0));
+  CHECK(categories[4].mape_percent == doctest::Approx(10.0));
+  CHECK_THROWS_AS(summarize({rows[0]}), lynx::Error);
+}
+
+TEST_CASE("the fitted profile differs from the datasheet profile only in the fitted parameters") {
+  const std::string path = LYNXSIM_SOURCE_DIR "/hw_models/profiles/dgx-a100-80gb-vtrain-fit.yaml";
+  REQUIRE_MESSAGE(std::filesystem::exists(path), "fitted profile missing: " << path);
+  HardwareSpec fitted = load_hardware_profile_file(path);
+  const HardwareSpec datasheet = builtin_hardware_profile("dgx-a100-80gb");
+  CHECK(fitted.profile == "dgx-a100-80gb-vtrain-fit");
+  CHECK(fitted.source.find("lynxsim validate") != std::string::npos);
+  // Put the datasheet's values back into the fitted fields: what remains must be identical.
+  for (const std::string& key : default_fit_keys()) {
+    const FitParameter& p = fittable_parameter(key);
+    CAPTURE(key);
+    CHECK(p.get(fitted) != p.get(datasheet));  // it was fitted
+    p.set(fitted, p.get(datasheet));
+  }
+  fitted.profile = datasheet.profile;
+  fitted.source = datasheet.source;
+  fitted.profile_file = datasheet.profile_file;
+  CHECK(hardware_profile_to_yaml(fitted) == hardware_profile_to_yaml(datasheet));
 }
