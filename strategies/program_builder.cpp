@@ -228,6 +228,9 @@ class Builder {
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
                                 const WindowHook& on_window = {});
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
+  /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
+  /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
+  void emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after);
 
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
@@ -436,6 +439,17 @@ sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) 
                          dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
 }
 
+void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after) {
+  TaskArgs send;
+  send.stream = kPp;
+  send.kind = sim::TaskKind::kComm;
+  send.category = sim::Category::kPpComm;
+  send.name = intern_name(forward ? "send_activation" : "send_gradient");
+  const sim::TaskId t = add_task(send, {after});
+  add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
+  transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
+}
+
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   stage_ = stage;
   dp_rank_ = dp_rank;
@@ -446,7 +460,6 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   const int last_vs = pp * chunks - 1;
   const auto order = pipeline_order(p_.schedule, pp, micro_batches_, chunks);
   const std::uint64_t layer_params = work_.layer_params;
-  const std::uint64_t boundary_bytes = work_.boundary_bytes;
 
   // Last backward step of each chunk: gradients of that chunk are final after it.
   std::vector<int> last_bwd_step(static_cast<size_t>(chunks), -1);
@@ -483,16 +496,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
       set_instance(mb);
       if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
       compute_tail = after;
-      if (vs < last_vs) {
-        TaskArgs send;
-        send.stream = kPp;
-        send.kind = sim::TaskKind::kComm;
-        send.category = sim::Category::kPpComm;
-        send.name = intern_name("send_activation");
-        const sim::TaskId t = add_task(send, {after});
-        add_flow(t, rank_, stage_rank((vs + 1) % pp), boundary_bytes);
-        transfers_[transfer_key(vs, st.micro_batch, true)] = t;
-      }
+      if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
     } else {
       const int layers_here = static_cast<int>(sp.layers.size());
       // Overlapped recomputes already issued (recompute-stream task each layer waits for).
@@ -564,16 +568,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
           total_params += chunk_emb + layer_params * sp.layers.size();
         }
       }
-      if (vs > 0) {
-        TaskArgs send;
-        send.stream = kPp;
-        send.kind = sim::TaskKind::kComm;
-        send.category = sim::Category::kPpComm;
-        send.name = intern_name("send_gradient");
-        const sim::TaskId t = add_task(send, {after});
-        add_flow(t, rank_, stage_rank((vs - 1) % pp), boundary_bytes);
-        transfers_[transfer_key(vs, st.micro_batch, false)] = t;
-      }
+      if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
     }
   }
   if (p_.dp_overlap == DpOverlap::kEnd)
