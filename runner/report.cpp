@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
 #include <ostream>
 #include <sstream>
@@ -39,6 +40,9 @@ void write_table(std::ostream& out, const SimResult& r) {
              r.samples_per_s);
   fmt::print(out, "  model TFLOP/s    {:>12.1f} per GPU\n", r.tflops_per_gpu);
   fmt::print(out, "  MFU / HFU        {:>11.1f}% / {:.1f}%\n", 100 * r.mfu, 100 * r.hfu);
+  if (r.search_seconds > 0)
+    fmt::print(out, "  planner search   {:>12.6f} s   (largest MILP gap {:.2f}%), layers per stage {}\n",
+               r.search_seconds, 100 * r.solver_gap, fmt::join(r.layers_per_stage, " "));
   fmt::print(out, "  memory           {}\n\n",
              r.oom ? fmt::format("OOM (stage {} exceeds {:.1f} GiB)", r.oom_stage,
                                  static_cast<double>(r.scenario.hardware.memory_bytes) / kGiB)
@@ -86,6 +90,9 @@ void write_json(std::ostream& out, const SimResult& r) {
   fmt::print(out, "  \"gpus\": {},\n  \"micro_batches\": {},\n  \"symmetric\": {},\n", r.gpus,
              r.micro_batches, r.symmetric ? "true" : "false");
   fmt::print(out, "  \"events\": {},\n  \"tasks\": {},\n", r.events, r.tasks);
+  fmt::print(out, "  \"search_seconds\": {:.6f},\n  \"solver_gap\": {:.6f},\n", r.search_seconds,
+             r.solver_gap);
+  fmt::print(out, "  \"layers_per_stage\": [{}],\n", fmt::join(r.layers_per_stage, ", "));
   fmt::print(out, "  \"peak_memory_bytes\": [");
   for (size_t i = 0; i < r.stages.size(); ++i)
     fmt::print(out, "{}{}", i ? ", " : "", r.stages[i].peak_memory_bytes);
