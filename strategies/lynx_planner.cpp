@@ -87,6 +87,14 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& t
       overlap.transient_bytes = 2 * dropped;
       overlap.label = demand.label + "@overlap";
       options.push_back(overlap);
+      // The same recompute hidden in the forward step before this backward (1F1B steady
+      // state): its tensors are held from that forward until consumed, for every such layer.
+      LayerOption forward = overlap;
+      forward.decision.window = Window::kFwdTpComm;
+      forward.transient_bytes = 0;
+      forward.held_bytes = dropped;
+      forward.label = demand.label + "@fwd-overlap";
+      options.push_back(forward);
     }
   }
   return options;
@@ -245,6 +253,8 @@ class Planner {
     pr.stage = stage;
     pr.in_flight = in_flight(stage);
     pr.options = options_;
+    for (LayerOption& o : pr.options)  // held bytes as kept bytes of this stage
+      o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
     std::uint64_t params = 0;
     std::int64_t extras = 0;
     for (int c = 0; c < chunks_; ++c) {
@@ -260,7 +270,10 @@ class Planner {
         extras += head_saved_;
       }
       const StageWindows& win = windows_[static_cast<size_t>(vs)];
-      for (int l = 0; l < n; ++l) pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
+      for (int l = 0; l < n; ++l) {
+        pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
+        pr.fwd_window_ps.push_back(win.forward_ps);
+      }
       pr.layers += n;
     }
     pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
@@ -302,6 +315,7 @@ void Planner::measure_windows(PlannerOutput& out) {
   const BuiltProgram built = build_program(sc_, baseline, topo_, w_);
   const sim::ExecResult exec = sim::execute(built.machine, built.program);
   const auto capacity = measure_window_capacity(built, exec);
+  const auto forward = measure_forward_window_capacity(built, exec);
   windows_.assign(static_cast<size_t>(virtual_stages_), {});
   for (size_t vs = 0; vs < capacity.size() && vs < windows_.size(); ++vs) {
     const auto& c = capacity[vs];
@@ -312,6 +326,7 @@ void Planner::measure_windows(PlannerOutput& out) {
     std::nth_element(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(inner.size() / 2), inner.end());
     windows_[vs].inner_ps = inner[inner.size() / 2];
   }
+  for (size_t vs = 0; vs < forward.size() && vs < windows_.size(); ++vs) windows_[vs].forward_ps = forward[vs];
   // Exposed TP communication per layer and micro-batch, for the partition's stage times.
   TimePs tp_exposed = 0;
   for (const auto& per_gpu : compute_stream_gaps(built.program, exec, built.machine.gpus.size()))
@@ -359,7 +374,7 @@ RecomputePlan Planner::materialize(const std::vector<int>& layers_per_vs,
       const int n = layers_per_vs[static_cast<size_t>(vs)];
       for (int l = 0; l < n; ++l, ++i) {
         LayerDecision d = options_[static_cast<size_t>(s.option_of_layer[i])].decision;
-        if (d.overlapped()) {
+        if (d.overlapped() && d.window != Window::kFwdTpComm) {
           const bool top = l + 1 == n;
           d.window = top && vs != virtual_stages_ - 1 ? Window::kPpRecvWait : Window::kBwdTpComm;
         }
@@ -423,26 +438,31 @@ PlannerOutput Planner::run() {
     out.plan = std::move(candidate);
     out.fallback = name;
   };
-  // Lynx's decision space contains the non-overlapped plans: when the engine finds the best of
-  // those faster (the window estimate was optimistic), keep it.
-  if (sc_.recompute.strategy != RecomputeKind::kCheckmate) {
-    std::vector<StageSolution> plain;
+  // Lynx's decision space contains narrower ones: when the engine finds the best plan without
+  // forward windows, or without any overlap, faster (a window estimate was optimistic), keep it.
+  auto solve_restricted = [&](const std::function<bool(const LayerOption&)>& allowed) {
+    std::vector<StageSolution> solutions;
     for (const StageProblem& pr : out.problems) {
-      StageProblem no_overlap = pr;
-      no_overlap.options.clear();
+      StageProblem restricted = pr;
+      restricted.options.clear();
       std::vector<int> index_of;
       for (size_t o = 0; o < pr.options.size(); ++o)
-        if (!pr.options[o].overlapped) {
-          no_overlap.options.push_back(pr.options[o]);
+        if (allowed(pr.options[o])) {
+          restricted.options.push_back(pr.options[o]);
           index_of.push_back(static_cast<int>(o));
         }
-      StageSolution s = solve(no_overlap);
-      for (int& o : s.option_of_layer) o = index_of[static_cast<size_t>(o)];
-      plain.push_back(std::move(s));
+      StageSolution sol = solve(restricted);
+      for (int& o : sol.option_of_layer) o = index_of[static_cast<size_t>(o)];
+      solutions.push_back(std::move(sol));
     }
     std::vector<int> layers_per_vs;
     for (const StagePlan& sp : out.plan.stages) layers_per_vs.push_back(static_cast<int>(sp.layers.size()));
-    consider(materialize(layers_per_vs, plain), "no-overlap");
+    return materialize(layers_per_vs, solutions);
+  };
+  if (sc_.recompute.strategy != RecomputeKind::kCheckmate) {
+    consider(solve_restricted([](const LayerOption& o) { return o.decision.window != Window::kFwdTpComm; }),
+             "no-forward-windows");
+    consider(solve_restricted([](const LayerOption& o) { return !o.overlapped; }), "no-overlap");
   }
   const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
   for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {

@@ -42,6 +42,7 @@ std::vector<int> min_max_partition(int layers, int stages,
 struct StageWindows {
   TimePs inner_ps = 0;
   TimePs top_ps = 0;
+  TimePs forward_ps = 0;  ///< TP-gated idle in one layer's forward (median)
 };
 
 struct PlannerOutput {
@@ -53,7 +54,8 @@ struct PlannerOutput {
   double baseline_seconds = 0;           ///< the window-measuring simulation
   int confirm_rounds = 0;                ///< engine confirmations (budget tightened on OOM)
   /// "" when the searched plan won; else what the engine found faster and was kept instead:
-  /// "no-overlap" (the same search without overlap options), "selective" or "full".
+  /// "no-forward-windows" / "no-overlap" (the same search with fewer options), "selective" or
+  /// "full".
   std::string fallback;
 };
 

@@ -101,6 +101,27 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
   return capacity;
 }
 
+std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
+                                                   const sim::ExecResult& exec) {
+  const sim::Program& prog = built.program;
+  std::map<sim::TaskId, IdleGap> gap_before;
+  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
+    for (const IdleGap& gap : per_gpu)
+      if (gap.next_task >= 0 && gated_by(prog, gap, sim::Category::kTpComm)) gap_before[gap.next_task] = gap;
+  std::map<int, std::vector<TimePs>> samples;
+  int virtual_stages = 0;
+  for (const LayerSpan& s : built.layer_forward) {
+    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
+    TimePs idle = 0;
+    for (auto it = gap_before.lower_bound(s.first_task); it != gap_before.end() && it->first < s.end_task; ++it)
+      idle += it->second.comm_in_flight_ps;
+    samples[s.virtual_stage].push_back(idle);
+  }
+  std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);
+  for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median(v);
+  return capacity;
+}
+
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec) {
   std::vector<sim::TraceSpan> spans;
   const auto gaps = compute_stream_gaps(built.program, exec, built.machine.gpus.size());

@@ -34,6 +34,11 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& progra
 std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
                                                          const sim::ExecResult& exec);
 
+/// Forward-window capacity per virtual stage: the median over layers and micro-batches of the
+/// TP-gated idle time in one layer's forward pass.
+std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
+                                                   const sim::ExecResult& exec);
+
 /// The windows as trace annotations ("tp window", "pp window") for every simulated GPU.
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec);
 

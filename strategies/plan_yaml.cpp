@@ -23,6 +23,7 @@ const char* window_name(Window w) {
     case Window::kNone: return "none";
     case Window::kBwdTpComm: return "bwd-tp";
     case Window::kPpRecvWait: return "pp-wait";
+    case Window::kFwdTpComm: return "fwd-tp";
   }
   return "none";
 }
@@ -72,7 +73,7 @@ std::string plan_to_yaml(const RecomputePlan& plan, const std::string& scenario_
     y << fmt::format("search:\n  seconds: {:.6f}\n  baseline_seconds: {:.6f}\n  confirm_rounds: {}\n",
                      planner->search_seconds, planner->baseline_seconds, planner->confirm_rounds);
     if (!planner->fallback.empty())
-      y << "  fallback: " << planner->fallback << "  # the engine found Megatron's plan faster\n";
+      y << "  fallback: " << planner->fallback << "  # the engine found this narrower plan faster\n";
     y << "  stages:\n";
     for (size_t k = 0; k < planner->solutions.size(); ++k) {
       const auto& s = planner->solutions[k];
@@ -156,10 +157,11 @@ RecomputePlan load_plan_text(const std::string& text, const std::string& file, i
         const auto w = l["window"].as<std::string>();
         if (w == "bwd-tp") d.window = Window::kBwdTpComm;
         else if (w == "pp-wait") d.window = Window::kPpRecvWait;
-        else if (w != "none") fail_at(file, l["window"], "stages[].layers[].window", fmt::format("'{}' is not one of: bwd-tp, pp-wait, none", w));
+        else if (w == "fwd-tp") d.window = Window::kFwdTpComm;
+        else if (w != "none") fail_at(file, l["window"], "stages[].layers[].window", fmt::format("'{}' is not one of: bwd-tp, pp-wait, fwd-tp, none", w));
       }
       if (mode == "overlap" && d.window == Window::kNone)
-        fail_at(file, l, "stages[].layers[].window", "mode overlap needs a window (bwd-tp or pp-wait)");
+        fail_at(file, l, "stages[].layers[].window", "mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
       if (l["rerun_whole_groups"]) d.rerun_whole_groups = l["rerun_whole_groups"].as<bool>();
       sp.layers.push_back(d);
     }

@@ -8,7 +8,10 @@ namespace lynx::strategy {
 
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
   if (!option.overlapped) return option.recompute_ps;
-  const TimePs window = p.window_ps[static_cast<size_t>(layer)];
+  const auto l = static_cast<size_t>(layer);
+  const TimePs window = option.decision.window == Window::kFwdTpComm
+                            ? (l < p.fwd_window_ps.size() ? p.fwd_window_ps[l] : 0)
+                            : p.window_ps[l];
   return std::max<TimePs>(0, option.overlapped_ps - window);
 }
 

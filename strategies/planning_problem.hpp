@@ -24,6 +24,10 @@ struct LayerOption {
   /// the communication it hides behind). Only the part beyond the window is exposed.
   TimePs overlapped_ps = 0;
   bool overlapped = false;
+  /// Bytes held for a whole pipeline step (forward-window recomputes: the tensors come back
+  /// in the forward before the backward). Planners fold them into kept_bytes per stage as
+  /// ceil(held / in_flight), so memory stays in_flight · Σ kept + max transient.
+  std::int64_t held_bytes = 0;
   std::string label;                 ///< e.g. "drop{core,mlp}@bwd-tp"
 };
 
@@ -38,6 +42,8 @@ struct StageProblem {
   /// exposed communication in the backward of the layer above, or the pipeline wait for the
   /// top layer.
   std::vector<TimePs> window_ps;
+  /// Forward-window capacity (ps) per layer, for options with window kFwdTpComm (empty: 0).
+  std::vector<TimePs> fwd_window_ps;
 };
 
 /// A solution: the option index for every layer.

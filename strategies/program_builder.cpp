@@ -219,10 +219,11 @@ class Builder {
     const LayerDecision* decision;    ///< null: keep everything
     sim::StreamId stream;
     bool recompute;
+    const WindowHook* on_window = nullptr;  ///< called at the first wait on a collective
   };
   sim::TaskId emit_forward_chain(const ForwardChain& chain, sim::TaskId wait);
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
-                               sim::TaskId after);
+                               sim::TaskId after, const WindowHook& on_window = {});
   /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
   sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after);
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
@@ -281,7 +282,10 @@ class Builder {
   std::vector<Pending> pending_;
   std::unordered_map<std::int64_t, sim::TaskId> transfers_;
   std::vector<hw::Rank> rank_to_rep_;
-  std::vector<LayerSpan> layer_spans_;  ///< reduced simulation: simulated rank standing for each rank
+  std::vector<LayerSpan> layer_spans_;
+  std::vector<LayerSpan> layer_fwd_spans_;
+  /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
+  std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
   bool symmetric_ = false;
   int micro_batches_ = 0;
@@ -299,6 +303,8 @@ class Builder {
 /// Returns the chain's last task (a trailing collective, if any, so the caller waits on it).
 sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId wait) {
   sim::TaskId last = wait;
+  sim::TaskId last_kernel = -1;
+  bool window_opened = false;
   for (int index : *chain.indices) {
     const OpWithTimes& o = (*chain.ops)[static_cast<size_t>(index)];
     const std::uint32_t name = chain.recompute ? o.names.re : o.names.fwd;
@@ -311,6 +317,11 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
       wait = last;
       continue;
     }
+    if (!window_opened && chain.on_window && *chain.on_window && wait >= 0 && last_kernel >= 0 &&
+        prog_.tasks[static_cast<size_t>(wait)].kind == sim::TaskKind::kComm) {
+      window_opened = true;  // the compute stream idles from here until the collective ends
+      (*chain.on_window)(last_kernel);
+    }
     TaskArgs a;
     a.stream = chain.stream;
     a.category = !chain.recompute             ? sim::Category::kCompute
@@ -320,6 +331,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
     a.name = name;
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
+    last_kernel = last;
     wait = -1;
     // First forward: saved activations are allocated while the op writes them, unless the plan
     // drops them (the recompute pass allocates those when it starts).
@@ -331,11 +343,12 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
 }
 
 sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
-                                      const LayerDecision* decision, sim::TaskId after) {
+                                      const LayerDecision* decision, sim::TaskId after,
+                                      const WindowHook& on_window) {
   std::vector<int>& all = all_indices_[ops.size()];
   if (all.size() != ops.size())
     for (int i = static_cast<int>(all.size()); i < static_cast<int>(ops.size()); ++i) all.push_back(i);
-  return emit_forward_chain({&ops, &all, decision, kCompute, false}, after);
+  return emit_forward_chain({&ops, &all, decision, kCompute, false, &on_window}, after);
 }
 
 sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
@@ -489,9 +502,28 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
       if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
       sim::TaskId after = recv;
       if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
+      // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
+      // may recompute its layers in this forward's exposed TP collectives.
+      const PipeStep* next = si + 1 < steps.size() ? &steps[si + 1] : nullptr;
+      const bool next_is_backward = next && !next->forward && next->chunk == st.chunk;
       for (size_t l = 0; l < sp.layers.size(); ++l) {
+        WindowHook hook;
+        if (next_is_backward && sp.layers[l].overlapped() && sp.layers[l].window == Window::kFwdTpComm) {
+          const int mb_b = next->micro_batch;
+          hook = [&, l, mb_b](sim::TaskId anchor) {
+            const std::uint32_t outer = instance_;
+            set_instance(chunks > 1 ? fmt::format("mb{}.c{}.L{}.", mb_b, st.chunk, sp.first_layer + static_cast<int>(l))
+                                    : fmt::format("mb{}.L{}.", mb_b, sp.first_layer + static_cast<int>(l)));
+            fwd_ready_[{vs, mb_b, static_cast<int>(l)}] =
+                emit_recompute(sp.layers[l], kRecomputeStream, anchor);
+            instance_ = outer;
+          };
+        }
         layer_instance(static_cast<int>(l));
-        after = emit_forward_ops(layer_, &sp.layers[l], after);
+        const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
+        after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
+        layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
+                                    static_cast<sim::TaskId>(prog_.tasks.size()), recv});
       }
       set_instance(mb);
       if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
@@ -501,6 +533,12 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
       const int layers_here = static_cast<int>(sp.layers.size());
       // Overlapped recomputes already issued (recompute-stream task each layer waits for).
       std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
+      for (size_t l = 0; l < sp.layers.size(); ++l) {  // issued in the preceding forward
+        const auto it = fwd_ready_.find({vs, st.micro_batch, static_cast<int>(l)});
+        if (it == fwd_ready_.end()) continue;
+        overlap_ready[l] = it->second;
+        fwd_ready_.erase(it);
+      }
       auto issue_overlap = [&](int l, sim::TaskId anchor) {
         if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
         const std::uint32_t outer = instance_;
@@ -641,6 +679,7 @@ BuiltProgram Builder::build() {
   out.program = std::move(prog_);
   out.task_flops = std::move(flops_);
   out.layer_backward = std::move(layer_spans_);
+  out.layer_forward = std::move(layer_fwd_spans_);
   return out;
 }
 

@@ -39,6 +39,7 @@ struct BuiltProgram {
   bool symmetric = false;             ///< whether the reduced (one rank per stage) form was used
   std::vector<double> task_flops;     ///< FLOPs executed by each kernel task (0 for others)
   std::vector<LayerSpan> layer_backward;  ///< every layer backward pass, in program order
+  std::vector<LayerSpan> layer_forward;   ///< every layer forward pass (step_marker: its step's)
 };
 
 /// What one pipeline-stage GPU runs per micro-batch: the GPT ops of model/ (or synthetic ops

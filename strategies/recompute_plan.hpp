@@ -28,6 +28,9 @@ enum class Window : std::uint8_t {
   kNone,
   kBwdTpComm,   ///< the exposed TP collectives in the backward pass of the layer above
   kPpRecvWait,  ///< the wait for this micro-batch's gradient from the next stage (top layer)
+  /// The exposed TP collectives of the same layer in the forward step that precedes this
+  /// backward step on the GPU (1F1B steady state); falls back to the backward's start.
+  kFwdTpComm,
 };
 
 /// What happens to one layer's saved activations. Dropped groups are brought back by one
