@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -215,7 +216,7 @@ class Builder {
   using WindowHook = std::function<void(sim::TaskId anchor)>;
   struct ForwardChain {
     const std::vector<OpWithTimes>* ops;
-    const std::vector<int>* indices;  ///< which ops, in order
+    std::span<const int> indices;     ///< which ops, in order
     const LayerDecision* decision;    ///< null: keep everything
     sim::StreamId stream;
     bool recompute;
@@ -270,7 +271,7 @@ class Builder {
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
-  std::map<size_t, std::vector<int>> all_indices_;  ///< 0..n-1, per op-list length
+  std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
   std::map<std::tuple<int, std::vector<hw::Rank>, std::uint64_t>, std::vector<hw::Phase>> phases_;
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
@@ -305,7 +306,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
   sim::TaskId last = wait;
   sim::TaskId last_kernel = -1;
   bool window_opened = false;
-  for (int index : *chain.indices) {
+  for (int index : chain.indices) {
     const OpWithTimes& o = (*chain.ops)[static_cast<size_t>(index)];
     const std::uint32_t name = chain.recompute ? o.names.re : o.names.fwd;
     if (o.op.kind == OpKind::kCollective) {
@@ -345,10 +346,11 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
 sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
                                       const LayerDecision* decision, sim::TaskId after,
                                       const WindowHook& on_window) {
-  std::vector<int>& all = all_indices_[ops.size()];
-  if (all.size() != ops.size())
-    for (int i = static_cast<int>(all.size()); i < static_cast<int>(ops.size()); ++i) all.push_back(i);
-  return emit_forward_chain({&ops, &all, decision, kCompute, false, &on_window}, after);
+  // Every op, in order: a prefix of 0, 1, 2, ...
+  while (iota_.size() < ops.size()) iota_.push_back(static_cast<int>(iota_.size()));
+  return emit_forward_chain({&ops, std::span<const int>(iota_).first(ops.size()), decision, kCompute,
+                             false, &on_window},
+                            after);
 }
 
 sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
@@ -364,7 +366,7 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
     if (d.action(o.op.group) != Action::kKeep)
       add_mem(marker, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
   const std::vector<int> indices = recompute_ops(work_.layer, d);
-  return emit_forward_chain({&layer_, &indices, &d, stream, true}, marker);
+  return emit_forward_chain({&layer_, indices, &d, stream, true}, marker);
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
