@@ -285,7 +285,32 @@ class Planner {
     MilpOptions o;
     o.allow_overlap = sc_.recompute.strategy != RecomputeKind::kCheckmate;
     o.time_limit_s = ps_to_s(sc_.recompute.solver_time_limit_ps);
-    return solve_stage_milp(pr, o);
+    return least_work_among_ties(pr, solve_stage_milp(pr, o));
+  }
+  /// The MILP minimises exposed time only, and many plans tie (e.g. every overlap that fits
+  /// its window exposes 0). Per layer, swap to an option that exposes no more, recomputes less
+  /// and still fits: the engine prefers less recompute work (it still shares the SMs).
+  static StageSolution least_work_among_ties(const StageProblem& pr, StageSolution s) {
+    if (!s.feasible) return s;
+    for (int l = 0; l < pr.layers; ++l) {
+      auto& chosen = s.option_of_layer[static_cast<size_t>(l)];
+      for (int o = 0; o < static_cast<int>(pr.options.size()); ++o) {
+        const LayerOption& cand = pr.options[static_cast<size_t>(o)];
+        const LayerOption& cur = pr.options[static_cast<size_t>(chosen)];
+        if (exposed_ps(pr, l, cand) > exposed_ps(pr, l, cur) ||
+            recompute_work_ps(cand) >= recompute_work_ps(cur))
+          continue;
+        const int previous = chosen;
+        chosen = o;
+        if (evaluate(pr, s.option_of_layer).feasible) continue;
+        chosen = previous;
+      }
+    }
+    StageSolution improved = evaluate(pr, s.option_of_layer);
+    improved.solve_seconds = s.solve_seconds;
+    improved.gap = s.gap;
+    improved.status = s.status;
+    return improved;
   }
   /// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per
   /// micro-batch — its layers, embedding / head, and exposed recompute under its own memory
