@@ -71,7 +71,7 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
     for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
   } else {
     run.plan = strategy::plan_fixed_strategy(
-        sc.model, p, sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
+        sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
   }
   const auto started = std::chrono::steady_clock::now();
   run.built = strategy::build_program(sc, run.plan, topo, workload);

@@ -336,7 +336,7 @@ void Planner::measure_windows(PlannerOutput& out) {
   const auto start = std::chrono::steady_clock::now();
   RecomputeSpec keep;
   const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
-  const RecomputePlan baseline = plan_fixed_strategy(sc_.model, p_, keep, uniform);
+  const RecomputePlan baseline = plan_fixed_strategy(keep, uniform);
   const BuiltProgram built = build_program(sc_, baseline, topo_, w_);
   const sim::ExecResult exec = sim::execute(built.machine, built.program);
   const auto capacity = measure_window_capacity(built, exec);
@@ -493,7 +493,7 @@ PlannerOutput Planner::run() {
   for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {
     RecomputeSpec spec;
     spec.strategy = megatron;
-    consider(plan_fixed_strategy(sc_.model, p_, spec, uniform), to_string(megatron));
+    consider(plan_fixed_strategy(spec, uniform), to_string(megatron));
   }
   return out;
 }

@@ -88,8 +88,7 @@ LayerDecision attention_core_recompute() {
 
 }  // namespace
 
-RecomputePlan plan_fixed_strategy(const ModelSpec& /*model*/, const ParallelSpec& /*parallel*/,
-                                  const RecomputeSpec& recompute,
+RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
                                   const std::vector<int>& layers_per_stage) {
   RecomputePlan plan;
   plan.strategy = to_string(recompute.strategy);

@@ -71,8 +71,7 @@ std::vector<int> uniform_partition(int layers, int virtual_stages);
 
 /// Plans for the strategies that need no search: none, full (uniform / block with
 /// recompute.num_layers), selective. Throws for strategies that need a planner.
-RecomputePlan plan_fixed_strategy(const ModelSpec& model, const ParallelSpec& parallel,
-                                  const RecomputeSpec& recompute,
+RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
                                   const std::vector<int>& layers_per_stage);
 
 std::string to_string(RecomputeKind kind);

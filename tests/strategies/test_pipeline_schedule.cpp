@@ -66,7 +66,7 @@ struct PipeRun {
 PipeRun run_pipeline(ScheduleKind kind, int p, int m, int v) {
   Scenario sc = test::synthetic_scenario(p, m, v, kind);
   const hw::Topology topo(sc.hardware);
-  const auto plan = plan_fixed_strategy(sc.model, sc.parallel, sc.recompute,
+  const auto plan = plan_fixed_strategy(sc.recompute,
                                         uniform_partition(sc.model.layers, p * v));
   const auto built = build_program(sc, plan, topo, test::synthetic_workload());
   const auto exec = sim::execute(built.machine, built.program);
