@@ -90,6 +90,7 @@ void write_json(std::ostream& out, const SimResult& r) {
   fmt::print(out, "  \"gpus\": {},\n  \"micro_batches\": {},\n  \"symmetric\": {},\n", r.gpus,
              r.micro_batches, r.symmetric ? "true" : "false");
   fmt::print(out, "  \"events\": {},\n  \"tasks\": {},\n", r.events, r.tasks);
+  fmt::print(out, "  \"event_fingerprint\": \"{:016x}\",\n", r.event_fingerprint);
   fmt::print(out, "  \"search_seconds\": {:.6f},\n  \"solver_gap\": {:.6f},\n", r.search_seconds,
              r.solver_gap);
   fmt::print(out, "  \"layers_per_stage\": [{}],\n", fmt::join(r.layers_per_stage, ", "));

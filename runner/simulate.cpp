@@ -88,6 +88,7 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);
   r.symmetric = run.built.symmetric;
   r.events = run.exec.events;
+  r.event_fingerprint = run.exec.fingerprint;
   r.tasks = run.built.program.tasks.size();
   r.iteration_time_s = ps_to_s(run.exec.makespan_ps);
   LYNX_CHECK(r.iteration_time_s > 0, "empty iteration");

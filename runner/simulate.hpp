@@ -50,6 +50,7 @@ struct SimResult {
   double simulate_seconds = 0;        ///< wall time of building + running the final programs
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
+  std::uint64_t event_fingerprint = 0;  ///< of the final run's event stream (sim/fingerprint.hpp)
   std::vector<StageBreakdown> stages;
 };
 

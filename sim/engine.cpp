@@ -144,6 +144,8 @@ bool Engine::fire_next(TimePs limit_ps) {
     slot.generation = next_generation(slot.generation);  // from now on cancel(id) is false
     --live_events_;
     ++events_processed_;
+    fingerprint_.add(top.time_ps);
+    fingerprint_.add(sequence_of(top));
     // Frees the slot after the handler returns or throws; the slot is not reusable meanwhile.
     struct Release {
       Engine& engine;

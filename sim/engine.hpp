@@ -2,6 +2,7 @@
 /// The discrete-event engine: a priority queue of typed handlers ordered by (time, insertion
 /// sequence), so equal-time events run first-in first-out and every run is bit-identical.
 /// An Engine is a plain value: no globals, several engines in one process are independent.
+#include "sim/fingerprint.hpp"
 #include "sim/inline_function.hpp"
 #include "sim/time.hpp"
 
@@ -80,6 +81,8 @@ class Engine {
   bool empty() const { return live_events_ == 0; }
   /// Number of pending (scheduled, not cancelled, not yet run) events.
   std::uint64_t pending() const { return live_events_; }
+  /// Hash of the (time, sequence) of every event that ran, in order.
+  const Fingerprint& fingerprint() const { return fingerprint_; }
 
  private:
   // A heap entry is 16 bytes: the time, then (sequence << kSlotBits | slot). Compared as one
@@ -149,6 +152,7 @@ class Engine {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t live_events_ = 0;
   std::uint64_t events_processed_ = 0;
+  Fingerprint fingerprint_;
 };
 
 }  // namespace lynx::sim

@@ -355,6 +355,8 @@ class Execution {
       const TaskId t = unit_members_[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
+      task_fingerprint_.add_signed(engine_.now());
+      task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
       apply_memory(t, /*at_end=*/false);
       switch (task.kind) {
         case TaskKind::kKernel:
@@ -393,6 +395,8 @@ class Execution {
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
+      task_fingerprint_.add_signed(now);
+      task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       apply_memory(t, /*at_end=*/true);
       if (task.kind == TaskKind::kComm) {
         --gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
@@ -605,6 +609,9 @@ class Execution {
       result_.first_oom_ps[g] = memory_[g].first_oom_ps();
     }
     result_.events = engine_.events_processed();
+    Fingerprint combined = engine_.fingerprint();
+    combined.add(task_fingerprint_.value());
+    result_.fingerprint = combined.value();
   }
 
   /// Every unfinished task waits on another unfinished one, so following "waits on" edges from
@@ -652,6 +659,7 @@ class Execution {
   const Program& program_;
   const ExecOptions& options_;
   Engine engine_;
+  Fingerprint task_fingerprint_;  ///< (time, task << 1 | ended) of every task start and end
   ExecResult result_;
 
   // static structure

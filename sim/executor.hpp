@@ -24,6 +24,9 @@ struct ExecResult {
   std::vector<std::int64_t> peak_bytes;  ///< per GPU, static bytes included
   std::vector<TimePs> first_oom_ps;      ///< per GPU: first time usage exceeded capacity, -1 if never
   std::uint64_t events = 0;              ///< engine events processed
+  /// Hash of the engine's (time, sequence) event stream and of every task start and end
+  /// (time, task): equal for two runs that did the same thing (sim/fingerprint.hpp).
+  std::uint64_t fingerprint = 0;
   /// Per GPU (only with record_memory_timeline): (time, bytes in use) after every change.
   std::vector<std::vector<std::pair<TimePs, std::int64_t>>> memory_timeline;
 };

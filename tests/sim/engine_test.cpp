@@ -10,6 +10,7 @@
 using lynx::TimePs;
 using lynx::sim::Engine;
 using lynx::sim::EventId;
+using lynx::sim::Fingerprint;
 using lynx::sim::InlineFunction;
 
 TEST_CASE("engine runs events in time order and advances the clock") {
@@ -204,4 +205,22 @@ TEST_CASE("engine handlers with large and non-trivial captures") {
     h.reset();
     CHECK(counter.use_count() == 1);
   }
+}
+
+TEST_CASE("fingerprint: equal for the same event stream, different when times or order differ") {
+  auto run = [](std::vector<TimePs> times) {
+    Engine e;
+    for (TimePs t : times) e.schedule_at(t, [] {});
+    e.run();
+    return e.fingerprint().value();
+  };
+  CHECK(run({1, 2, 3}) == run({1, 2, 3}));
+  CHECK(run({1, 2, 3}) != run({1, 2, 4}));  // a time moved
+  CHECK(run({1, 1, 2}) != run({1, 2, 2}));  // same count, other times
+  // Scheduling order changes the sequence numbers that fire at each time.
+  CHECK(run({2, 1}) != run({1, 2}));
+  Fingerprint f;
+  CHECK(f.hex().size() == 16);
+  f.add(1);
+  CHECK(f.hex() != Fingerprint{}.hex());
 }
