@@ -27,6 +27,7 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const si
     if (t.stream == strategy::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
     if (t.stream != strategy::kCompute) continue;
     add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
+    if (busy > t.work_ps) add_s(b.contention_s, busy - t.work_ps);
   }
   const auto gaps = strategy::compute_stream_gaps(prog, ex, gpus);
   for (size_t g = 0; g < gpus; ++g) {
@@ -68,6 +69,11 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
     run.planner = strategy::plan_recompute(sc, topo, workload);
     run.plan = run.planner.plan;
     r.search_seconds = run.planner.search_seconds;
+    r.baseline_seconds = run.planner.baseline_seconds;
+    // The planner's own engine runs (strategies/lynx_planner.cpp): the baseline, one per
+    // confirmation round, the winner again, two restricted searches (not for checkmate) and
+    // Megatron's selective and full.
+    r.engine_runs += 1 + run.planner.confirm_rounds + 1 + (kind == RecomputeKind::kCheckmate ? 0 : 2) + 2;
     for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
   } else {
     run.plan = strategy::plan_fixed_strategy(
@@ -83,6 +89,8 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
 
   r.scenario = sc;
   r.strategy = run.plan.strategy;
+  r.strategy_requested = options.plan ? options.plan->strategy : strategy::to_string(kind);
+  r.engine_runs += 1;
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
   r.gpus = p.tp * p.pp * p.dp;
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);

@@ -23,6 +23,9 @@ struct StageBreakdown {
   double pp_exposed_s = 0;       ///< ... waiting on pipeline transfers (their transfer time)
   double dp_exposed_s = 0;       ///< ... waiting on gradient all-reduce before the optimizer
   double bubble_s = 0;           ///< the rest of the idle time (pipeline fill/drain, imbalance)
+  /// Part of compute_s + recompute_s that the compute stream's kernels spent beyond their solo
+  /// time: SM sharing with communication kernels and overlapped recompute (the cost of overlap).
+  double contention_s = 0;
   std::int64_t peak_memory_bytes = 0;
   std::int64_t static_memory_bytes = 0;
   bool oom = false;
@@ -30,7 +33,8 @@ struct StageBreakdown {
 
 struct SimResult {
   Scenario scenario;                  ///< as resolved (model preset filled in)
-  std::string strategy;
+  std::string strategy;                ///< the plan that ran (planner fallbacks included)
+  std::string strategy_requested;      ///< recompute.strategy as asked (or the --plan file's)
   double iteration_time_s = 0;
   double tokens_per_s = 0;
   double samples_per_s = 0;
@@ -48,6 +52,9 @@ struct SimResult {
   double search_seconds = 0;          ///< planner search (lynx-heu / lynx-opt / checkmate)
   double solver_gap = 0;              ///< largest relative MILP gap over stages (0 = optimal)
   double simulate_seconds = 0;        ///< wall time of building + running the final programs
+  double baseline_seconds = 0;        ///< planner's window-measuring baseline simulation
+  double confirm_seconds = 0;         ///< engine runs confirming or comparing candidate plans
+  int engine_runs = 0;                ///< engine executions this result took, planning included
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
   std::uint64_t event_fingerprint = 0;  ///< of the final run's event stream (sim/fingerprint.hpp)

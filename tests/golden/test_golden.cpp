@@ -46,9 +46,10 @@ std::string summary(const SimResult& r) {
     s += fmt::format(
         "stage {} peak_bytes {} static_bytes {} oom {} compute_s {:.12g} recompute_s {:.12g} "
         "recompute_overlapped_s {:.12g} tp_exposed_s {:.12g} pp_exposed_s {:.12g} "
-        "dp_exposed_s {:.12g} bubble_s {:.12g}\n",
+        "dp_exposed_s {:.12g} bubble_s {:.12g} contention_s {:.12g}\n",
         b.stage, b.peak_memory_bytes, b.static_memory_bytes, b.oom, b.compute_s, b.recompute_s,
-        b.recompute_overlapped_s, b.tp_exposed_s, b.pp_exposed_s, b.dp_exposed_s, b.bubble_s);
+        b.recompute_overlapped_s, b.tp_exposed_s, b.pp_exposed_s, b.dp_exposed_s, b.bubble_s,
+        b.contention_s);
   }
   return s;
 }
