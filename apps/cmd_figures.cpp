@@ -1,10 +1,12 @@
 // `lynxsim figures`: the paper experiment — every scenario of scenarios/paper/ under none, full,
 // selective, checkmate, lynx-heu and lynx-opt — as one CSV and paper-style PNG figures.
 #include "apps/cli.hpp"
+#include "common/bytes.hpp"
+#include "common/progress.hpp"
 #include "model/gpt.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -37,16 +39,6 @@ std::vector<std::string> split_list(const std::string& text) {
 
 bool wanted(const std::vector<std::string>& filter, const std::string& name) {
   return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
-}
-
-/// One line of progress on stderr, redrawn in place when stderr is a terminal.
-void progress(size_t done, size_t total, const std::string& what) {
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const size_t width = 30;
-  const size_t filled = total ? done * width / total : width;
-  fmt::print(std::cerr, "{}[{}{}] {}/{} {:<40}{}", tty ? "\r" : "", std::string(filled, '#'),
-             std::string(width - filled, '.'), done, total, what, tty ? "" : "\n");
-  if (tty && done == total) fmt::print(std::cerr, "\n");
 }
 
 std::string opt_double(double v, bool present) { return present ? fmt::format("{:.9g}", v) : ""; }
@@ -106,15 +98,16 @@ int cmd_figures(const std::vector<std::string>& argv) {
   };
   std::vector<Row> rows;
   const size_t total = runs.size() * strategies.size();
+  ProgressBar bar(total, "figures");
   for (const auto& [cluster, base] : runs) {
     for (const auto& strategy : strategies) {
-      progress(rows.size(), total, fmt::format("{} {} {}", cluster, base.model.preset, strategy));
+      bar.update(rows.size(), fmt::format("{} {} {}", cluster, base.model.preset, strategy));
       Scenario sc = load_scenario_text(scenario_to_yaml(base), base.source_file,
                                        {"recompute.strategy=" + strategy});
       rows.push_back({cluster, simulate(sc).result});
     }
   }
-  progress(total, total, "done");
+  bar.finish();
 
   fs::create_directories(out_dir);
   const std::string csv_path = (fs::path(out_dir) / "paper_results.csv").string();
@@ -129,7 +122,6 @@ int cmd_figures(const std::vector<std::string>& argv) {
   std::map<std::pair<std::string, std::string>, const SimResult*> full_of;
   for (const Row& row : rows)
     if (row.r.strategy == "full" && !row.r.oom) full_of[{row.cluster, row.r.scenario.model.preset}] = &row.r;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   for (const Row& row : rows) {
     const SimResult& r = row.r;
     const auto& sc = r.scenario;

@@ -1,7 +1,7 @@
 // `lynxsim fit`: turn lynxsim-calibrate measurements into a hardware profile.
 #include "apps/cli.hpp"
 #include "calibrate/fit_command.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <iostream>
 

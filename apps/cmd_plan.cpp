@@ -1,7 +1,7 @@
 // `lynxsim plan`: plan a scenario's recomputation and write the plan file.
 #include "apps/cli.hpp"
 #include "runner/simulate.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "strategies/recompute_plan.hpp"
 

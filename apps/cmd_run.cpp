@@ -4,7 +4,7 @@
 #include "strategies/plan_yaml.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

@@ -2,9 +2,10 @@
 // compare; with --fit, calibrate a few global hardware parameters with a two-fold held-out
 // check, then on all rows, and optionally write the fitted hardware profile.
 #include "apps/cli.hpp"
+#include "common/progress.hpp"
 #include "runner/report.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/fit.hpp"
 #include "validate/validation.hpp"
 #include "validate/validation_report.hpp"
@@ -28,44 +29,23 @@ namespace {
 
 namespace val = lynx::validate;
 
-/// "label [#####.....] done/total" on stderr, redrawn in place; silent unless stderr is a TTY.
-class ProgressBar {
- public:
-  explicit ProgressBar(std::string label) : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) != 0) {}
-  ProgressBar(const ProgressBar&) = delete;
-  ProgressBar& operator=(const ProgressBar&) = delete;
-  ~ProgressBar() {
-    if (enabled_ && drawn_) fmt::print(std::cerr, "\r\033[K");
-  }
-  void operator()(std::size_t done, std::size_t total) {
-    if (!enabled_ || total == 0) return;
-    constexpr std::size_t kWidth = 40;
-    const std::size_t filled = std::min(kWidth, done * kWidth / total);
-    if (drawn_ && filled == last_filled_ && done != total && done % 16 != 0) return;
-    last_filled_ = filled;
-    drawn_ = true;
-    fmt::print(std::cerr, "\r{} [{}{}] {}/{}", label_, std::string(filled, '#'),
-               std::string(kWidth - filled, '.'), done, total);
-    std::cerr.flush();
-  }
-  val::Progress callback() {
-    return [this](std::size_t done, std::size_t total) { (*this)(done, total); };
-  }
-
- private:
-  std::string label_;
-  bool enabled_;
-  bool drawn_ = false;
-  std::size_t last_filled_ = 0;
-};
+/// validate/'s progress callback, drawn on `bar` (common/progress.hpp).
+val::Progress draw_on(ProgressBar& bar) {
+  return [&bar](std::size_t done, std::size_t total) {
+    bar.set_total(total);
+    bar.update(done);
+  };
+}
 
 std::vector<val::RowResult> simulate_with_bar(const Scenario& base,
                                               const std::vector<val::MeasuredRun>& runs,
                                               const std::vector<std::size_t>& rows,
                                               const std::string& csv, const std::string& label,
                                               unsigned threads) {
-  ProgressBar bar(label);
-  return val::simulate_runs(base, runs, rows, csv, bar.callback(), threads);
+  ProgressBar bar(rows.size(), label);
+  auto rows_done = val::simulate_runs(base, runs, rows, csv, draw_on(bar), threads);
+  bar.finish();
+  return rows_done;
 }
 
 std::vector<val::RowResult> subset(const std::vector<val::RowResult>& all,
@@ -184,8 +164,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
     const auto train = val::fold_rows(runs.size(), fold);
     const auto test = val::fold_rows(runs.size(), 1 - fold);
     const val::FitResult result = [&] {
-      ProgressBar bar(fmt::format("fit on {} rows", fold_name(fold)));
-      return val::fit_hardware(base, runs, train, csv, fit_options, bar.callback());
+      ProgressBar bar(0, fmt::format("fit on {} rows", fold_name(fold)));
+      auto fitted_result = val::fit_hardware(base, runs, train, csv, fit_options, draw_on(bar));
+      bar.finish();
+      return fitted_result;
     }();
     Scenario fitted = base;
     fitted.hardware = result.hardware;
@@ -205,8 +187,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
   }
 
   const val::FitResult final_fit = [&] {
-    ProgressBar bar("fit on all rows");
-    return val::fit_hardware(base, runs, all, csv, fit_options, bar.callback());
+    ProgressBar bar(0, "fit on all rows");
+    auto fitted_result = val::fit_hardware(base, runs, all, csv, fit_options, draw_on(bar));
+    bar.finish();
+    return fitted_result;
   }();
   Scenario fitted = base;
   fitted.hardware = final_fit.hardware;

@@ -2,7 +2,7 @@
 /// lynx::Error, which is printed here as one line.
 #include "apps/cli.hpp"
 #include "runner/report.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

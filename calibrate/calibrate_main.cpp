@@ -6,7 +6,7 @@
 #include "calibrate/bench_nccl.hpp"
 #include "calibrate/cuda_check.hpp"
 #include "calibrate/workload_shapes.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <boost/program_options.hpp>
 #include <cublas_v2.h>

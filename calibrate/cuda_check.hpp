@@ -1,7 +1,7 @@
 #pragma once
 /// Checks for every CUDA runtime, cuBLAS and NCCL call of lynxsim-calibrate: a failure throws
 /// lynx::Error naming the file:line, the call and the library's error string.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

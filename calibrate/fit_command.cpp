@@ -4,7 +4,7 @@
 #include "hw_models/compute_model.hpp"
 #include "hw_models/topology.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 #include "calibrate/least_squares.hpp"
 #include "calibrate/stats.hpp"
 #include "hw_models/topology.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "calibrate/least_squares.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <cmath>
 #include <cstddef>

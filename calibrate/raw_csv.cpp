@@ -1,6 +1,7 @@
 #include "calibrate/raw_csv.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
+#include "common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -47,13 +48,6 @@ std::string joined(const std::array<std::string_view, N>& words) {
 void check_text_field(std::string_view column, std::string_view value) {
   if (value.find_first_of(",\"\r\n") != std::string_view::npos)
     fail("raw CSV column '{}' must not contain a comma, quote or line break: '{}'", column, value);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 std::vector<std::string_view> split_commas(std::string_view line) {

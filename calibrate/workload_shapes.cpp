@@ -1,6 +1,6 @@
 #include "calibrate/workload_shapes.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 

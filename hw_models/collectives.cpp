@@ -1,7 +1,8 @@
 #include "hw_models/collectives.hpp"
 
 #include "hw_models/rounding.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
+#include "sim/time.hpp"
 
 #include <algorithm>
 #include <unordered_set>
@@ -10,13 +11,12 @@ namespace lynx::hw {
 
 namespace {
 
-__extension__ using U128 = unsigned __int128;
 
 /// ceil(numerator · bytes / denominator), exact in 128-bit integers.
 std::uint64_t scaled_share(std::uint64_t bytes, std::uint64_t numerator, std::uint64_t denominator) {
-  const U128 scaled = static_cast<U128>(bytes) * numerator;
-  const U128 share = (scaled + denominator - 1) / denominator;
-  if (share > static_cast<U128>(UINT64_MAX)) fail("collective share of {} bytes overflows", bytes);
+  const UInt128 scaled = static_cast<UInt128>(bytes) * numerator;
+  const UInt128 share = (scaled + denominator - 1) / denominator;
+  if (share > static_cast<UInt128>(UINT64_MAX)) fail("collective share of {} bytes overflows", bytes);
   return static_cast<std::uint64_t>(share);
 }
 

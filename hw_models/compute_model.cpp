@@ -1,7 +1,7 @@
 #include "hw_models/compute_model.hpp"
 
 #include "hw_models/rounding.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
 /// Rounding of model quantities computed in double to whole integers (ps, bytes), shared by
 /// the compute and collective models.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <cfloat>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "hw_models/topology.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>

@@ -1,6 +1,8 @@
 #include "model/gpt.hpp"
 
-#include "sim/error.hpp"
+#include "common/bytes.hpp"
+
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 
@@ -11,10 +13,6 @@ namespace lynx::model {
 
 namespace {
 
-/// 16-bit training: activations, weights and gradients are 2 bytes per element.
-constexpr std::int64_t kBytesPerElement = 2;
-/// Dropout masks are stored as one byte per element (Korthikanti et al. 2022, Sec. 4.1).
-constexpr std::int64_t kMaskBytesPerElement = 1;
 /// fp32 statistics and loss-side tensors.
 constexpr std::int64_t kFp32Bytes = 4;
 /// Token ids / targets are int64 tensors in Megatron-LM.

@@ -1,7 +1,8 @@
 #include "runner/report.hpp"
 
+#include "common/bytes.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "sim/json.hpp"
 
 #include <fmt/format.h>
@@ -23,8 +24,6 @@ ReportFormat parse_report_format(const std::string& text) {
 }
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void write_table(std::ostream& out, const SimResult& r) {
   const auto& m = r.scenario.model;

@@ -1,13 +1,13 @@
 #include "runner/simulate.hpp"
 
+#include "common/clock.hpp"
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/overlap_windows.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
-#include <chrono>
 
 namespace lynx {
 namespace {
@@ -79,13 +79,12 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
     run.plan = strategy::plan_fixed_strategy(
         sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
   }
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = WallClock::now();
   run.built = strategy::build_program(sc, run.plan, topo, workload);
   sim::ExecOptions exec_options;
   exec_options.record_memory_timeline = options.keep_trace_data;
   run.exec = sim::execute(run.built.machine, run.built.program, exec_options);
-  r.simulate_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.simulate_seconds = seconds_since(started);
 
   r.scenario = sc;
   r.strategy = run.plan.strategy;

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "scenarios/units.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 namespace lynx {
 namespace {

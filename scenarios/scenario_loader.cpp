@@ -1,5 +1,7 @@
 #include "scenarios/scenario_loader.hpp"
 
+#include "common/files.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -14,7 +16,8 @@
 
 #include "scenarios/embedded_files.hpp"
 #include "scenarios/fields.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
+#include "common/files.hpp"
 
 namespace lynx {
 namespace {
@@ -317,15 +320,6 @@ void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeyS
 
 std::string file_stem(const std::string& label) {
   return fs::path(label).stem().string();
-}
-
-std::string read_text_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open the {}", path, what);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read the {}", path, what);
-  return text.str();
 }
 
 std::string builtin_names_text() {

@@ -7,7 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
+#include "common/text.hpp"
 
 namespace lynx::units {
 namespace {
@@ -50,12 +51,6 @@ struct QuantityKind {
 
 constexpr U128 kMaxU64 = std::numeric_limits<std::uint64_t>::max();
 constexpr U128 kMaxI64 = static_cast<U128>(std::numeric_limits<std::int64_t>::max());
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';

@@ -1,6 +1,6 @@
 #include "sim/link_network.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #pragma once
 /// Simulated time: a signed 64-bit count of picoseconds, the one time unit of the project.
 /// 2^63 ps is about 106 days of simulated time; additions are overflow-checked.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <cstdint>
 

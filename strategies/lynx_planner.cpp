@@ -1,7 +1,9 @@
 #include "strategies/lynx_planner.hpp"
 
+#include "common/clock.hpp"
+
 #include "hw_models/collectives.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "sim/executor.hpp"
 #include "strategies/milp_planner.hpp"
 #include "strategies/overlap_windows.hpp"
@@ -11,7 +13,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -29,9 +30,6 @@ constexpr std::array<const char*, 4> kGroupLabel = {"post", "proj", "core", "mlp
 /// Kernel time an option spends recomputing, wherever it runs.
 TimePs recompute_work_ps(const LayerOption& o) { return o.overlapped ? o.overlapped_ps : o.recompute_ps; }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 
@@ -101,7 +99,7 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& t
 }
 
 StageSolution solve_stage_heuristic(const StageProblem& p) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = WallClock::now();
   LYNX_CHECK(p.layers >= 1 && !p.options.empty(), "empty stage problem");
   // Layers with the most common window are the identical inner layers; the others (each
   // chunk's top layer) form the second structure.
@@ -333,7 +331,7 @@ class Planner {
 };
 
 void Planner::measure_windows(PlannerOutput& out) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = WallClock::now();
   RecomputeSpec keep;
   const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
   const RecomputePlan baseline = plan_fixed_strategy(keep, uniform);

@@ -5,13 +5,14 @@
 // the optimum. Every plan is re-evaluated in integer bytes and picoseconds with evaluate().
 #include "strategies/milp_planner.hpp"
 
-#include "sim/error.hpp"
+#include "common/clock.hpp"
+
+#include "common/error.hpp"
 
 #include <coin/Cbc_C_Interface.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -22,7 +23,6 @@
 namespace lynx::strategy {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 /// Options each layer may pick (indices into StageProblem::options), per layer.
 using Candidates = std::vector<std::vector<int>>;
@@ -51,10 +51,6 @@ struct SolverRun {
   int status = -1;              ///< Cbc_status
   int secondary_status = -1;    ///< Cbc_secondaryStatus
 };
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Exposed time enters the LP in nanoseconds: sums stay far below 2^53 and a difference of one
 // picosecond (1e-3 ns) is still well above CBC's cutoff increment and gap tolerances, so the
@@ -377,7 +373,7 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
 }  // namespace
 
 StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options) {
-  const Clock::time_point start = Clock::now();
+  const WallClock::time_point start = WallClock::now();
   validate(problem, options);
   const Candidates candidates = pareto_candidates(problem, options.allow_overlap);
 

@@ -1,5 +1,7 @@
 #include "strategies/overlap_windows.hpp"
 
+#include "common/statistics.hpp"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -45,11 +47,8 @@ bool gated_by(const sim::Program& prog, const IdleGap& g, sim::Category category
   return g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].category == category;
 }
 
-TimePs median(std::vector<TimePs> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
+/// Median window capacity; 0 when a layer has no window sample.
+TimePs median_or_zero(std::vector<TimePs> v) { return v.empty() ? 0 : median(std::move(v)); }
 
 }  // namespace
 
@@ -96,7 +95,7 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
   for (const auto& [vs, range] : layer_range) {
     auto& c = capacity[static_cast<size_t>(vs)];
     for (int layer = range.first; layer <= range.second; ++layer)
-      c.push_back(median(samples[{vs, layer}]));
+      c.push_back(median_or_zero(samples[{vs, layer}]));
   }
   return capacity;
 }
@@ -118,7 +117,7 @@ std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
     samples[s.virtual_stage].push_back(idle);
   }
   std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);
-  for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median(v);
+  for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median_or_zero(v);
   return capacity;
 }
 

@@ -1,6 +1,6 @@
 #include "strategies/pipeline_schedule.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 

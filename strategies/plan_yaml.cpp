@@ -1,6 +1,6 @@
 #include "strategies/plan_yaml.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

@@ -1,6 +1,6 @@
 #include "strategies/planning_problem.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 #include "hw_models/collectives.hpp"
 #include "hw_models/compute_model.hpp"
 #include "model/gpt.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/pipeline_schedule.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #include "strategies/recompute_plan.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the test suites: the message of the lynx::Error a callable throws.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 #include "validate/fit.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/statistics.hpp"
 
 #include <fmt/format.h>

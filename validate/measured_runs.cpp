@@ -1,6 +1,7 @@
 #include "validate/measured_runs.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
+#include "common/text.hpp"
 
 #include <array>
 #include <charconv>
@@ -17,12 +18,6 @@ constexpr std::array<const char*, kColumns> kColumnNames = {
     "GPUs",           "global batch",       "micro batch",       "hidden size",
     "attention heads", "layers",            "sequence length",   "tensor parallelism",
     "data parallelism", "pipeline parallelism", "iteration time (ms)"};
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 /// A positive integer column; the whole field must be the number.
 int positive_int(std::string_view field, const std::string& where, std::size_t column) {

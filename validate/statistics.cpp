@@ -1,6 +1,6 @@
 #include "validate/statistics.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -56,17 +56,6 @@ double mean_absolute_log_error(const std::vector<double>& predicted,
     sum += std::abs(std::log(predicted[i] / measured[i]));
   }
   return sum / static_cast<double>(predicted.size());
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) fail("median of no values");
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower =
-      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lower + upper);
 }
 
 double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y) {

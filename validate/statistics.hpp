@@ -1,5 +1,7 @@
 #pragma once
 /// Error and rank statistics for predicted-vs-measured comparisons.
+#include "common/statistics.hpp"
+
 #include <cstddef>
 #include <vector>
 
@@ -22,8 +24,7 @@ double median_absolute_percentage_error(const std::vector<double>& predicted,
 double mean_absolute_log_error(const std::vector<double>& predicted,
                                const std::vector<double>& measured);
 
-/// Median of `values` (mean of the two middle ones for an even count); throws when empty.
-double median(std::vector<double> values);
+using lynx::median;  ///< common/statistics.hpp
 
 /// Kendall's tau-b rank correlation (Kendall 1945), exact O(n²) pair count:
 ///   tau_b = (C − D) / sqrt((N0 − Tx) · (N0 − Ty)),  N0 = n(n−1)/2,

@@ -2,7 +2,7 @@
 
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/statistics.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "validate/validation_report.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

@@ -2,7 +2,7 @@
 #include "calibrate/fitter.hpp"
 #include "hw_models/topology.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

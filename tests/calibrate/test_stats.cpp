@@ -1,6 +1,6 @@
 #include "calibrate/least_squares.hpp"
 #include "calibrate/stats.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

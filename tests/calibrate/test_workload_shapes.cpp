@@ -1,5 +1,5 @@
 #include "calibrate/workload_shapes.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,7 @@
 #include "hw_models/collectives.hpp"
 
 #include "hw_fixtures.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 #include "hw_models/compute_model.hpp"
 
 #include "hw_fixtures.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

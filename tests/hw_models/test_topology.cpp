@@ -2,7 +2,7 @@
 #include "hw_models/topology.hpp"
 
 #include "hw_fixtures.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

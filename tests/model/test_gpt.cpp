@@ -2,7 +2,7 @@
 // Korthikanti et al. 2022 activation-memory formulas.
 #include "model/gpt.hpp"
 
-#include "sim/error.hpp"
+#include "common/error.hpp"
 
 #include <doctest/doctest.h>
 

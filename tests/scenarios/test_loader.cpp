@@ -460,7 +460,12 @@ TEST_CASE("profile_file: relative to the scenario file, and round trip") {
 
 TEST_CASE("scenario files that cannot be read") {
   CHECK(error_of([] { load_scenario_file("/nonexistent/lynxsim/s.yaml"); }) ==
-        "/nonexistent/lynxsim/s.yaml: cannot open the scenario file");
+        "/nonexistent/lynxsim/s.yaml: cannot open the scenario file: no such file");
+  // A directory is not read as an empty scenario, nor /dev/zero until memory runs out.
+  CHECK(error_of([] { load_scenario_file(LYNXSIM_SOURCE_DIR); }) ==
+        std::string(LYNXSIM_SOURCE_DIR) + ": cannot read the scenario file: not a regular file");
+  CHECK(error_of([] { load_scenario_file("/dev/zero"); }) ==
+        "/dev/zero: cannot read the scenario file: not a regular file");
 }
 
 TEST_CASE("every example in scenarios/examples loads") {

@@ -154,7 +154,7 @@ TEST_CASE("profile file errors") {
   CHECK(error_of([] { load_hardware_profile_text("nodes: 4\n", "p.yaml"); }) ==
         "p.yaml:1:1: unknown key 'nodes'; did you mean 'node'?");
   CHECK(error_of([] { load_hardware_profile_file("/nonexistent/p.yaml"); }) ==
-        "/nonexistent/p.yaml: cannot open the hardware profile");
+        "/nonexistent/p.yaml: cannot open the hardware profile: no such file");
   // A PCIe node whose GPUs do not split over its switches.
   const std::string pcie = hardware_profile_to_yaml(builtin_hardware_profile("a100-pcie-40gb"));
   CHECK_NOTHROW(load_hardware_profile_text(pcie, "ok.yaml"));

@@ -1,7 +1,7 @@
 // The MILP planner (lynx-opt / checkmate): exact agreement with exhaustive search on small
 // pseudo-random problems, hand-computed cases for the max-transient term, the overlap windows
 // and infeasibility, input validation, and one full-size problem.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "strategies/milp_planner.hpp"
 
 #include <doctest/doctest.h>

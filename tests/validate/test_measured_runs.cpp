@@ -1,6 +1,6 @@
 // The vTrain CSV reader: good rows, comments and blank lines, CRLF, and malformed rows whose
 // message names the file and line.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/measured_runs.hpp"
 
 #include <doctest/doctest.h>

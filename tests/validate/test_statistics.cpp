@@ -1,5 +1,5 @@
 // Error and rank statistics on small hand-computed cases.
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/statistics.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,7 @@
 // known answer, and the regression guard: the committed fitted profile on all measured rows.
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/error.hpp"
+#include "common/error.hpp"
 #include "validate/fit.hpp"
 #include "validate/validation.hpp"
 

@@ -1,0 +1,50 @@
+// The shared helpers of common/: one median, trim and split, and the checked file reader.
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/statistics.hpp"
+#include "common/text.hpp"
+#include "tests/error_of.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+
+using namespace lynx;
+using lynx::test::error_of;
+
+TEST_CASE("median: the middle value, or the mean of the two middle values") {
+  CHECK(median(std::vector<double>{3, 1, 2}) == 2.0);
+  CHECK(median(std::vector<double>{4, 1, 3, 2}) == 2.5);
+  CHECK(percentile({1, 2, 3, 4, 5}, 10) == doctest::Approx(1.4));
+  // Integers (picoseconds): the same definition, exact, rounded down.
+  CHECK(median(std::vector<std::int64_t>{7, 1, 4}) == 4);
+  CHECK(median(std::vector<std::int64_t>{1, 4, 10, 2}) == 3);  // (2 + 4) / 2
+  CHECK(median(std::vector<std::int64_t>{1, 2}) == 1);         // 1.5 rounded down
+  CHECK(median(std::vector<std::int64_t>{INT64_MAX - 2, INT64_MAX}) == INT64_MAX - 1);  // no overflow
+  CHECK_THROWS_AS(median(std::vector<double>{}), Error);
+}
+
+TEST_CASE("trim and split") {
+  CHECK(trim(" \t a b \r") == "a b");
+  CHECK(trim("   ").empty());
+  const auto fields = split("a,,b ,", ',');
+  REQUIRE(fields.size() == 4);
+  CHECK(fields[0] == "a");
+  CHECK(fields[1].empty());
+  CHECK(fields[2] == "b ");
+  CHECK(fields[3].empty());
+  CHECK(split("", ',').size() == 1);
+}
+
+TEST_CASE("read_text_file: regular files only, up to a size limit") {
+  const auto path = std::filesystem::temp_directory_path() / "lynxsim_test_common_read.txt";
+  std::ofstream(path) << "0123456789";
+  CHECK(read_text_file(path.string(), "test file") == "0123456789");
+  CHECK(error_of([&] { read_text_file(path.string(), "test file", 4); }) ==
+        path.string() + ": the test file is 10 bytes, more than the 4 bytes lynxsim reads");
+  std::filesystem::remove(path);
+  CHECK(error_of([] { read_text_file("/dev/null", "CSV"); }) ==
+        "/dev/null: cannot read the CSV: not a regular file");
+}
