@@ -1,5 +1,6 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
+#include "apps/trace_options.hpp"
 #include "model/gpt.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "runner/report.hpp"
@@ -17,23 +18,24 @@ namespace lynx::cli {
 int cmd_run(const std::vector<std::string>& argv) {
   ScenarioArgs args;
   std::string format = "table";
-  std::string trace_path;
   std::string output_path;
   std::string plan_path;
+  TraceArgs trace_args;
   po::options_description desc("run options");
   add_scenario_options(desc, args);
+  add_trace_options(desc, trace_args);
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
-      "trace", po::value(&trace_path), "write a Chrome-trace / Perfetto JSON timeline to this file")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
       "plan", po::value(&plan_path), "run this plan file (from `lynxsim plan`) instead of planning");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
-                     "[--trace OUT.json] [-o OUT] [--plan PLAN.yaml]"))
+                     "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
   const auto report_format = parse_report_format(format);
   const Scenario scenario = load_scenario(args);
+  const TraceRequest trace = parse_trace_request(trace_args, scenario.parallel.pp);
   SimOptions options;
-  options.keep_trace_data = !trace_path.empty();
+  options.keep_trace_data = !trace.path.empty();
   strategy::RecomputePlan plan;
   if (!plan_path.empty()) {
     const ModelSpec model = model::resolve_model(scenario.model);
@@ -42,12 +44,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     options.plan = &plan;
   }
   const SimRun run = simulate(scenario, options);
-  if (!trace_path.empty()) {
-    std::ofstream trace(trace_path);
-    if (!trace) fail("--trace: cannot write '{}'", trace_path);
-    sim::write_chrome_trace(trace, run.built.machine, run.built.program, run.exec,
-                            trace_annotations(run));
-  }
+  write_trace(trace, run);
   if (output_path.empty()) {
     write_report(std::cout, run.result, report_format);
   } else {
@@ -55,7 +52,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (!out) fail("-o: cannot write '{}'", output_path);
     write_report(out, run.result, report_format);
   }
-  if (!trace_path.empty()) fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", trace_path);
+  if (!trace.path.empty()) fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", trace.path);
   return 0;
 }
 

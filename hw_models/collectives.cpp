@@ -33,7 +33,7 @@ struct Planner {
   }
 
   void add_flow(Phase& phase, Rank src, Rank dst, std::uint64_t logical_bytes) const {
-    phase.flows.push_back(FlowSpec{src, dst, on_wire(logical_bytes)});
+    phase.flows.push_back(FlowSpec{src, dst, on_wire(logical_bytes), logical_bytes});
   }
 
   /// Sets the phase latency for `steps` synchronised steps: every flow already pays its own

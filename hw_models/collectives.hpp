@@ -25,6 +25,7 @@ struct FlowSpec {
   Rank src = 0;
   Rank dst = 0;
   std::uint64_t bytes = 0;  ///< on the wire: ceil(logical bytes / hw.collective_efficiency)
+  std::uint64_t payload_bytes = 0;  ///< the logical bytes (for traces; timing uses `bytes`)
 };
 struct Phase {
   std::vector<FlowSpec> flows;

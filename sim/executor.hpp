@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,10 +61,29 @@ struct TraceSpan {
   TimePs end_ps = 0;
 };
 
-/// Chrome-trace / Perfetto JSON: one track per GPU stream, one per link, a memory counter per
-/// GPU (needs record_memory_timeline), and `annotations` on one extra track per GPU.
-/// Timestamps in microseconds.
+/// What write_chrome_trace writes; it never changes what was simulated.
+struct TraceOptions {
+  /// Per GPU: whether to write its tracks (empty: every GPU). A link slice belongs to the GPU
+  /// of the task that sent its flow.
+  std::vector<bool> gpus;
+  /// Only slices overlapping [from_ps, to_ps] (kept whole), instants and counter samples inside
+  /// it; the memory counter also gets its value at from_ps.
+  TimePs from_ps = 0;
+  TimePs to_ps = std::numeric_limits<TimePs>::max();
+  /// (key, text) pairs, in order: the top-level "metadata" object (chrome://tracing) and the
+  /// arguments of a "lynxsim" instant event at from_ps (Perfetto shows them when clicked).
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+/// Chrome-trace / Perfetto JSON: one track per GPU stream, link tracks, a memory counter per
+/// GPU (needs record_memory_timeline), and `annotations` on extra tracks per GPU. Timestamps in
+/// microseconds. Slices on one track never partially overlap (Perfetto requires it): a link's
+/// concurrent flows, and overlapping annotations, go to lane tracks ("LINK lane K"), assigned
+/// greedily (lowest free lane, by start time), so equal inputs give equal bytes.
+/// Link slice arguments: task, flow, payload `bytes` and, for flows of a collective efficiency
+/// below 1, `efficiency` (the link moved ceil(bytes / efficiency), which set the timing).
 void write_chrome_trace(std::ostream& out, const Machine& machine, const Program& program,
-                        const ExecResult& result, const std::vector<TraceSpan>& annotations = {});
+                        const ExecResult& result, const std::vector<TraceSpan>& annotations = {},
+                        const TraceOptions& options = {});
 
 }  // namespace lynx::sim

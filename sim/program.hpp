@@ -51,9 +51,14 @@ enum class Category : std::uint8_t {
 
 /// Bytes over a path of links; the path is Program::path_links[first_link, +num_links).
 struct Flow {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;  ///< what the links move (sets the timing)
   std::uint32_t first_link = 0;
   std::uint32_t num_links = 0;
+  /// Trace metadata only (the executor ignores both): the data the flow carries and the
+  /// collective efficiency that inflated it to `bytes` = ceil(payload_bytes / efficiency).
+  /// payload_bytes == 0 means "equal to bytes".
+  std::uint64_t payload_bytes = 0;
+  double efficiency = 1.0;
 };
 
 /// A memory change applied when a task starts (alloc, bytes > 0) or ends (free, bytes < 0).

@@ -150,10 +150,14 @@ class Builder {
     prog_.mem.push_back({bytes, tag, at_end});
     prog_.tasks.back().num_mem++;
   }
-  void add_flow(sim::TaskId task, hw::Rank src, hw::Rank dst, std::uint64_t bytes) {
+  /// `payload_bytes` and `efficiency` only label the trace (0: the payload is `bytes`).
+  void add_flow(sim::TaskId task, hw::Rank src, hw::Rank dst, std::uint64_t bytes,
+                std::uint64_t payload_bytes = 0, double efficiency = 1.0) {
     LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "flow order");
     sim::Flow f;
     f.bytes = bytes;
+    f.payload_bytes = payload_bytes;
+    f.efficiency = efficiency;
     f.first_link = static_cast<std::uint32_t>(prog_.path_links.size());
     for (sim::LinkId l : topo_.path(src, dst)) prog_.path_links.push_back(map_link(l));
     f.num_links = static_cast<std::uint32_t>(prog_.path_links.size()) - f.first_link;
@@ -186,7 +190,8 @@ class Builder {
       last = first ? add_task(a, deps) : add_task(a, {});
       first = false;
       for (const hw::FlowSpec& f : ph.flows)
-        if (f.src == rank_) add_flow(last, f.src, f.dst, f.bytes);
+        if (f.src == rank_)
+          add_flow(last, f.src, f.dst, f.bytes, f.payload_bytes, sc_.hardware.collective_efficiency);
     }
     return last;
   }
