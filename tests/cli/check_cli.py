@@ -104,8 +104,102 @@ def case_figures(b, tmp):
         check(f.read(8) == b"\x89PNG\r\n\x1a\n", "a PNG was written")
 
 
+def trace_ps(text):
+    """A trace timestamp in microseconds ("12.345678") as integer picoseconds, exactly."""
+    whole, _, frac = str(text).partition(".")
+    return int(whole) * 10**6 + int((frac + "000000")[:6])
+
+
+def partial_overlaps(trace):
+    """Pairs of slices on one (pid, tid) track that overlap without nesting (Perfetto refuses them)."""
+    tracks = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X":
+            start = trace_ps(e["ts"])
+            tracks.setdefault((e["pid"], e["tid"]), []).append((start, start + trace_ps(e["dur"])))
+    count = 0
+    for slices in tracks.values():
+        slices.sort(key=lambda s: (s[0], -s[1]))
+        open_ends = []
+        for start, end in slices:
+            open_ends = [e for e in open_ends if e > start]
+            count += sum(1 for e in open_ends if e < end)
+            open_ends.append(end)
+    return count
+
+
+def case_trace_tracks(b, tmp):
+    trace = os.path.join(tmp, "t.json")
+    report = json.loads(run(b, "run", "--set", "recompute.strategy=lynx-heu", "--trace", trace,
+                            "--format", "json").stdout)
+    with open(trace) as f:
+        t = json.load(f)
+    check(partial_overlaps(t) == 0, "no track has partially overlapping slices")
+    lanes = [e["args"]["name"] for e in t["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name" and " lane " in e["args"]["name"]]
+    check(lanes, "concurrent flows of this run sit on link lanes")
+    meta = t["metadata"]
+    check(meta["lynxsim_version"] == report["lynxsim_version"], "trace metadata: version")
+    check(meta["strategy"] == report["strategy"] and meta["strategy_requested"] == "lynx-heu",
+          "trace metadata: the strategy that ran and the one asked")
+    check("collective_efficiency: 0.8" in meta["scenario_yaml"], "trace metadata: resolved scenario")
+    check(any(e["name"] == "lynxsim run" and e["args"] == meta for e in t["traceEvents"]),
+          "metadata on an instant event too")
+    links_pid = next(e["pid"] for e in t["traceEvents"]
+                     if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"] == "links")
+    link_args = [e["args"] for e in t["traceEvents"] if e["ph"] == "X" and e["pid"] == links_pid]
+    collective = [a for a in link_args if "efficiency" in a]
+    check(collective and all(a["efficiency"] == 0.8 for a in collective),
+          "collective flows carry the efficiency as an argument")
+    # A 2-rank TP all-reduce sends 2(n-1)/n = 1x the activation, the tensor a pipeline send
+    # carries (no efficiency there): the payload, not payload / 0.8.
+    sizes = {}
+    for e in t["traceEvents"]:
+        if e["ph"] == "X" and e["pid"] == links_pid:
+            sizes.setdefault(e["name"].split(".")[-1], set()).add(e["args"]["bytes"])
+    check(len(sizes["send_activation"]) == 1 and sizes["tp_allreduce_attn"] == sizes["send_activation"],
+          f"link bytes are the payload: {sizes.get('tp_allreduce_attn')} vs {sizes.get('send_activation')}")
+
+
+def case_trace_limits(b, tmp):
+    full_path, part_path = os.path.join(tmp, "full.json"), os.path.join(tmp, "part.json")
+    full_report = json.loads(run(b, "run", "--trace", full_path, "--format", "json").stdout)
+    time_s = full_report["iteration_time_s"]
+    start_s, end_s = time_s / 3, time_s / 2
+    window = f"{start_s * 1e3:.3f}ms:{end_s * 1e3:.3f}ms"
+    part_report = json.loads(run(b, "run", "--trace", part_path, "--trace-stages", "1",
+                                 "--trace-window", window, "--format", "json").stdout)
+    for key in ("iteration_time_s", "event_fingerprint", "stages"):
+        check(full_report[key] == part_report[key], f"limits do not change the simulation ({key})")
+    with open(full_path) as f:
+        full = json.load(f)
+    with open(part_path) as f:
+        part = json.load(f)
+    check(len(part["traceEvents"]) < len(full["traceEvents"]) / 4, "the limited trace is smaller")
+    processes = {e["args"]["name"] for e in part["traceEvents"] if e["name"] == "process_name"}
+    check(processes and all(p.startswith("stage1.") or p in ("links", "lynxsim") for p in processes),
+          f"only stage 1 GPUs: {sorted(processes)}")
+    lo, hi = round(start_s * 1e12), round(end_s * 1e12)
+    for e in part["traceEvents"]:
+        if e["ph"] == "X":
+            s = trace_ps(e["ts"])
+            check(s + trace_ps(e["dur"]) >= lo - 10**6 and s <= hi + 10**6, f"slice outside the window: {e}")
+    check(part["metadata"]["trace_stages"] == "1" and part["metadata"]["trace_window"] == window,
+          "the trace says it is limited")
+    check(partial_overlaps(part) == 0, "no partial overlaps in the limited trace")
+    for args, what in ((["--trace-stages", "2"], "stage 2 does not exist"),
+                       (["--trace-stages", "x"], "--trace-stages"),
+                       (["--trace-window", "2s:1s"], "ends before it starts"),
+                       (["--trace-window", "1s"], "START:END"),
+                       (["--trace-window", "1parsec:2s"], "--trace-window")):
+        err = run(b, "run", "--trace", part_path, *args, expect=1).stderr.strip()
+        check(err.count("\n") == 0 and what in err, f"{args}: {err}")
+    err = run(b, "run", "--trace-stages", "0", expect=1).stderr.strip()
+    check("needs --trace" in err, f"a limit without --trace: {err}")
+
+
 CASES = {"formats": case_formats, "errors": case_errors, "trace_and_plan": case_trace_and_plan,
-         "figures": case_figures}
+         "figures": case_figures, "trace_tracks": case_trace_tracks, "trace_limits": case_trace_limits}
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]
