@@ -19,10 +19,10 @@ struct TraceArgs {
 
 /// The trace request, checked against the scenario before anything is simulated.
 struct TraceRequest {
-  std::string path;
+  std::string path;          ///< output file ("" = no trace)
   std::vector<bool> stages;  ///< per pipeline stage (empty: every stage)
-  TimePs from_ps = 0;
-  TimePs to_ps = std::numeric_limits<TimePs>::max();
+  TimePs from_ps = 0;        ///< window start
+  TimePs to_ps = std::numeric_limits<TimePs>::max();  ///< window end
   TraceArgs args;            ///< as given, for the trace's metadata
 };
 
