@@ -1,6 +1,6 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
-#include "model/gpt.hpp"
+#include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
@@ -25,21 +25,23 @@ int cmd_run(const std::vector<std::string>& argv) {
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
       "trace", po::value(&trace_path), "write a Chrome-trace / Perfetto JSON timeline to this file")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
-      "plan", po::value(&plan_path), "run this plan file (from `lynxsim plan`) instead of planning");
+      "plan", po::value(&plan_path), "run this plan file (from `lynxsim plan`) instead of planning, on FILE if given (it must match the plan's model, layout and GPU memory), else on the scenario the plan holds");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
                      "[--trace OUT.json] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
   const auto report_format = parse_report_format(format);
-  const Scenario scenario = load_scenario(args);
   SimOptions options;
   options.keep_trace_data = !trace_path.empty();
-  strategy::RecomputePlan plan;
+  // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
+  strategy::PlanFile plan_file;
+  Scenario scenario;
   if (!plan_path.empty()) {
-    const ModelSpec model = model::resolve_model(scenario.model);
-    plan = strategy::load_plan_file(plan_path, scenario.parallel.pp * scenario.parallel.virtual_stages,
-                                    model.layers);
-    options.plan = &plan;
+    plan_file = strategy::read_plan_file(plan_path);
+    scenario = strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
+    options.plan = &plan_file.plan;
+  } else {
+    scenario = load_scenario(args);
   }
   const SimRun run = simulate(scenario, options);
   if (!trace_path.empty()) {
