@@ -48,7 +48,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "usage: lynxsim plan [FILE] [--set k=v]... [-o plan.yaml]\n"
                      "Plans recompute.strategy (any strategy; lynx-heu, lynx-opt and checkmate "
                      "search), confirms it with the engine, and writes the plan YAML that "
-                     "`lynxsim run --plan` reads."))
+                     "`lynxsim run --plan` reads: every layer's decisions, the resolved scenario "
+                     "they were made for, and how they were made."))
     return 0;
   const Scenario scenario = load_scenario(args);
   const SimRun run = simulate(scenario);

@@ -25,7 +25,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
       "trace", po::value(&trace_path), "write a Chrome-trace / Perfetto JSON timeline to this file")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
-      "plan", po::value(&plan_path), "run this plan file (from `lynxsim plan`) instead of planning, on FILE if given (it must match the plan's model, layout and GPU memory), else on the scenario the plan holds");
+      "plan", po::value(&plan_path),
+      "run this plan file (from `lynxsim plan`) instead of planning: on FILE if given (it must "
+      "match the plan's model, layout and GPU memory), else on the scenario the plan holds");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
                      "[--trace OUT.json] [-o OUT] [--plan PLAN.yaml]"))

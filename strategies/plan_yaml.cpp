@@ -13,8 +13,8 @@
 #include <array>
 #include <climits>
 #include <cstdint>
-#include <initializer_list>
 #include <string_view>
+#include <vector>
 
 namespace lynx::strategy {
 namespace {
@@ -37,56 +37,81 @@ constexpr const char* kHeader =
     "above's backward; pp-wait, the wait for the next stage's gradient; fwd-tp, the forward\n"
     "step before).";
 
+/// The provenance fields, once for writing and reading: `visit(key, member)` on each scalar.
+template <typename P, typename Visit>
+void provenance_fields(P& p, Visit&& visit) {
+  visit("lynxsim_version", p.lynxsim_version);
+  visit("strategy_requested", p.strategy_requested);
+  visit("strategy_won", p.strategy_won);
+  visit("search_seconds", p.search_seconds);
+  visit("baseline_seconds", p.baseline_seconds);
+  visit("confirm_rounds", p.confirm_rounds);
+}
+template <typename S, typename Visit>
+void stage_search_fields(S& s, Visit&& visit) {
+  visit("stage", s.stage);
+  visit("status", s.status);
+  visit("feasible", s.feasible);
+  visit("exposed_us_per_micro_batch", s.exposed_us_per_micro_batch);
+  visit("activation_bytes", s.activation_bytes);
+  visit("budget_bytes", s.budget_bytes);
+  visit("gap", s.gap);
+}
+template <typename W, typename Visit>
+void windows_fields(W& w, Visit&& visit) {
+  visit("virtual_stage", w.virtual_stage);
+  visit("inner_us", w.inner_us);
+  visit("top_us", w.top_us);
+}
+
+/// The keys a field list visits.
+template <typename T, typename Fields>
+std::vector<std::string> keys_of(Fields&& fields) {
+  std::vector<std::string> keys;
+  T holder;
+  fields(holder, [&](const char* key, const auto&) { keys.emplace_back(key); });
+  return keys;
+}
+
 // ---- writing ----
 
+template <typename T>
+void entry(YAML::Emitter& out, const char* key, const T& value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+/// `items` as a list of one-line mappings under `key` (nothing when empty).
+template <typename T, typename Fields>
+void emit_rows(YAML::Emitter& out, const char* key, const std::vector<T>& items, Fields&& fields) {
+  if (items.empty()) return;
+  entry(out, key, YAML::BeginSeq);
+  for (const T& item : items) {
+    out << YAML::Flow << YAML::BeginMap;
+    fields(item, [&](const char* k, const auto& value) { entry(out, k, value); });
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
 void emit_provenance(YAML::Emitter& out, const PlanProvenance& p) {
-  out << YAML::Key << "provenance" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "lynxsim_version" << YAML::Value << p.lynxsim_version;
-  out << YAML::Key << "strategy_requested" << YAML::Value << p.strategy_requested;
-  out << YAML::Key << "strategy_won" << YAML::Value << p.strategy_won;
-  out << YAML::Key << "search_seconds" << YAML::Value << p.search_seconds;
-  out << YAML::Key << "baseline_seconds" << YAML::Value << p.baseline_seconds;
-  out << YAML::Key << "confirm_rounds" << YAML::Value << p.confirm_rounds;
-  if (!p.stages.empty()) {
-    out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
-    for (const PlanStageSearch& s : p.stages) {
-      out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "stage" << YAML::Value << s.stage;
-      out << YAML::Key << "status" << YAML::Value << s.status;
-      out << YAML::Key << "feasible" << YAML::Value << s.feasible;
-      out << YAML::Key << "exposed_us_per_micro_batch" << YAML::Value << s.exposed_us_per_micro_batch;
-      out << YAML::Key << "activation_bytes" << YAML::Value << s.activation_bytes;
-      out << YAML::Key << "budget_bytes" << YAML::Value << s.budget_bytes;
-      out << YAML::Key << "gap" << YAML::Value << s.gap;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-  }
-  if (!p.windows.empty()) {
-    out << YAML::Key << "windows" << YAML::Value << YAML::BeginSeq;
-    for (const PlanWindows& w : p.windows) {
-      out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "virtual_stage" << YAML::Value << w.virtual_stage;
-      out << YAML::Key << "inner_us" << YAML::Value << w.inner_us;
-      out << YAML::Key << "top_us" << YAML::Value << w.top_us;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-  }
+  entry(out, "provenance", YAML::BeginMap);
+  provenance_fields(p, [&](const char* k, const auto& value) { entry(out, k, value); });
+  emit_rows(out, "stages", p.stages, [](auto& s, auto&& v) { stage_search_fields(s, v); });
+  emit_rows(out, "windows", p.windows, [](auto& w, auto&& v) { windows_fields(w, v); });
   out << YAML::EndMap;
 }
 
 void emit_layer(YAML::Emitter& out, const LayerDecision& d, int layer) {
   out << YAML::Flow << YAML::BeginMap;
-  out << YAML::Key << "layer" << YAML::Value << layer;
+  entry(out, "layer", layer);
   out << YAML::Key << "drop" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (size_t g = 0; g < kNumOpGroups; ++g)
     if (d.group[g] != Action::kKeep) out << kGroupNames[g];
   out << YAML::EndSeq;
   out << YAML::Key << "mode" << YAML::Value
       << (d.keeps_everything() ? "keep" : d.overlapped() ? "overlap" : "demand");
-  if (d.window != Window::kNone) out << YAML::Key << "window" << YAML::Value << window_name(d.window);
-  if (d.rerun_whole_groups) out << YAML::Key << "rerun_whole_groups" << YAML::Value << true;
+  if (d.window != Window::kNone) entry(out, "window", window_name(d.window));
+  if (d.rerun_whole_groups) entry(out, "rerun_whole_groups", true);
   out << YAML::EndMap;
 }
 
@@ -180,60 +205,46 @@ class Reader {
     if (!node.IsSequence()) fail_at(node, key, fmt::format("expected a list of {}, got {}", of, describe(node)));
   }
 
-  void check_keys(const YAML::Node& map, std::initializer_list<const char*> known,
+  void check_keys(const YAML::Node& map, const std::vector<std::string>& known,
                   const std::string& where) const {
     if (!map.IsMap())
       fail_at(map, where, fmt::format("expected a mapping, got {}", describe(map)));
     for (const auto& kv : map) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : describe(kv.first);
-      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+      if (std::find(known.begin(), known.end(), key) == known.end())
         fail_at(kv.first, join_key(where, key),
                 fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
     }
   }
 
+  /// Reads the keys `fields` visits from the mapping `node` (each optional, no other key).
+  template <typename T, typename Fields>
+  void read_fields(const YAML::Node& node, const std::string& where, T& out, Fields&& fields,
+                   std::vector<std::string> extra_keys = {}) const {
+    std::vector<std::string> known = keys_of<T>(fields);
+    known.insert(known.end(), extra_keys.begin(), extra_keys.end());
+    check_keys(node, known, where);
+    fields(out, [&](const char* key, auto& member) { optional(node, key, where, member); });
+  }
+
+  template <typename T, typename Fields>
+  void read_rows(const YAML::Node& map, const char* key, const char* of, std::vector<T>& out,
+                 Fields&& fields) const {
+    const YAML::Node rows = map[key];
+    if (!rows) return;
+    const std::string where = join_key("provenance", key);
+    list(rows, where, of);
+    for (size_t k = 0; k < rows.size(); ++k)
+      read_fields(rows[k], fmt::format("{}[{}]", where, k), out.emplace_back(), fields);
+  }
+
   PlanProvenance provenance(const YAML::Node& node) const {
-    const std::string where = "provenance";
-    check_keys(node, {"lynxsim_version", "strategy_requested", "strategy_won", "search_seconds",
-                      "baseline_seconds", "confirm_rounds", "stages", "windows"}, where);
     PlanProvenance p;
-    optional(node, "lynxsim_version", where, p.lynxsim_version);
-    optional(node, "strategy_requested", where, p.strategy_requested);
-    optional(node, "strategy_won", where, p.strategy_won);
-    optional(node, "search_seconds", where, p.search_seconds);
-    optional(node, "baseline_seconds", where, p.baseline_seconds);
-    optional(node, "confirm_rounds", where, p.confirm_rounds);
-    if (const YAML::Node stages = node["stages"]) {
-      list(stages, "provenance.stages", "stage search results");
-      for (size_t k = 0; k < stages.size(); ++k) {
-        const YAML::Node s = stages[k];
-        const std::string at = fmt::format("provenance.stages[{}]", k);
-        check_keys(s, {"stage", "status", "feasible", "exposed_us_per_micro_batch",
-                       "activation_bytes", "budget_bytes", "gap"}, at);
-        PlanStageSearch r;
-        optional(s, "stage", at, r.stage);
-        optional(s, "status", at, r.status);
-        optional(s, "feasible", at, r.feasible);
-        optional(s, "exposed_us_per_micro_batch", at, r.exposed_us_per_micro_batch);
-        optional(s, "activation_bytes", at, r.activation_bytes);
-        optional(s, "budget_bytes", at, r.budget_bytes);
-        optional(s, "gap", at, r.gap);
-        p.stages.push_back(r);
-      }
-    }
-    if (const YAML::Node windows = node["windows"]) {
-      list(windows, "provenance.windows", "windows");
-      for (size_t k = 0; k < windows.size(); ++k) {
-        const YAML::Node w = windows[k];
-        const std::string at = fmt::format("provenance.windows[{}]", k);
-        check_keys(w, {"virtual_stage", "inner_us", "top_us"}, at);
-        PlanWindows r;
-        optional(w, "virtual_stage", at, r.virtual_stage);
-        optional(w, "inner_us", at, r.inner_us);
-        optional(w, "top_us", at, r.top_us);
-        p.windows.push_back(r);
-      }
-    }
+    read_fields(node, "provenance", p, [](auto& q, auto&& v) { provenance_fields(q, v); },
+                {"stages", "windows"});
+    read_rows(node, "stages", "stage search results", p.stages,
+              [](auto& s, auto&& v) { stage_search_fields(s, v); });
+    read_rows(node, "windows", "windows", p.windows, [](auto& w, auto&& v) { windows_fields(w, v); });
     return p;
   }
 
@@ -353,17 +364,17 @@ std::string plan_to_yaml(const PlanFile& file) {
   out.SetDoublePrecision(6);
   out << YAML::Comment(kHeader) << YAML::Newline;
   out << YAML::BeginMap;
-  out << YAML::Key << "lynxsim_plan" << YAML::Value << kPlanFormatVersion;
-  out << YAML::Key << "strategy" << YAML::Value << file.plan.strategy;
+  entry(out, "lynxsim_plan", kPlanFormatVersion);
+  entry(out, "strategy", file.plan.strategy);
   emit_provenance(out, file.provenance);
-  out << YAML::Key << "scenario" << YAML::Value << YAML::Load(scenario_to_yaml(file.scenario));
-  out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
+  entry(out, "scenario", YAML::Load(scenario_to_yaml(file.scenario)));
+  entry(out, "stages", YAML::BeginSeq);
   for (size_t vs = 0; vs < file.plan.stages.size(); ++vs) {
     const StagePlan& sp = file.plan.stages[vs];
     out << YAML::BeginMap;
-    out << YAML::Key << "virtual_stage" << YAML::Value << vs;
-    out << YAML::Key << "first_layer" << YAML::Value << sp.first_layer;
-    out << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
+    entry(out, "virtual_stage", vs);
+    entry(out, "first_layer", sp.first_layer);
+    entry(out, "layers", YAML::BeginSeq);
     for (size_t l = 0; l < sp.layers.size(); ++l)
       emit_layer(out, sp.layers[l], sp.first_layer + static_cast<int>(l));
     out << YAML::EndSeq << YAML::EndMap;

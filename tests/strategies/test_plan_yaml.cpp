@@ -10,6 +10,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 using namespace lynx;
 using namespace lynx::strategy;
 using model::OpGroup;
@@ -84,13 +86,14 @@ void check_same_decisions(const RecomputePlan& a, const RecomputePlan& b) {
   }
 }
 
-/// "LINE:COL" (1-based) of the first occurrence of `needle` in `text`, plus `offset` columns.
-std::string position_of(const std::string& text, const std::string& needle, int offset = 0) {
-  const size_t at = text.find(needle);
-  REQUIRE_MESSAGE(at != std::string::npos, needle);
-  const size_t line_start = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-  return fmt::format("{}:{}", line, at - line_start + 1 + static_cast<size_t>(offset));
+/// "p.yaml:LINE:COL" (1-based) of the first `needle` in `text`, plus `offset` columns: where a
+/// read error of `text` points.
+std::string at(const std::string& text, const std::string& needle, int offset = 0) {
+  const size_t found = text.find(needle);
+  REQUIRE_MESSAGE(found != std::string::npos, needle);
+  const size_t line_start = text.rfind('\n', found) == std::string::npos ? 0 : text.rfind('\n', found) + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(found), '\n');
+  return fmt::format("p.yaml:{}:{}", line, found - line_start + 1 + static_cast<size_t>(offset));
 }
 
 /// `text` with the first `from` replaced by `to` (which must be there).
@@ -108,6 +111,19 @@ std::string read_error(const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+/// Checks that reading `text` fails with exactly `message`, at `needle` (+ `offset` columns).
+void check_error(const std::string& text, const std::string& needle, const std::string& message,
+                 int offset = 0) {
+  CHECK(read_error(text) == at(text, needle, offset) + ": " + message);
+}
+
+const std::string kLayer1 = "{layer: 1, drop: [], mode: keep}";
+
+/// The sample plan file with its layer 1 written as `layer`.
+std::string with_layer1(const std::string& layer) {
+  return replaced(plan_to_yaml(sample_file()), kLayer1, layer);
 }
 
 }  // namespace
@@ -156,149 +172,139 @@ TEST_CASE("plan files with hostile scenario and strategy names read back") {
 TEST_CASE("plan file errors: one line naming file, line, column and key, never an internal error") {
   const std::string good = plan_to_yaml(sample_file());
   REQUIRE(read_error(good).empty());
-  const std::string layer1 = "{layer: 1, drop: [], mode: keep}";
   const std::string layer3 = "{layer: 3, drop: [core], mode: demand, rerun_whole_groups: true}";
-  auto at = [](const std::string& text, const std::string& needle, int offset = 0) {
-    return "p.yaml:" + position_of(text, needle, offset);
-  };
-  auto with_layer1 = [&](const std::string& l) { return replaced(good, layer1, l); };
 
   SUBCASE("wrong types") {
     std::string bad = with_layer1("{layer: 1, drop: [{a: 1}], mode: demand}");
-    CHECK(read_error(bad) == at(bad, "{a: 1}") + ": key 'stages[0].layers[1].drop': expected a string, got a mapping");
+    check_error(bad, "{a: 1}", "key 'stages[0].layers[1].drop': expected a string, got a mapping");
     bad = with_layer1("{layer: 1, drop: core, mode: demand}");
-    CHECK(read_error(bad) == at(bad, "core, mode") + ": key 'stages[0].layers[1].drop': expected a list of op groups, got 'core'");
+    check_error(bad, "core, mode", "key 'stages[0].layers[1].drop': expected a list of op groups, got 'core'");
     bad = with_layer1("{layer: 1, drop: [[core]], mode: demand}");
-    CHECK(read_error(bad) == at(bad, "[core]]") + ": key 'stages[0].layers[1].drop': expected a string, got a list");
+    check_error(bad, "[core]]", "key 'stages[0].layers[1].drop': expected a string, got a list");
     bad = with_layer1("{layer: 1, drop: [], mode: [keep]}");
-    CHECK(read_error(bad) == at(bad, "[keep]") + ": key 'stages[0].layers[1].mode': expected a string, got a list");
+    check_error(bad, "[keep]", "key 'stages[0].layers[1].mode': expected a string, got a list");
     bad = with_layer1("{layer: 1, drop: [], mode: keep, rerun_whole_groups: maybe}");
-    CHECK(read_error(bad) == at(bad, "maybe") + ": key 'stages[0].layers[1].rerun_whole_groups': expected true or false, got 'maybe'");
+    check_error(bad, "maybe", "key 'stages[0].layers[1].rerun_whole_groups': expected true or false, got 'maybe'");
     bad = with_layer1("{layer: 1, drop: [], mode: keep, window: {a: 1}}");
-    CHECK(read_error(bad) == at(bad, "{a: 1}") + ": key 'stages[0].layers[1].window': expected a string, got a mapping");
+    check_error(bad, "{a: 1}", "key 'stages[0].layers[1].window': expected a string, got a mapping");
     bad = replaced(good, "first_layer: 3", "first_layer: three");
-    CHECK(read_error(bad) == at(bad, "three") + ": key 'stages[1].first_layer': expected an integer, got 'three'");
+    check_error(bad, "three", "key 'stages[1].first_layer': expected an integer, got 'three'");
     bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: [2]");
-    CHECK(read_error(bad) == at(bad, "[2]") + ": key 'lynxsim_plan': expected an integer, got a list");
+    check_error(bad, "[2]", "key 'lynxsim_plan': expected an integer, got a list");
     bad = replaced(good, "search_seconds: 0.000515", "search_seconds: fast");
-    CHECK(read_error(bad) == at(bad, "fast") + ": key 'provenance.search_seconds': expected a number, got 'fast'");
+    check_error(bad, "fast", "key 'provenance.search_seconds': expected a number, got 'fast'");
     bad = replaced(good, "strategy: lynx-heu", "strategy:");
     CHECK(read_error(bad).starts_with("p.yaml:"));
     CHECK(read_error(bad).ends_with(": key 'strategy': expected a string, got nothing"));
     bad = good.substr(0, good.find("\nscenario:") + 1) + "scenario: 3\n" + good.substr(good.find("\nstages:") + 1);
-    CHECK(read_error(bad) == at(bad, "3\nstages") + ": key 'scenario': expected the resolved scenario the plan was made for (a mapping, as `lynxsim show` prints it), got '3'");
+    check_error(bad, "3\nstages", "key 'scenario': expected the resolved scenario the plan was made for (a mapping, as `lynxsim show` prints it), got '3'");
     CHECK(read_error("- a\n") == "p.yaml: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, got a list");
   }
   SUBCASE("unknown keys") {
     std::string bad = good + "extra: 1\n";
-    CHECK(read_error(bad) == at(bad, "extra") + ": key 'extra': unknown key (known: lynxsim_plan, strategy, provenance, scenario, stages)");
+    check_error(bad, "extra", "key 'extra': unknown key (known: lynxsim_plan, strategy, provenance, scenario, stages)");
     bad = with_layer1("{layer: 1, drop: [], mode: keep, windw: bwd-tp}");
-    CHECK(read_error(bad) == at(bad, "windw") + ": key 'stages[0].layers[1].windw': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
+    check_error(bad, "windw", "key 'stages[0].layers[1].windw': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
     bad = replaced(good, "  confirm_rounds: 1\n", "  confirm_rounds: 1\n  note: hand-made\n");
-    CHECK(read_error(bad) == at(bad, "note") + ": key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, stages, windows)");
+    check_error(bad, "note", "key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, stages, windows)");
     bad = with_layer1("{layer: 1, drop: [], mode: keep, {a: 1}: 2}");
-    CHECK(read_error(bad) == at(bad, "{a: 1}: 2") + ": key 'stages[0].layers[1].a mapping': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
+    check_error(bad, "{a: 1}: 2", "key 'stages[0].layers[1].a mapping': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
   }
   SUBCASE("missing keys") {
     std::string bad = with_layer1("{layer: 1, drop: []}");
-    CHECK(read_error(bad) == at(bad, "{layer: 1, drop: []}") + ": key 'stages[0].layers[1].mode': missing");
+    check_error(bad, "{layer: 1, drop: []}", "key 'stages[0].layers[1].mode': missing");
     bad = replaced(good, "strategy: lynx-heu\n", "");
-    CHECK(read_error(bad) == at(bad, "lynxsim_plan") + ": key 'strategy': missing");
+    check_error(bad, "lynxsim_plan", "key 'strategy': missing");
     bad = replaced(good, "    first_layer: 3\n", "");
-    CHECK(read_error(bad) == at(bad, "- virtual_stage: 1", 2) + ": key 'stages[1].first_layer': missing");
+    check_error(bad, "- virtual_stage: 1", "key 'stages[1].first_layer': missing", 2);
     bad = good.substr(0, good.find("\nstages:") + 1);
-    CHECK(read_error(bad) == at(bad, "lynxsim_plan") + ": key 'stages': missing");
+    check_error(bad, "lynxsim_plan", "key 'stages': missing");
     bad = replaced(good, "\nscenario:\n", "\nold_scenario:\n");
     CHECK(read_error(bad).ends_with(": key 'old_scenario': unknown key (known: lynxsim_plan, strategy, provenance, scenario, stages)"));
   }
   SUBCASE("bad values: mode, window, groups, version") {
     std::string bad = replaced(good, layer3, "{layer: 3, drop: [core], mode: lazy}");
-    CHECK(read_error(bad) == at(bad, "lazy") + ": key 'stages[1].layers[0].mode': 'lazy' is not one of: keep, demand, overlap");
+    check_error(bad, "lazy", "key 'stages[1].layers[0].mode': 'lazy' is not one of: keep, demand, overlap");
     bad = replaced(good, "window: pp-wait", "window: bwd");
-    CHECK(read_error(bad) == at(bad, "bwd}") + ": key 'stages[0].layers[2].window': 'bwd' is not one of: bwd-tp, pp-wait, fwd-tp, none");
+    check_error(bad, "bwd}", "key 'stages[0].layers[2].window': 'bwd' is not one of: bwd-tp, pp-wait, fwd-tp, none");
     bad = replaced(good, layer3, "{layer: 3, drop: [core, mpl], mode: demand}");
-    CHECK(read_error(bad) == at(bad, "mpl") + ": key 'stages[1].layers[0].drop': unknown group 'mpl' (post, proj, core, mlp)");
+    check_error(bad, "mpl", "key 'stages[1].layers[0].drop': unknown group 'mpl' (post, proj, core, mlp)");
     bad = replaced(good, layer3, "{layer: 3, drop: [core, core], mode: demand}");
-    CHECK(read_error(bad) == at(bad, "core, core]", 6) + ": key 'stages[1].layers[0].drop': group 'core' is listed twice");
+    check_error(bad, "core, core]", "key 'stages[1].layers[0].drop': group 'core' is listed twice", 6);
     bad = with_layer1("{layer: 1, drop: [core], mode: keep}");
-    CHECK(read_error(bad) == at(bad, "keep}") + ": key 'stages[0].layers[1].mode': 'keep' goes with an empty drop list");
+    check_error(bad, "keep}", "key 'stages[0].layers[1].mode': 'keep' goes with an empty drop list");
     bad = with_layer1("{layer: 1, drop: [], mode: demand}");
-    CHECK(read_error(bad) == at(bad, "demand}") + ": key 'stages[0].layers[1].mode': 'demand' needs groups to drop (drop: [] goes with mode keep)");
+    check_error(bad, "demand}", "key 'stages[0].layers[1].mode': 'demand' needs groups to drop (drop: [] goes with mode keep)");
     bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: 1");
-    CHECK(read_error(bad) == at(bad, "1\nstrategy") + ": key 'lynxsim_plan': format 1 (plans without their scenario) is no longer read; make the plan again with `lynxsim plan`");
+    check_error(bad, "1\nstrategy", "key 'lynxsim_plan': format 1 (plans without their scenario) is no longer read; make the plan again with `lynxsim plan`");
     bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: 7");
-    CHECK(read_error(bad) == at(bad, "7\nstrategy") + ": key 'lynxsim_plan': unsupported version 7 (this lynxsim reads 2)");
+    check_error(bad, "7\nstrategy", "key 'lynxsim_plan': unsupported version 7 (this lynxsim reads 2)");
     CHECK(read_error("stages: [\n") == "p.yaml:2:1: malformed YAML: end of sequence flow not found");
   }
   SUBCASE("layer and stage indices: negative, huge, out of order") {
     std::string bad = with_layer1("{layer: -1, drop: [], mode: keep}");
-    CHECK(read_error(bad) == at(bad, "-1") + ": key 'stages[0].layers[1].layer': is -1, expected 1 (first_layer + position in the list)");
+    check_error(bad, "-1", "key 'stages[0].layers[1].layer': is -1, expected 1 (first_layer + position in the list)");
     bad = with_layer1("{layer: 99999999999999999999, drop: [], mode: keep}");
-    CHECK(read_error(bad) == at(bad, "9999") + ": key 'stages[0].layers[1].layer': expected an integer, got '99999999999999999999'");
+    check_error(bad, "9999", "key 'stages[0].layers[1].layer': expected an integer, got '99999999999999999999'");
     bad = replaced(replaced(good, "first_layer: 3", "first_layer: -2"), "{layer: 3,", "{layer: -2,");
     bad = replaced(replaced(bad, "{layer: 4,", "{layer: -1,"), "{layer: 5,", "{layer: 0,");
-    CHECK(read_error(bad) == at(bad, "-2\n") + ": key 'stages[1].first_layer': is -2, expected 3 (stages hold consecutive layers from 0)");
+    check_error(bad, "-2\n", "key 'stages[1].first_layer': is -2, expected 3 (stages hold consecutive layers from 0)");
     bad = replaced(good, "virtual_stage: 1\n", "virtual_stage: 5\n");
-    CHECK(read_error(bad) == at(bad, "5\n    first_layer") + ": key 'stages[1].virtual_stage': is 5, expected 1 (stages are listed in order)");
+    check_error(bad, "5\n    first_layer", "key 'stages[1].virtual_stage': is 5, expected 1 (stages are listed in order)");
   }
   SUBCASE("wrong number of stages or layers for the embedded scenario") {
     PlanFile file = sample_file();
     file.plan.stages.pop_back();
     std::string bad = plan_to_yaml(file);
-    CHECK(read_error(bad) == at(bad, "- virtual_stage: 0") + ": key 'stages': the plan has 1 virtual stages, the scenario's layout has 2 (pp 2 × virtual_stages 1)");
+    check_error(bad, "- virtual_stage: 0", "key 'stages': the plan has 1 virtual stages, the scenario's layout has 2 (pp 2 × virtual_stages 1)");
     file = sample_file();
     file.plan.stages[1].layers.pop_back();
     bad = plan_to_yaml(file);
-    CHECK(read_error(bad) == at(bad, "- virtual_stage: 0") + ": key 'stages': hold 5 layers, the model has 6");
+    check_error(bad, "- virtual_stage: 0", "key 'stages': hold 5 layers, the model has 6");
     file = sample_file();
     file.plan.stages[1].layers.clear();
     bad = plan_to_yaml(file);
-    CHECK(read_error(bad) == at(bad, "[]\n") + ": key 'stages[1].layers': is empty (every virtual stage holds a layer)");
+    check_error(bad, "[]\n", "key 'stages[1].layers': is empty (every virtual stage holds a layer)");
   }
   SUBCASE("errors in the embedded scenario name the plan file's own lines") {
     std::string bad = replaced(good, "memory: 80GiB", "memory: 80GiBB");
-    CHECK(read_error(bad) == at(bad, "80GiBB") + ": key 'hardware.gpu.memory': expected a size like '80GiB', got '80GiBB' (units: B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)");
+    check_error(bad, "80GiBB", "key 'hardware.gpu.memory': expected a size like '80GiB', got '80GiBB' (units: B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)");
     bad = replaced(good, "    tp: 2\n", "    tp: 2\n    pipeline: 2\n");
-    CHECK(read_error(bad) == at(bad, "    pipeline: 2", 4) + ": unknown key 'parallel.pipeline'");
+    check_error(bad, "    pipeline: 2", "unknown key 'parallel.pipeline'", 4);
   }
 }
 
 TEST_CASE("a plan that asks for what the builder cannot build is a user error naming the layer and group") {
   const std::string good = plan_to_yaml(sample_file());
-  const std::string layer1 = "{layer: 1, drop: [], mode: keep}";
-  auto at = [](const std::string& text, const std::string& needle, int offset = 0) {
-    return "p.yaml:" + position_of(text, needle, offset);
-  };
-  auto with_layer1 = [&](const std::string& l) { return replaced(good, layer1, l); };
 
   // Dropping 'post' brings back LN2's input, the output of the attention's TP all-reduce.
   std::string bad = with_layer1("{layer: 1, drop: [post], mode: overlap, window: bwd-tp}");
-  CHECK(read_error(bad) == at(bad, "[post]") + ": key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
+  check_error(bad, "[post]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
   CHECK(read_error(with_layer1("{layer: 1, drop: [post], mode: demand}")).empty());
   bad = with_layer1("{layer: 1, drop: [post, core], mode: overlap, window: bwd-tp}");
-  CHECK(read_error(bad) == at(bad, "[post, core]") + ": key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
+  check_error(bad, "[post, core]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
   bad = with_layer1("{layer: 1, drop: [input], mode: demand}");
-  CHECK(read_error(bad) == at(bad, "[input]") + ": key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
+  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
   bad = with_layer1("{layer: 1, drop: [core], mode: overlap, window: pp-wait}");
-  CHECK(read_error(bad) == at(bad, "pp-wait}") + ": key 'stages[0].layers[1].window': layer 1: window pp-wait (the wait for the next stage's gradient) belongs to a virtual stage's top layer; use bwd-tp or fwd-tp");
+  check_error(bad, "pp-wait}", "key 'stages[0].layers[1].window': layer 1: window pp-wait (the wait for the next stage's gradient) belongs to a virtual stage's top layer; use bwd-tp or fwd-tp");
   bad = replaced(good, "{layer: 2, drop: [core], mode: overlap, window: pp-wait}", "{layer: 2, drop: [core], mode: overlap, window: bwd-tp}");
-  CHECK(read_error(bad) == at(bad, "bwd-tp}\n  - virtual_stage: 1") + ": key 'stages[0].layers[2].window': layer 2: window bwd-tp (the backward of the layer above) does not exist for a virtual stage's top layer; use pp-wait or fwd-tp");
+  check_error(bad, "bwd-tp}\n  - virtual_stage: 1", "key 'stages[0].layers[2].window': layer 2: window bwd-tp (the backward of the layer above) does not exist for a virtual stage's top layer; use pp-wait or fwd-tp");
   const std::string top5 = "{layer: 5, drop: [core], mode: overlap, window: ";
   bad = replaced(good, "{layer: 5, drop: [post, mlp], mode: demand}", top5 + "pp-wait}");
-  CHECK(read_error(bad) == at(bad, top5, static_cast<int>(top5.size())) + ": key 'stages[1].layers[2].window': layer 5: window pp-wait: the last virtual stage receives no gradient from a next stage; use bwd-tp (the LM head's backward) or fwd-tp");
+  check_error(bad, top5, "key 'stages[1].layers[2].window': layer 5: window pp-wait: the last virtual stage receives no gradient from a next stage; use bwd-tp (the LM head's backward) or fwd-tp", static_cast<int>(top5.size()));
   bad = with_layer1("{layer: 1, drop: [core], mode: overlap}");
-  CHECK(read_error(bad) == at(bad, "{layer: 1, drop: [core], mode: overlap}") + ": key 'stages[0].layers[1].window': layer 1: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
+  check_error(bad, "{layer: 1, drop: [core], mode: overlap}", "key 'stages[0].layers[1].window': layer 1: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
   bad = with_layer1("{layer: 1, drop: [core], mode: demand, window: fwd-tp}");
-  CHECK(read_error(bad) == at(bad, "fwd-tp}") + ": key 'stages[0].layers[1].window': layer 1: window fwd-tp goes only with mode overlap");
+  check_error(bad, "fwd-tp}", "key 'stages[0].layers[1].window': layer 1: window fwd-tp goes only with mode overlap");
 
   SUBCASE("with sequence parallelism, dropping mlp or proj re-runs an all-gather") {
     PlanFile file = sample_file();
     file.scenario = unit_scenario({"parallel.sequence_parallel=true"});
     bad = plan_to_yaml(file);
-    CHECK(read_error(bad) == at(bad, "[core, mlp]") + ": key 'stages[0].layers[0].drop': layer 0: overlapped recompute of group 'mlp' re-runs 'sp_allgather_mlp', a TP collective; only communication-free recomputes can be overlapped (keep 'mlp', or use mode demand)");
+    check_error(bad, "[core, mlp]", "key 'stages[0].layers[0].drop': layer 0: overlapped recompute of group 'mlp' re-runs 'sp_allgather_mlp', a TP collective; only communication-free recomputes can be overlapped (keep 'mlp', or use mode demand)");
     file.plan.stages[0].layers[0] = LayerDecision{};
     bad = plan_to_yaml(file);
-    CHECK(read_error(bad) == at(bad, "[proj]") + ": key 'stages[1].layers[1].drop': layer 4: overlapped recompute of group 'proj' re-runs 'sp_allgather_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'proj', or use mode demand)");
+    check_error(bad, "[proj]", "key 'stages[1].layers[1].drop': layer 4: overlapped recompute of group 'proj' re-runs 'sp_allgather_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'proj', or use mode demand)");
     file.scenario = unit_scenario({"parallel.tp=1"});  // no collectives at all
     CHECK(read_error(plan_to_yaml(file)).empty());
   }
