@@ -4,6 +4,7 @@
 #include "common/files.hpp"
 #include "model/gpt.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "sim/json.hpp"
 #include "strategies/plan_check.hpp"
 
 #include <fmt/format.h>
@@ -121,9 +122,15 @@ std::string join_key(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
 }
 
+/// User text for a one-line message: control characters (and quotes) escaped.
+std::string escaped(std::string_view text) {
+  const std::string quoted = sim::json_string(text);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 /// What a node holds, for "expected X, got Y" messages.
 std::string describe(const YAML::Node& n) {
-  if (n.IsScalar()) return fmt::format("'{}'", n.Scalar());
+  if (n.IsScalar()) return fmt::format("'{}'", escaped(n.Scalar()));
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   return "nothing";
@@ -211,9 +218,9 @@ class Reader {
       fail_at(map, where, fmt::format("expected a mapping, got {}", describe(map)));
     for (const auto& kv : map) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : describe(kv.first);
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        fail_at(kv.first, join_key(where, key),
-                fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      fail_at(kv.first, join_key(where, escaped(key)),
+              fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
     }
   }
 
@@ -275,7 +282,7 @@ class Reader {
     const YAML::Node mode_node = required(l, "mode", at);
     const auto mode = value<std::string>(mode_node, at + ".mode");
     if (mode != "keep" && mode != "demand" && mode != "overlap")
-      fail_at(mode_node, at + ".mode", fmt::format("'{}' is not one of: keep, demand, overlap", mode));
+      fail_at(mode_node, at + ".mode", fmt::format("{} is not one of: keep, demand, overlap", describe(mode_node)));
     const Action action = mode == "overlap" ? Action::kOverlap : Action::kRecompute;
     LayerDecision d;
     const YAML::Node drop = required(l, "drop", at);
@@ -285,7 +292,7 @@ class Reader {
       const auto it = std::find_if(kGroupNames.begin(), kGroupNames.end(),
                                    [&](const char* n) { return name == n; });
       if (it == kGroupNames.end())
-        fail_at(g, at + ".drop", fmt::format("unknown group '{}' (post, proj, core, mlp)", name));
+        fail_at(g, at + ".drop", fmt::format("unknown group {} (post, proj, core, mlp)", describe(g)));
       Action& slot = d.group[static_cast<size_t>(it - kGroupNames.begin())];
       if (slot != Action::kKeep) fail_at(g, at + ".drop", fmt::format("group '{}' is listed twice", name));
       slot = action;
@@ -300,7 +307,7 @@ class Reader {
                                    [&](Window k) { return name == window_name(k); });
       if (it == kWindows.end())
         fail_at(w, at + ".window",
-                fmt::format("'{}' is not one of: bwd-tp, pp-wait, fwd-tp, none", name));
+                fmt::format("{} is not one of: bwd-tp, pp-wait, fwd-tp, none", describe(w)));
       d.window = *it;
     }
     optional(l, "rerun_whole_groups", at, d.rerun_whole_groups);

@@ -198,6 +198,10 @@ TEST_CASE("plan file errors: one line naming file, line, column and key, never a
     CHECK(read_error(bad).ends_with(": key 'strategy': expected a string, got nothing"));
     bad = good.substr(0, good.find("\nscenario:") + 1) + "scenario: 3\n" + good.substr(good.find("\nstages:") + 1);
     check_error(bad, "3\nstages", "key 'scenario': expected the resolved scenario the plan was made for (a mapping, as `lynxsim show` prints it), got '3'");
+    bad = replaced(good, "first_layer: 3", "first_layer: \"3\\n4\"");
+    check_error(bad, "\"3", "key 'stages[1].first_layer': expected an integer, got '3\\n4'");  // one line
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, \"a\\nb\": 1}");
+    check_error(bad, "\"a", "key 'stages[0].layers[1].a\\nb': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
     CHECK(read_error("- a\n") == "p.yaml: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, got a list");
   }
   SUBCASE("unknown keys") {
