@@ -14,21 +14,10 @@ namespace {
 
 using model::OpGroup;
 
-/// Index (into `ops`) of the first collective that `d`'s recompute pass re-runs, or -1. With
-/// tp = 1 the TP ops are no-ops (the builder skips them).
-int recompute_collective(const std::vector<model::Op>& ops, const LayerDecision& d, int tp) {
-  if (tp == 1) return -1;
-  for (int i : recompute_ops(ops, d)) {
-    const model::Op& op = ops[static_cast<size_t>(i)];
-    if (op.kind == model::OpKind::kCollective && op.collective != model::CollectiveKind::kNone) return i;
-  }
-  return -1;
-}
-
 /// Why an overlapped decision cannot be overlapped (it re-runs a collective), or "".
 std::string overlap_communication(const std::vector<model::Op>& ops, const LayerDecision& d,
                                   int tp, int layer) {
-  const int collective = recompute_collective(ops, d, tp);
+  const int collective = first_recompute_collective(ops, d, tp);
   if (collective < 0) return "";
   const std::string& op_name = ops[static_cast<size_t>(collective)].name;
   // Name the dropped group that needs the collective on its own, when one does.
@@ -40,7 +29,7 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
     LayerDecision alone;
     alone.group[g] = Action::kRecompute;
     alone.rerun_whole_groups = d.rerun_whole_groups;
-    const int c = recompute_collective(ops, alone, tp);
+    const int c = first_recompute_collective(ops, alone, tp);
     if (c >= 0)
       return fmt::format(
           "layer {}: overlapped recompute of group '{}' re-runs '{}', a TP collective; only "
@@ -101,6 +90,15 @@ std::optional<PlanProblem> layer_problem(const LayerDecision& d, const Scenario&
 }
 
 }  // namespace
+
+int first_recompute_collective(const std::vector<model::Op>& ops, const LayerDecision& d, int tp) {
+  if (tp == 1) return -1;
+  for (int i : recompute_ops(ops, d)) {
+    const model::Op& op = ops[static_cast<size_t>(i)];
+    if (op.kind == model::OpKind::kCollective && op.collective != model::CollectiveKind::kNone) return i;
+  }
+  return -1;
+}
 
 std::string plan_key(const PlanProblem& p) {
   if (p.virtual_stage < 0) return p.field;

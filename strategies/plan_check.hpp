@@ -21,6 +21,11 @@ struct PlanProblem {
   std::string what;        ///< one-line reason, naming the layer and group where there is one
 };
 
+/// Index (into `layer_ops`) of the first collective that `d`'s recompute pass re-runs, or -1
+/// (none, or tp = 1, where the TP ops are no-ops). Overlapped recomputes must have none.
+int first_recompute_collective(const std::vector<model::Op>& layer_ops, const LayerDecision& d,
+                               int tp);
+
 /// The plan-file key of a problem: "stages", "stages[K].FIELD" or "stages[K].layers[I].FIELD".
 std::string plan_key(const PlanProblem& problem);
 
