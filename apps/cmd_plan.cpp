@@ -1,5 +1,6 @@
 // `lynxsim plan`: plan a scenario's recomputation and write the plan file.
 #include "apps/cli.hpp"
+#include "runner/report.hpp"
 #include "runner/simulate.hpp"
 #include "common/error.hpp"
 #include "strategies/plan_yaml.hpp"
@@ -12,6 +13,30 @@
 #include <iostream>
 
 namespace lynx::cli {
+namespace {
+
+/// How the run's plan was made, for the plan file (informational).
+strategy::PlanProvenance provenance(const SimRun& run) {
+  strategy::PlanProvenance p;
+  p.lynxsim_version = lynxsim_version();
+  p.strategy_requested = run.result.strategy_requested;
+  p.strategy_won = run.planner.fallback.empty() ? run.result.strategy : run.planner.fallback;
+  p.search_seconds = run.result.search_seconds;
+  p.baseline_seconds = run.result.baseline_seconds;
+  p.confirm_rounds = run.planner.confirm_rounds;
+  for (size_t k = 0; k < run.planner.solutions.size(); ++k) {
+    const auto& s = run.planner.solutions[k];
+    p.stages.push_back({static_cast<int>(k), s.status.empty() ? "unknown" : s.status, s.feasible,
+                        ps_to_us(s.exposed_ps), s.activation_bytes,
+                        run.planner.problems[k].budget_bytes, s.gap});
+  }
+  for (size_t vs = 0; vs < run.planner.windows.size(); ++vs)
+    p.windows.push_back({static_cast<int>(vs), ps_to_us(run.planner.windows[vs].inner_ps),
+                         ps_to_us(run.planner.windows[vs].top_ps)});
+  return p;
+}
+
+}  // namespace
 
 int cmd_plan(const std::vector<std::string>& argv) {
   ScenarioArgs args;
@@ -23,12 +48,12 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "usage: lynxsim plan [FILE] [--set k=v]... [-o plan.yaml]\n"
                      "Plans recompute.strategy (any strategy; lynx-heu, lynx-opt and checkmate "
                      "search), confirms it with the engine, and writes the plan YAML that "
-                     "`lynxsim run --plan` reads."))
+                     "`lynxsim run --plan` reads: every layer's decisions, the resolved scenario "
+                     "they were made for, and how they were made."))
     return 0;
   const Scenario scenario = load_scenario(args);
   const SimRun run = simulate(scenario);
-  const std::string yaml = strategy::plan_to_yaml(
-      run.plan, scenario.name, run.planner.solutions.empty() ? nullptr : &run.planner);
+  const std::string yaml = strategy::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
   if (output_path.empty()) {
     std::cout << yaml;
   } else {

@@ -1,7 +1,7 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
 #include "apps/trace_options.hpp"
-#include "model/gpt.hpp"
+#include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
@@ -26,23 +26,27 @@ int cmd_run(const std::vector<std::string>& argv) {
   add_trace_options(desc, trace_args);
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
-      "plan", po::value(&plan_path), "run this plan file (from `lynxsim plan`) instead of planning");
+      "plan", po::value(&plan_path),
+      "run this plan file (from `lynxsim plan`) instead of planning: on FILE if given (it must "
+      "match the plan's model, layout and GPU memory), else on the scenario the plan holds");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
                      "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
   const auto report_format = parse_report_format(format);
-  const Scenario scenario = load_scenario(args);
-  const TraceRequest trace = parse_trace_request(trace_args, scenario.parallel.pp);
   SimOptions options;
-  options.keep_trace_data = !trace.path.empty();
-  strategy::RecomputePlan plan;
+  // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
+  strategy::PlanFile plan_file;
+  Scenario scenario;
   if (!plan_path.empty()) {
-    const ModelSpec model = model::resolve_model(scenario.model);
-    plan = strategy::load_plan_file(plan_path, scenario.parallel.pp * scenario.parallel.virtual_stages,
-                                    model.layers);
-    options.plan = &plan;
+    plan_file = strategy::read_plan_file(plan_path);
+    scenario = strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
+    options.plan = &plan_file.plan;
+  } else {
+    scenario = load_scenario(args);
   }
+  const TraceRequest trace = parse_trace_request(trace_args, scenario.parallel.pp);
+  options.keep_trace_data = !trace.path.empty();
   const SimRun run = simulate(scenario, options);
   write_trace(trace, run);
   if (output_path.empty()) {

@@ -198,8 +198,63 @@ def case_trace_limits(b, tmp):
     check("needs --trace" in err, f"a limit without --trace: {err}")
 
 
+def case_plan_files(b, tmp):
+    """Plan files: hostile names round-trip, the embedded scenario runs alone, a mismatching
+    scenario, a --set recompute.* and a plan the builder cannot build are one-line errors."""
+    with open("scenarios/paper/pcie-gpt-2.7b.yaml") as f:
+        base = f.read()
+    scenario = os.path.join(tmp, "gpt: small.yaml")
+    with open(scenario, "w") as f:
+        f.write("\n".join(l for l in base.splitlines() if not l.startswith("name:")) +
+                '\nname: "gpt: small # \'q\' \\u00fc\\nx"\n')
+    plan = os.path.join(tmp, "plan.yaml")
+    run(b, "plan", scenario, "--set", "recompute.strategy=lynx-heu", "-o", plan)
+    direct = json.loads(run(b, "run", scenario, "--set", "recompute.strategy=lynx-heu",
+                            "--format", "json").stdout)
+    alone = json.loads(run(b, "run", "--plan", plan, "--format", "json").stdout)
+    check(alone["iteration_time_s"] == direct["iteration_time_s"],
+          "run --plan with no scenario runs the embedded one")
+    check(alone["scenario_yaml"] == direct["scenario_yaml"] and "gpt: small # 'q'" in alone["scenario_yaml"],
+          "the embedded scenario, hostile name included, is the one planned on")
+    both = json.loads(run(b, "run", scenario, "--plan", plan, "--format", "json").stdout)
+    check(both["iteration_time_s"] == direct["iteration_time_s"], "run SCENARIO --plan")
+    slow = json.loads(run(b, "run", "--plan", plan, "--set", "hardware.node.pcie.bw=8GB/s",
+                          "--format", "json").stdout)
+    check(slow["iteration_time_s"] > direct["iteration_time_s"], "--set what-if on a plan")
+
+    def one_line_error(*args, has):
+        err = run(b, *args, expect=1).stderr.strip()
+        check(err.count("\n") == 0 and "internal" not in err and all(h in err for h in has),
+              f"lynxsim {' '.join(args)}: {err}")
+
+    one_line_error("run", scenario, "--set", "parallel.micro_batch=2", "--plan", plan,
+                   has=[f"{plan}: made for parallel.micro_batch 4, {scenario} with --set has 2"])
+    one_line_error("run", "scenarios/paper/pcie-gpt-1.3b.yaml", "--plan", plan,
+                   has=["made for model.layers 32, scenarios/paper/pcie-gpt-1.3b.yaml has 24"])
+    one_line_error("run", "--plan", plan, "--set", "recompute.strategy=lynx-opt",
+                   has=["--set recompute.strategy=lynx-opt: not allowed with --plan"])
+    with open(plan) as f:
+        text = f.read()
+    edited = os.path.join(tmp, "edited.yaml")
+    for old, new, has in [
+            ("{layer: 0, drop: [], mode: keep}", "{layer: 0, drop: [{a: 1}], mode: demand}",
+             ["edited.yaml:", "key 'stages[0].layers[0].drop': expected a string, got a mapping"]),
+            ("{layer: 0, drop: [], mode: keep}", "{layer: 0, drop: [post], mode: overlap, window: bwd-tp}",
+             ["key 'stages[0].layers[0].drop': layer 0: overlapped recompute of group 'post'"]),
+            ("{layer: 0, drop: [], mode: keep}", "{layer: 0, drop: [input], mode: demand}",
+             ["layer 0 drops group 'input'"]),
+            ("{layer: 0, drop: [], mode: keep}", "{layer: 0, drop: [], mode: keep, window: pp-wait}",
+             ["layer 0: window pp-wait goes only with mode overlap"]),
+            ("    tp: 2\n", "    tp: 2\n    tpp: 2\n", ["edited.yaml:", "unknown key 'parallel.tpp'"])]:
+        check(old in text, f"the plan has {old!r}")
+        with open(edited, "w") as f:
+            f.write(text.replace(old, new, 1))
+        one_line_error("run", "--plan", edited, has=has)
+
+
 CASES = {"formats": case_formats, "errors": case_errors, "trace_and_plan": case_trace_and_plan,
-         "figures": case_figures, "trace_tracks": case_trace_tracks, "trace_limits": case_trace_limits}
+         "figures": case_figures, "trace_tracks": case_trace_tracks, "trace_limits": case_trace_limits,
+         "plan_files": case_plan_files}
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]

@@ -1,77 +1,405 @@
-// Plan files: write → read round trip, and every read error names file, line and key.
+// Plan files: write → read round trip whatever the names, every read error is one line naming
+// file, line, column and key, the checks of what the builder can build, and the comparison of
+// a plan's embedded scenario with the scenario it runs on.
+#include "model/gpt.hpp"
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
 
 using namespace lynx;
 using namespace lynx::strategy;
+using model::OpGroup;
 
 namespace {
 
+// 6 layers over tp 2 × pp 2: small enough to simulate in milliseconds.
+const char* kScenario =
+    "name: unit\n"
+    "model: {layers: 6, hidden: 512, heads: 8, seq_len: 256, vocab: 2048}\n"
+    "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4}\n"
+    "hardware: {profile: dgx-a100-80gb}\n";
+
+Scenario unit_scenario(const std::vector<std::string>& overrides = {}) {
+  Scenario sc = load_scenario_text(kScenario, "unit.yaml", overrides);
+  sc.model = model::resolve_model(sc.model);
+  return sc;
+}
+
+LayerDecision dropping(std::initializer_list<OpGroup> groups, Action action, Window window = Window::kNone) {
+  LayerDecision d;
+  for (OpGroup g : groups) d.group[static_cast<size_t>(g)] = action;
+  d.window = window;
+  return d;
+}
+
+/// Every kind of decision, each where the builder honours it.
 RecomputePlan sample_plan() {
   RecomputePlan plan;
   plan.strategy = "lynx-heu";
   StagePlan s0;
   s0.first_layer = 0;
-  LayerDecision keep;
-  LayerDecision overlap;
-  overlap.group[static_cast<size_t>(model::OpGroup::kAttnCore)] = Action::kOverlap;
-  overlap.group[static_cast<size_t>(model::OpGroup::kMlp)] = Action::kOverlap;
-  overlap.window = Window::kBwdTpComm;
-  s0.layers = {overlap, keep};
+  s0.layers = {dropping({OpGroup::kAttnCore, OpGroup::kMlp}, Action::kOverlap, Window::kBwdTpComm),
+               LayerDecision{},
+               dropping({OpGroup::kAttnCore}, Action::kOverlap, Window::kPpRecvWait)};
   StagePlan s1;
-  s1.first_layer = 2;
-  LayerDecision demand;
-  demand.group[static_cast<size_t>(model::OpGroup::kAttnCore)] = Action::kRecompute;
-  demand.rerun_whole_groups = true;
-  LayerDecision top = overlap;
-  top.window = Window::kPpRecvWait;
-  s1.layers = {demand, top};
+  s1.first_layer = 3;
+  LayerDecision selective = dropping({OpGroup::kAttnCore}, Action::kRecompute);
+  selective.rerun_whole_groups = true;
+  s1.layers = {selective, dropping({OpGroup::kAttnProjInput}, Action::kOverlap, Window::kFwdTpComm),
+               dropping({OpGroup::kLayerNorm, OpGroup::kMlp}, Action::kRecompute)};
   plan.stages = {s0, s1};
   return plan;
 }
 
-}  // namespace
-
-TEST_CASE("plan YAML round trip keeps every decision") {
-  const RecomputePlan plan = sample_plan();
-  const std::string yaml = plan_to_yaml(plan, "unit", nullptr);
-  const RecomputePlan back = load_plan_text(yaml, "plan.yaml", 2, 4);
-  CHECK(back.strategy == "lynx-heu");
-  REQUIRE(back.stages.size() == 2);
-  for (size_t s = 0; s < 2; ++s) {
-    CHECK(back.stages[s].first_layer == plan.stages[s].first_layer);
-    REQUIRE(back.stages[s].layers.size() == plan.stages[s].layers.size());
-    for (size_t l = 0; l < plan.stages[s].layers.size(); ++l) {
-      CHECK(back.stages[s].layers[l].group == plan.stages[s].layers[l].group);
-      CHECK(back.stages[s].layers[l].window == plan.stages[s].layers[l].window);
-      CHECK(back.stages[s].layers[l].rerun_whole_groups == plan.stages[s].layers[l].rerun_whole_groups);
-    }
-  }
-  CHECK(plan_to_yaml(back, "unit", nullptr) == yaml);
+PlanFile sample_file() {
+  PlanFile f;
+  f.plan = sample_plan();
+  f.scenario = unit_scenario();
+  f.provenance.lynxsim_version = "0.1.0";
+  f.provenance.strategy_requested = "lynx-heu";
+  f.provenance.strategy_won = "no-forward-windows";
+  f.provenance.search_seconds = 0.000515;
+  f.provenance.baseline_seconds = 0.0163;
+  f.provenance.confirm_rounds = 1;
+  f.provenance.stages = {{0, "heuristic", true, 1.5, 1000, 2000, 0}, {1, "time limit: 10 s", false, 0, 3, 4, 0.25}};
+  f.provenance.windows = {{0, 1899.97, 20694.7}, {1, 1899.97, 0}};
+  return f;
 }
 
-TEST_CASE("plan YAML errors name the file, line and key") {
-  const std::string good = plan_to_yaml(sample_plan(), "unit", nullptr);
-  SUBCASE("layout mismatch") {
-    CHECK_THROWS_WITH_AS(load_plan_text(good, "p.yaml", 3, 4),
-                         doctest::Contains("has 2 stages, the scenario's layout has 3"), Error);
-    CHECK_THROWS_WITH_AS(load_plan_text(good, "p.yaml", 2, 6), doctest::Contains("hold 4 layers, the model has 6"), Error);
+void check_same_decisions(const RecomputePlan& a, const RecomputePlan& b) {
+  CHECK(a.strategy == b.strategy);
+  REQUIRE(a.stages.size() == b.stages.size());
+  for (size_t s = 0; s < a.stages.size(); ++s) {
+    CHECK(a.stages[s].first_layer == b.stages[s].first_layer);
+    REQUIRE(a.stages[s].layers.size() == b.stages[s].layers.size());
+    for (size_t l = 0; l < a.stages[s].layers.size(); ++l) {
+      CHECK(a.stages[s].layers[l].group == b.stages[s].layers[l].group);
+      CHECK(a.stages[s].layers[l].window == b.stages[s].layers[l].window);
+      CHECK(a.stages[s].layers[l].rerun_whole_groups == b.stages[s].layers[l].rerun_whole_groups);
+    }
   }
-  SUBCASE("unknown group") {
-    std::string bad = good;
-    bad.replace(bad.find("drop: [core, mlp]"), 17, "drop: [core, mpl]");
-    CHECK_THROWS_WITH_AS(load_plan_text(bad, "p.yaml", 2, 4), doctest::Contains("p.yaml:"), Error);
-    CHECK_THROWS_WITH_AS(load_plan_text(bad, "p.yaml", 2, 4), doctest::Contains("unknown group 'mpl'"), Error);
+}
+
+/// "p.yaml:LINE:COL" (1-based) of the first `needle` in `text`, plus `offset` columns: where a
+/// read error of `text` points.
+std::string at(const std::string& text, const std::string& needle, int offset = 0) {
+  const size_t found = text.find(needle);
+  REQUIRE_MESSAGE(found != std::string::npos, needle);
+  const size_t line_start = text.rfind('\n', found) == std::string::npos ? 0 : text.rfind('\n', found) + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(found), '\n');
+  return fmt::format("p.yaml:{}:{}", line, found - line_start + 1 + static_cast<size_t>(offset));
+}
+
+/// `text` with the first `from` replaced by `to` (which must be there).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  return text.replace(at, from.size(), to);
+}
+
+/// The message read_plan_text throws for `text`, or "" when it reads.
+std::string read_error(const std::string& text) {
+  try {
+    read_plan_text(text, "p.yaml");
+  } catch (const Error& e) {
+    return e.what();
   }
-  SUBCASE("bad mode, unknown key, malformed YAML") {
-    std::string bad_mode = good;
-    bad_mode.replace(bad_mode.find("mode: demand"), 12, "mode: lazy  ");
-    CHECK_THROWS_WITH_AS(load_plan_text(bad_mode, "p.yaml", 2, 4),
-                         doctest::Contains("'lazy' is not one of: keep, demand, overlap"), Error);
-    CHECK_THROWS_WITH_AS(load_plan_text(good + "extra: 1\n", "p.yaml", 2, 4),
-                         doctest::Contains("key 'extra': unknown key"), Error);
-    CHECK_THROWS_WITH_AS(load_plan_text("stages: [\n", "p.yaml", 2, 4),
-                         doctest::Contains("p.yaml:"), Error);
+  return "";
+}
+
+/// Checks that reading `text` fails with exactly `message`, at `needle` (+ `offset` columns).
+void check_error(const std::string& text, const std::string& needle, const std::string& message,
+                 int offset = 0) {
+  CHECK(read_error(text) == at(text, needle, offset) + ": " + message);
+}
+
+const std::string kLayer1 = "{layer: 1, drop: [], mode: keep}";
+
+/// The sample plan file with its layer 1 written as `layer`.
+std::string with_layer1(const std::string& layer) {
+  return replaced(plan_to_yaml(sample_file()), kLayer1, layer);
+}
+
+}  // namespace
+
+TEST_CASE("plan file round trip: every decision, the scenario and the provenance come back") {
+  const PlanFile file = sample_file();
+  const std::string yaml = plan_to_yaml(file);
+  const PlanFile back = read_plan_text(yaml, "plan.yaml");
+  check_same_decisions(back.plan, file.plan);
+  CHECK(scenario_to_yaml(back.scenario) == scenario_to_yaml(file.scenario));
+  CHECK(back.scenario.source_file == "plan.yaml");
+  CHECK(back.provenance.strategy_won == "no-forward-windows");
+  CHECK(back.provenance.search_seconds == doctest::Approx(0.000515));
+  REQUIRE(back.provenance.stages.size() == 2);
+  CHECK(back.provenance.stages[1].status == "time limit: 10 s");
+  CHECK(back.provenance.stages[1].budget_bytes == 4);
+  REQUIRE(back.provenance.windows.size() == 2);
+  CHECK(back.provenance.windows[0].top_us == doctest::Approx(20694.7));
+  CHECK(plan_to_yaml(back) == yaml);
+}
+
+TEST_CASE("plan files with hostile scenario and strategy names read back") {
+  // Each broke the hand-concatenated YAML of format 1 or could break a careless emitter.
+  for (const std::string name :
+       {"gpt: small", "it's \"quoted\"", "# hash", "a: b # c", "line one\nline two", "ünïcødé — 模型",
+        "null", "~", "true", "123", "- dash", "[a, b]", "{x: 1}", "  padded  ", "tab\there", "*alias",
+        "&anchor", "!tag", "%percent", "@at", "`back`", "key:", "? q", "|", ">", "'", "\""}) {
+    CAPTURE(name);
+    PlanFile file = sample_file();
+    file.scenario.name = name;
+    file.plan.strategy = name;
+    file.provenance.strategy_requested = name;
+    file.provenance.stages[0].status = name;
+    const std::string yaml = plan_to_yaml(file);
+    PlanFile back;
+    REQUIRE_NOTHROW(back = read_plan_text(yaml, "plan.yaml"));
+    CHECK(back.scenario.name == name);
+    CHECK(back.plan.strategy == name);
+    CHECK(back.provenance.strategy_requested == name);
+    CHECK(back.provenance.stages[0].status == name);
+    check_same_decisions(back.plan, file.plan);
+    CHECK(plan_to_yaml(back) == yaml);
+  }
+}
+
+TEST_CASE("plan file errors: one line naming file, line, column and key, never an internal error") {
+  const std::string good = plan_to_yaml(sample_file());
+  REQUIRE(read_error(good).empty());
+  const std::string layer3 = "{layer: 3, drop: [core], mode: demand, rerun_whole_groups: true}";
+
+  SUBCASE("wrong types") {
+    std::string bad = with_layer1("{layer: 1, drop: [{a: 1}], mode: demand}");
+    check_error(bad, "{a: 1}", "key 'stages[0].layers[1].drop': expected a string, got a mapping");
+    bad = with_layer1("{layer: 1, drop: core, mode: demand}");
+    check_error(bad, "core, mode", "key 'stages[0].layers[1].drop': expected a list of op groups, got 'core'");
+    bad = with_layer1("{layer: 1, drop: [[core]], mode: demand}");
+    check_error(bad, "[core]]", "key 'stages[0].layers[1].drop': expected a string, got a list");
+    bad = with_layer1("{layer: 1, drop: [], mode: [keep]}");
+    check_error(bad, "[keep]", "key 'stages[0].layers[1].mode': expected a string, got a list");
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, rerun_whole_groups: maybe}");
+    check_error(bad, "maybe", "key 'stages[0].layers[1].rerun_whole_groups': expected true or false, got 'maybe'");
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, window: {a: 1}}");
+    check_error(bad, "{a: 1}", "key 'stages[0].layers[1].window': expected a string, got a mapping");
+    bad = replaced(good, "first_layer: 3", "first_layer: three");
+    check_error(bad, "three", "key 'stages[1].first_layer': expected an integer, got 'three'");
+    bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: [2]");
+    check_error(bad, "[2]", "key 'lynxsim_plan': expected an integer, got a list");
+    bad = replaced(good, "search_seconds: 0.000515", "search_seconds: fast");
+    check_error(bad, "fast", "key 'provenance.search_seconds': expected a number, got 'fast'");
+    bad = replaced(good, "strategy: lynx-heu", "strategy:");
+    CHECK(read_error(bad).starts_with("p.yaml:"));
+    CHECK(read_error(bad).ends_with(": key 'strategy': expected a string, got nothing"));
+    bad = good.substr(0, good.find("\nscenario:") + 1) + "scenario: 3\n" + good.substr(good.find("\nstages:") + 1);
+    check_error(bad, "3\nstages", "key 'scenario': expected the resolved scenario the plan was made for (a mapping, as `lynxsim show` prints it), got '3'");
+    bad = replaced(good, "first_layer: 3", "first_layer: \"3\\n4\"");
+    check_error(bad, "\"3", "key 'stages[1].first_layer': expected an integer, got '3\\n4'");  // one line
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, \"a\\nb\": 1}");
+    check_error(bad, "\"a", "key 'stages[0].layers[1].a\\nb': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
+    CHECK(read_error("- a\n") == "p.yaml: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, got a list");
+  }
+  SUBCASE("unknown keys") {
+    std::string bad = good + "extra: 1\n";
+    check_error(bad, "extra", "key 'extra': unknown key (known: lynxsim_plan, strategy, provenance, scenario, stages)");
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, windw: bwd-tp}");
+    check_error(bad, "windw", "key 'stages[0].layers[1].windw': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
+    bad = replaced(good, "  confirm_rounds: 1\n", "  confirm_rounds: 1\n  note: hand-made\n");
+    check_error(bad, "note", "key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, stages, windows)");
+    bad = with_layer1("{layer: 1, drop: [], mode: keep, {a: 1}: 2}");
+    check_error(bad, "{a: 1}: 2", "key 'stages[0].layers[1].a mapping': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
+  }
+  SUBCASE("missing keys") {
+    std::string bad = with_layer1("{layer: 1, drop: []}");
+    check_error(bad, "{layer: 1, drop: []}", "key 'stages[0].layers[1].mode': missing");
+    bad = replaced(good, "strategy: lynx-heu\n", "");
+    check_error(bad, "lynxsim_plan", "key 'strategy': missing");
+    bad = replaced(good, "    first_layer: 3\n", "");
+    check_error(bad, "- virtual_stage: 1", "key 'stages[1].first_layer': missing", 2);
+    bad = good.substr(0, good.find("\nstages:") + 1);
+    check_error(bad, "lynxsim_plan", "key 'stages': missing");
+    bad = replaced(good, "\nscenario:\n", "\nold_scenario:\n");
+    CHECK(read_error(bad).ends_with(": key 'old_scenario': unknown key (known: lynxsim_plan, strategy, provenance, scenario, stages)"));
+  }
+  SUBCASE("bad values: mode, window, groups, version") {
+    std::string bad = replaced(good, layer3, "{layer: 3, drop: [core], mode: lazy}");
+    check_error(bad, "lazy", "key 'stages[1].layers[0].mode': 'lazy' is not one of: keep, demand, overlap");
+    bad = replaced(good, "window: pp-wait", "window: bwd");
+    check_error(bad, "bwd}", "key 'stages[0].layers[2].window': 'bwd' is not one of: bwd-tp, pp-wait, fwd-tp, none");
+    bad = replaced(good, layer3, "{layer: 3, drop: [core, mpl], mode: demand}");
+    check_error(bad, "mpl", "key 'stages[1].layers[0].drop': unknown group 'mpl' (post, proj, core, mlp)");
+    bad = replaced(good, layer3, "{layer: 3, drop: [core, core], mode: demand}");
+    check_error(bad, "core, core]", "key 'stages[1].layers[0].drop': group 'core' is listed twice", 6);
+    bad = with_layer1("{layer: 1, drop: [core], mode: keep}");
+    check_error(bad, "keep}", "key 'stages[0].layers[1].mode': 'keep' goes with an empty drop list");
+    bad = with_layer1("{layer: 1, drop: [], mode: demand}");
+    check_error(bad, "demand}", "key 'stages[0].layers[1].mode': 'demand' needs groups to drop (drop: [] goes with mode keep)");
+    bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: 1");
+    check_error(bad, "1\nstrategy", "key 'lynxsim_plan': format 1 (plans without their scenario) is no longer read; make the plan again with `lynxsim plan`");
+    bad = replaced(good, "lynxsim_plan: 2", "lynxsim_plan: 7");
+    check_error(bad, "7\nstrategy", "key 'lynxsim_plan': unsupported version 7 (this lynxsim reads 2)");
+    CHECK(read_error("stages: [\n") == "p.yaml:2:1: malformed YAML: end of sequence flow not found");
+  }
+  SUBCASE("layer and stage indices: negative, huge, out of order") {
+    std::string bad = with_layer1("{layer: -1, drop: [], mode: keep}");
+    check_error(bad, "-1", "key 'stages[0].layers[1].layer': is -1, expected 1 (first_layer + position in the list)");
+    bad = with_layer1("{layer: 99999999999999999999, drop: [], mode: keep}");
+    check_error(bad, "9999", "key 'stages[0].layers[1].layer': expected an integer, got '99999999999999999999'");
+    bad = replaced(replaced(good, "first_layer: 3", "first_layer: -2"), "{layer: 3,", "{layer: -2,");
+    bad = replaced(replaced(bad, "{layer: 4,", "{layer: -1,"), "{layer: 5,", "{layer: 0,");
+    check_error(bad, "-2\n", "key 'stages[1].first_layer': is -2, expected 3 (stages hold consecutive layers from 0)");
+    bad = replaced(good, "virtual_stage: 1\n", "virtual_stage: 5\n");
+    check_error(bad, "5\n    first_layer", "key 'stages[1].virtual_stage': is 5, expected 1 (stages are listed in order)");
+  }
+  SUBCASE("wrong number of stages or layers for the embedded scenario") {
+    PlanFile file = sample_file();
+    file.plan.stages.pop_back();
+    std::string bad = plan_to_yaml(file);
+    check_error(bad, "- virtual_stage: 0", "key 'stages': the plan has 1 virtual stages, the scenario's layout has 2 (pp 2 × virtual_stages 1)");
+    file = sample_file();
+    file.plan.stages[1].layers.pop_back();
+    bad = plan_to_yaml(file);
+    check_error(bad, "- virtual_stage: 0", "key 'stages': hold 5 layers, the model has 6");
+    file = sample_file();
+    file.plan.stages[1].layers.clear();
+    bad = plan_to_yaml(file);
+    check_error(bad, "[]\n", "key 'stages[1].layers': is empty (every virtual stage holds a layer)");
+  }
+  SUBCASE("errors in the embedded scenario name the plan file's own lines") {
+    std::string bad = replaced(good, "memory: 80GiB", "memory: 80GiBB");
+    check_error(bad, "80GiBB", "key 'hardware.gpu.memory': expected a size like '80GiB', got '80GiBB' (units: B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)");
+    bad = replaced(good, "    tp: 2\n", "    tp: 2\n    pipeline: 2\n");
+    check_error(bad, "    pipeline: 2", "unknown key 'parallel.pipeline'", 4);
+  }
+}
+
+TEST_CASE("a plan that asks for what the builder cannot build is a user error naming the layer and group") {
+  const std::string good = plan_to_yaml(sample_file());
+
+  // Dropping 'post' brings back LN2's input, the output of the attention's TP all-reduce.
+  std::string bad = with_layer1("{layer: 1, drop: [post], mode: overlap, window: bwd-tp}");
+  check_error(bad, "[post]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
+  CHECK(read_error(with_layer1("{layer: 1, drop: [post], mode: demand}")).empty());
+  bad = with_layer1("{layer: 1, drop: [post, core], mode: overlap, window: bwd-tp}");
+  check_error(bad, "[post, core]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
+  bad = with_layer1("{layer: 1, drop: [input], mode: demand}");
+  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
+  bad = with_layer1("{layer: 1, drop: [core], mode: overlap, window: pp-wait}");
+  check_error(bad, "pp-wait}", "key 'stages[0].layers[1].window': layer 1: window pp-wait (the wait for the next stage's gradient) belongs to a virtual stage's top layer; use bwd-tp or fwd-tp");
+  bad = replaced(good, "{layer: 2, drop: [core], mode: overlap, window: pp-wait}", "{layer: 2, drop: [core], mode: overlap, window: bwd-tp}");
+  check_error(bad, "bwd-tp}\n  - virtual_stage: 1", "key 'stages[0].layers[2].window': layer 2: window bwd-tp (the backward of the layer above) does not exist for a virtual stage's top layer; use pp-wait or fwd-tp");
+  const std::string top5 = "{layer: 5, drop: [core], mode: overlap, window: ";
+  bad = replaced(good, "{layer: 5, drop: [post, mlp], mode: demand}", top5 + "pp-wait}");
+  check_error(bad, top5, "key 'stages[1].layers[2].window': layer 5: window pp-wait: the last virtual stage receives no gradient from a next stage; use bwd-tp (the LM head's backward) or fwd-tp", static_cast<int>(top5.size()));
+  bad = with_layer1("{layer: 1, drop: [core], mode: overlap}");
+  check_error(bad, "{layer: 1, drop: [core], mode: overlap}", "key 'stages[0].layers[1].window': layer 1: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
+  bad = with_layer1("{layer: 1, drop: [core], mode: demand, window: fwd-tp}");
+  check_error(bad, "fwd-tp}", "key 'stages[0].layers[1].window': layer 1: window fwd-tp goes only with mode overlap");
+
+  SUBCASE("with sequence parallelism, dropping mlp or proj re-runs an all-gather") {
+    PlanFile file = sample_file();
+    file.scenario = unit_scenario({"parallel.sequence_parallel=true"});
+    bad = plan_to_yaml(file);
+    check_error(bad, "[core, mlp]", "key 'stages[0].layers[0].drop': layer 0: overlapped recompute of group 'mlp' re-runs 'sp_allgather_mlp', a TP collective; only communication-free recomputes can be overlapped (keep 'mlp', or use mode demand)");
+    file.plan.stages[0].layers[0] = LayerDecision{};
+    bad = plan_to_yaml(file);
+    check_error(bad, "[proj]", "key 'stages[1].layers[1].drop': layer 4: overlapped recompute of group 'proj' re-runs 'sp_allgather_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'proj', or use mode demand)");
+    file.scenario = unit_scenario({"parallel.tp=1"});  // no collectives at all
+    CHECK(read_error(plan_to_yaml(file)).empty());
+  }
+  SUBCASE("validate_plan checks plans in memory the same way") {
+    const Scenario sc = unit_scenario();
+    const auto ops = model::layer_ops(sc.model, sc.parallel);
+    CHECK_NOTHROW(validate_plan(sample_plan(), sc, ops, "live"));
+    RecomputePlan mixed = sample_plan();
+    mixed.stages[0].layers[1] = dropping({OpGroup::kAttnCore}, Action::kRecompute, Window::kNone);
+    mixed.stages[0].layers[1].group[static_cast<size_t>(OpGroup::kMlp)] = Action::kOverlap;
+    mixed.stages[0].layers[1].window = Window::kBwdTpComm;
+    CHECK_THROWS_WITH_AS(validate_plan(mixed, sc, ops, "live"),
+                         "live: key 'stages[0].layers[1].drop': layer 1 brings some dropped groups back on demand and others overlapped; one recompute pass brings them all back one way",
+                         Error);
+    RecomputePlan full = plan_fixed_strategy(RecomputeSpec{RecomputeKind::kFull}, {3, 3});
+    CHECK_NOTHROW(validate_plan(full, sc, ops, "live"));
+    full.stages[1].layers[0].group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
+    CHECK_THROWS_WITH_AS(validate_plan(full, sc, ops, "live"),
+                         doctest::Contains("live: key 'stages[1].layers[0].drop': layer 3 drops group 'input'"), Error);
+  }
+}
+
+TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it") {
+  const PlanFile file = read_plan_text(plan_to_yaml(sample_file()), "p.yaml");
+
+  SUBCASE("mismatches name the first key that differs and both values, per key class") {
+    auto message = [&](const std::vector<std::string>& overrides) {
+      try {
+        check_plan_scenario(file.scenario, unit_scenario(overrides), "p.yaml", "s.yaml");
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string();
+    };
+    CHECK(message({"model.layers=4"}) == "p.yaml: made for model.layers 6, s.yaml has 4");
+    CHECK(message({"model.seq_len=128"}) == "p.yaml: made for model.seq_len 256, s.yaml has 128");
+    CHECK(message({"model.flash_attention=true"}) == "p.yaml: made for model.flash_attention false, s.yaml has true");
+    CHECK(message({"parallel.tp=1"}) == "p.yaml: made for parallel.tp 2, s.yaml has 1");
+    CHECK(message({"parallel.micro_batch=2"}) == "p.yaml: made for parallel.micro_batch 1, s.yaml has 2");
+    CHECK(message({"parallel.schedule=gpipe"}) == "p.yaml: made for parallel.schedule 1f1b, s.yaml has gpipe");
+    CHECK(message({"parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
+          "p.yaml: made for parallel.sequence_parallel false, s.yaml has true");
+    CHECK(message({"hardware.gpu.memory=40GiB"}) == "p.yaml: made for hardware.gpu.memory 80GiB, s.yaml has 40GiB");
+    // What-ifs: the plan does not depend on links, efficiencies or the strategy field.
+    CHECK(message({"hardware.node.nvlink.bw=100GB/s", "hardware.gpu.contention=0.3", "recompute.strategy=full"}).empty());
+    // A preset and its explicit shape are the same model.
+    CHECK(message({}).empty());
+  }
+  SUBCASE("a scenario file is compared with the plan") {
+    const std::string dir = LYNXSIM_SOURCE_DIR "/scenarios/paper/";
+    const Scenario made_for = load_scenario_file(dir + "pcie-gpt-2.7b.yaml");
+    PlanFile f;
+    f.scenario = made_for;
+    f.scenario.model = model::resolve_model(f.scenario.model);
+    f.plan = plan_fixed_strategy(RecomputeSpec{RecomputeKind::kSelective}, uniform_partition(32, 4));
+    const PlanFile plan = read_plan_text(plan_to_yaml(f), "p.yaml");
+    CHECK(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"hardware.node.nic.bw=10GB/s"})
+              .hardware.nic.bw_bytes_per_s == 10'000'000'000ull);
+    CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-1.3b.yaml", {}),
+                         fmt::format("p.yaml: made for model.layers 32, {}pcie-gpt-1.3b.yaml has 24", dir).c_str(), Error);
+    CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"parallel.micro_batch=2"}),
+                         fmt::format("p.yaml: made for parallel.micro_batch 4, {}pcie-gpt-2.7b.yaml with --set has 2", dir).c_str(), Error);
+  }
+  SUBCASE("--set recompute.* is refused, other --set are what-ifs on the embedded scenario") {
+    CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"recompute.strategy=lynx-opt"}),
+                         "--set recompute.strategy=lynx-opt: not allowed with --plan: p.yaml fixes every recompute decision (a lynx-heu plan); drop --plan to plan again, or drop this --set to run the plan",
+                         Error);
+    CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {" recompute.time_limit = 1s"}),
+                         doctest::Contains("--set  recompute.time_limit = 1s: not allowed with --plan"), Error);
+    CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"parallel.tp=1"}),
+                         "p.yaml: made for parallel.tp 2, its scenario with --set has 1", Error);
+    const Scenario what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
+    CHECK(what_if.hardware.nvlink.bw_bytes_per_s == 100'000'000'000ull);
+    CHECK(what_if.name == "unit");
+  }
+  SUBCASE("the embedded scenario alone runs the plan, as the planned run did") {
+    const Scenario planned_on = unit_scenario({"recompute.strategy=lynx-heu"});
+    const SimRun planned = simulate(planned_on);
+    PlanFile made;
+    made.plan = planned.plan;
+    made.scenario = planned.result.scenario;
+    const PlanFile back = read_plan_text(plan_to_yaml(made), "p.yaml");
+    const Scenario sc = scenario_for_plan(back, "p.yaml", "", {});
+    SimOptions options;
+    options.plan = &back.plan;
+    const SimRun replay = simulate(sc, options);
+    CHECK(replay.result.iteration_time_s == planned.result.iteration_time_s);
+    CHECK(replay.result.event_fingerprint == planned.result.event_fingerprint);
+    CHECK(replay.result.scenario.name == "unit");
+    // A what-if on the same plan: slower links, the same decisions, a slower iteration.
+    const SimRun slow = simulate(scenario_for_plan(back, "p.yaml", "", {"hardware.node.nvlink.bw=10GB/s"}), options);
+    CHECK(slow.result.iteration_time_s > planned.result.iteration_time_s);
   }
 }

@@ -1,0 +1,212 @@
+#include "strategies/plan_check.hpp"
+
+#include "common/error.hpp"
+#include "common/text.hpp"
+#include "scenarios/fields.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace lynx::strategy {
+namespace {
+
+using model::OpGroup;
+
+/// Why an overlapped decision cannot be overlapped (it re-runs a collective), or "".
+std::string overlap_communication(const std::vector<model::Op>& ops, const LayerDecision& d,
+                                  int tp, int layer) {
+  const int collective = first_recompute_collective(ops, d, tp);
+  if (collective < 0) return "";
+  const std::string& op_name = ops[static_cast<size_t>(collective)].name;
+  // Name the dropped group that needs the collective on its own, when one does.
+  std::string dropped;
+  for (size_t g = 0; g < kNumOpGroups; ++g) {
+    if (d.group[g] == Action::kKeep) continue;
+    const auto group = static_cast<OpGroup>(g);
+    dropped += fmt::format("{}'{}'", dropped.empty() ? "" : ", ", group_name(group));
+    LayerDecision alone;
+    alone.group[g] = Action::kRecompute;
+    alone.rerun_whole_groups = d.rerun_whole_groups;
+    const int c = first_recompute_collective(ops, alone, tp);
+    if (c >= 0)
+      return fmt::format(
+          "layer {}: overlapped recompute of group '{}' re-runs '{}', a TP collective; only "
+          "communication-free recomputes can be overlapped (keep '{}', or use mode demand)",
+          layer, group_name(group), ops[static_cast<size_t>(c)].name, group_name(group));
+  }
+  return fmt::format(
+      "layer {}: overlapped recompute of groups {} together re-runs '{}', a TP collective; only "
+      "communication-free recomputes can be overlapped (use mode demand)",
+      layer, dropped, op_name);
+}
+
+std::optional<PlanProblem> layer_problem(const LayerDecision& d, const Scenario& sc,
+                                         const std::vector<model::Op>& ops, int layer, bool top,
+                                         bool last_chunk) {
+  auto problem = [](const std::string& field, std::string what) {
+    return PlanProblem{-1, -1, field, std::move(what)};
+  };
+  if (d.action(OpGroup::kLayerInput) != Action::kKeep)
+    return problem("drop", fmt::format("layer {} drops group 'input' (the layer input): every plan "
+                                       "keeps it, the recompute starts from it (droppable groups: "
+                                       "post, proj, core, mlp)", layer));
+  const bool demand = std::count(d.group.begin(), d.group.end(), Action::kRecompute) > 0;
+  if (demand && d.overlapped())
+    return problem("drop", fmt::format("layer {} brings some dropped groups back on demand and others "
+                                       "overlapped; one recompute pass brings them all back one way",
+                                       layer));
+  if (!d.overlapped()) {
+    if (d.window != Window::kNone)
+      return problem("window", fmt::format("layer {}: window {} goes only with mode overlap", layer,
+                                           window_name(d.window)));
+    return std::nullopt;
+  }
+  switch (d.window) {
+    case Window::kNone:
+      return problem("window", fmt::format("layer {}: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)", layer));
+    case Window::kPpRecvWait:
+      if (!top)
+        return problem("window", fmt::format("layer {}: window pp-wait (the wait for the next stage's "
+                                             "gradient) belongs to a virtual stage's top layer; use "
+                                             "bwd-tp or fwd-tp", layer));
+      if (last_chunk)
+        return problem("window", fmt::format("layer {}: window pp-wait: the last virtual stage receives "
+                                             "no gradient from a next stage; use bwd-tp (the LM head's "
+                                             "backward) or fwd-tp", layer));
+      break;
+    case Window::kBwdTpComm:
+      if (top && !last_chunk)
+        return problem("window", fmt::format("layer {}: window bwd-tp (the backward of the layer above) "
+                                             "does not exist for a virtual stage's top layer; use "
+                                             "pp-wait or fwd-tp", layer));
+      break;
+    case Window::kFwdTpComm: break;  // the builder falls back to the backward's start
+  }
+  std::string comm = overlap_communication(ops, d, sc.parallel.tp, layer);
+  if (!comm.empty()) return problem("drop", std::move(comm));
+  return std::nullopt;
+}
+
+}  // namespace
+
+int first_recompute_collective(const std::vector<model::Op>& ops, const LayerDecision& d, int tp) {
+  if (tp == 1) return -1;
+  for (int i : recompute_ops(ops, d)) {
+    const model::Op& op = ops[static_cast<size_t>(i)];
+    if (op.kind == model::OpKind::kCollective && op.collective != model::CollectiveKind::kNone) return i;
+  }
+  return -1;
+}
+
+std::string plan_key(const PlanProblem& p) {
+  if (p.virtual_stage < 0) return p.field;
+  if (p.index < 0) return fmt::format("stages[{}].{}", p.virtual_stage, p.field);
+  return fmt::format("stages[{}].layers[{}].{}", p.virtual_stage, p.index, p.field);
+}
+
+std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Scenario& sc,
+                                             const std::vector<model::Op>& layer_ops) {
+  const ParallelSpec& p = sc.parallel;
+  const int virtual_stages = p.pp * p.virtual_stages;
+  if (static_cast<int>(plan.stages.size()) != virtual_stages)
+    return PlanProblem{-1, -1, "stages",
+                       fmt::format("the plan has {} virtual stages, the scenario's layout has {} "
+                                   "(pp {} × virtual_stages {})",
+                                   plan.stages.size(), virtual_stages, p.pp, p.virtual_stages)};
+  int next_layer = 0;
+  for (int vs = 0; vs < virtual_stages; ++vs) {
+    const StagePlan& sp = plan.stages[static_cast<size_t>(vs)];
+    if (sp.first_layer != next_layer)
+      return PlanProblem{vs, -1, "first_layer",
+                         fmt::format("is {}, expected {} (stages hold consecutive layers from 0)",
+                                     sp.first_layer, next_layer)};
+    if (sp.layers.empty())
+      return PlanProblem{vs, -1, "layers", "is empty (every virtual stage holds a layer)"};
+    next_layer += static_cast<int>(sp.layers.size());
+  }
+  if (next_layer != sc.model.layers)
+    return PlanProblem{-1, -1, "stages",
+                       fmt::format("hold {} layers, the model has {}", next_layer, sc.model.layers)};
+  for (int vs = 0; vs < virtual_stages; ++vs) {
+    const StagePlan& sp = plan.stages[static_cast<size_t>(vs)];
+    const int n = static_cast<int>(sp.layers.size());
+    for (int i = 0; i < n; ++i) {
+      auto problem = layer_problem(sp.layers[static_cast<size_t>(i)], sc, layer_ops,
+                                   sp.first_layer + i, i == n - 1, vs == virtual_stages - 1);
+      if (problem) {
+        problem->virtual_stage = vs;
+        problem->index = i;
+        return problem;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void validate_plan(const RecomputePlan& plan, const Scenario& sc,
+                   const std::vector<model::Op>& layer_ops, const std::string& plan_label) {
+  if (const auto problem = find_plan_problem(plan, sc, layer_ops))
+    fail("{}: key '{}': {}", plan_label, plan_key(*problem), problem->what);
+}
+
+const std::vector<std::string>& plan_scenario_keys() {
+  static const std::vector<std::string> keys = {
+      "model.layers",         "model.hidden",
+      "model.heads",          "model.ffn_hidden",
+      "model.seq_len",        "model.vocab",
+      "model.flash_attention", "parallel.tp",
+      "parallel.pp",          "parallel.dp",
+      "parallel.sequence_parallel", "parallel.micro_batch",
+      "parallel.global_batch", "parallel.schedule",
+      "parallel.virtual_stages", "hardware.gpu.memory",
+  };
+  return keys;
+}
+
+void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
+                         const std::string& plan_label, const std::string& scenario_label) {
+  Scenario a = made_for;
+  Scenario b = scenario;
+  a.model = model::resolve_model(a.model);
+  b.model = model::resolve_model(b.model);
+  const std::vector<FieldDesc> table = scenario_field_table();
+  for (const std::string& key : plan_scenario_keys()) {
+    const auto field = std::find_if(table.begin(), table.end(), [&](const FieldDesc& f) {
+      return f.in_scenario() && f.scenario_key() == key;
+    });
+    LYNX_CHECK(field != table.end(), "plan key '{}' is not a scenario field", key);
+    const std::string va = field->get(a);
+    const std::string vb = field->get(b);
+    if (va != vb) fail("{}: made for {} {}, {} has {}", plan_label, key, va, scenario_label, vb);
+  }
+}
+
+Scenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
+                           const std::string& scenario_file,
+                           const std::vector<std::string>& overrides) {
+  for (const std::string& o : overrides) {
+    const std::string_view key = trim(std::string_view(o).substr(0, o.find('=')));
+    if (key == "recompute" || key.starts_with("recompute."))
+      fail("--set {}: not allowed with --plan: {} fixes every recompute decision (a {} plan); drop "
+           "--plan to plan again, or drop this --set to run the plan",
+           o, plan_label, file.plan.strategy);
+  }
+  if (scenario_file.empty() && overrides.empty()) return file.scenario;
+  Scenario sc;
+  std::string label;
+  if (scenario_file.empty()) {
+    sc = load_scenario_text(scenario_to_yaml(file.scenario), plan_label, overrides);
+    label = "its scenario with --set";
+  } else {
+    sc = load_scenario_file(scenario_file, overrides);
+    label = overrides.empty() ? scenario_file : scenario_file + " with --set";
+  }
+  sc.model = model::resolve_model(sc.model);
+  check_plan_scenario(file.scenario, sc, plan_label, label);
+  validate_plan(file.plan, sc, model::layer_ops(sc.model, sc.parallel), plan_label);
+  return sc;
+}
+
+}  // namespace lynx::strategy
