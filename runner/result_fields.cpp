@@ -14,35 +14,12 @@
 
 namespace lynx {
 
-FieldValue FieldValue::of_bool(bool b) {
-  FieldValue v;
-  v.kind = Kind::kBool;
-  v.flag = b;
-  return v;
-}
-FieldValue FieldValue::of_int(std::int64_t i) {
-  FieldValue v;
-  v.kind = Kind::kInt;
-  v.integer = i;
-  return v;
-}
-FieldValue FieldValue::of_real(double x) {
-  FieldValue v;
-  v.kind = Kind::kReal;
-  v.real = x;
-  return v;
-}
-FieldValue FieldValue::of_text(std::string s) {
-  FieldValue v;
-  v.kind = Kind::kText;
-  v.text = std::move(s);
-  return v;
-}
+FieldValue FieldValue::of_bool(bool b) { return {Kind::kBool, b, 0, 0, {}, {}}; }
+FieldValue FieldValue::of_int(std::int64_t i) { return {Kind::kInt, false, i, 0, {}, {}}; }
+FieldValue FieldValue::of_real(double x) { return {Kind::kReal, false, 0, x, {}, {}}; }
+FieldValue FieldValue::of_text(std::string s) { return {Kind::kText, false, 0, 0, std::move(s), {}}; }
 FieldValue FieldValue::of_list(const std::vector<int>& values) {
-  FieldValue v;
-  v.kind = Kind::kIntList;
-  v.list.assign(values.begin(), values.end());
-  return v;
+  return {Kind::kIntList, false, 0, 0, {}, {values.begin(), values.end()}};
 }
 
 namespace {

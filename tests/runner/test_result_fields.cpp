@@ -244,3 +244,17 @@ TEST_CASE("paper experiment: a typo in the selection is an error, not a smaller 
   sel.scenario_dir = std::string(LYNXSIM_SOURCE_DIR) + "/no-such-folder";
   CHECK_THROWS_WITH_AS(paper_runs(sel), doctest::Contains("is not a folder"), Error);
 }
+
+TEST_CASE("the committed results/paper/paper_results.csv has the current columns") {
+  // `lynxsim figures --update-committed` regenerates it; a field added to the table without
+  // regenerating leaves the committed results behind, and this fails.
+  const std::string text = read_file(std::string(LYNXSIM_SOURCE_DIR) + "/results/paper/paper_results.csv");
+  const auto lines = csv_lines(text);
+  REQUIRE(lines.size() > 1);
+  std::vector<std::string> expected;
+  for (const PaperColumn& c : paper_columns()) expected.emplace_back(c.name);
+  for (const auto& n : names(fields_of(FieldLevel::kRun, true))) expected.push_back(n);
+  for (const auto& n : names(fields_of(FieldLevel::kStage, true))) expected.push_back(n);
+  CHECK_MESSAGE(split_commas(lines[0]) == expected,
+                "results/paper/ is out of date: run `build/lynxsim figures --update-committed`");
+}
