@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
