@@ -5,21 +5,28 @@ Usage: plot_paper.py CSV OUTDIR
 
 Writes into OUTDIR (created if missing), and prints each path written:
   throughput_<cluster>.png  tokens/s normalised to full recomputation, per model and strategy
+                            (in tokens/s, saying so, when full was not run)
   memory_<cluster>.png      peak GPU memory per model and strategy, with the capacity line
   breakdown_<cluster>.png   where the slowest stage's iteration went (seconds), per model
-  search_time.png           lynx-heu vs lynx-opt planner search time (log scale), all clusters
+  search_time.png           total planning time per planner (search + baseline simulation +
+                            confirmations), log scale, all clusters
 
-A malformed CSV (missing column, bad number, duplicate row) is reported as one line
-"plot_paper.py: CSV:LINE: message" on stderr with exit status 2.
+Bars are grouped by the strategy requested (`strategy_requested`); where the engine ran a
+narrower plan (`strategy` differs) the bar is dotted and names the plan that ran. Columns are
+read by name from the header (any order; extra columns are ignored); a malformed CSV (missing
+column, bad number, duplicate row) is reported as one line "plot_paper.py: CSV:LINE: message"
+on stderr with exit status 2.
 
 Standard library + matplotlib only; runs headless (Agg). The output depends only on the CSV's
 rows: inputs are sorted, figure size and dpi are fixed and no date is written into the images.
+build_figures(rows) returns the figures without saving them (tests/results inspect their text).
 """
 
 import csv
 import math
 import os
 import sys
+import textwrap
 import zlib
 
 import matplotlib
@@ -31,23 +38,33 @@ from matplotlib.patches import Patch  # noqa: E402
 
 PROG = "plot_paper.py"
 
-# Column name -> how its cells are parsed. Empty cells are allowed everywhere and read as None
-# (a reduced or partly failed run leaves some empty), except the three key columns.
-COLUMN_KINDS = {
-    "cluster": "str", "cluster_label": "str", "model": "str", "params_b": "float",
-    "gpus": "int", "tp": "int", "pp": "int", "dp": "int", "micro_batch": "int",
-    "global_batch": "int", "strategy": "str", "oom": "bool", "oom_stage": "int",
-    "iteration_time_s": "float", "tokens_per_s": "float", "throughput_vs_full": "float",
-    "mfu": "float", "hfu": "float", "peak_memory_gib": "float", "memory_capacity_gib": "float",
-    "compute_s": "float", "recompute_s": "float", "recompute_overlapped_s": "float",
-    "tp_exposed_s": "float", "pp_exposed_s": "float", "dp_exposed_s": "float",
-    "bubble_s": "float", "search_seconds": "float", "solver_gap": "float",
+# The columns the figures read, by name: how each cell is parsed and what needs it (for the
+# error naming a missing column). Empty cells are allowed everywhere and read as None (a reduced
+# or partly failed run leaves some empty), except the three key columns.
+COLUMNS = {
+    "cluster": ("str", "grouping"), "model": ("str", "grouping"),
+    "strategy_requested": ("str", "grouping"), "strategy": ("str", "marking fallbacks"),
+    "profile": ("str", "titles"), "gpu": ("str", "titles"), "parameters": ("int", "model order"),
+    "tp": ("int", "layout labels"), "pp": ("int", "layout labels"), "dp": ("int", "layout labels"),
+    "oom": ("bool", "every figure"), "iteration_time_s": ("float", "the breakdown figure"),
+    "tokens_per_s": ("float", "the throughput figure"),
+    "throughput_vs_full": ("float", "the throughput figure"),
+    "peak_memory_bytes": ("int", "the memory figure"),
+    "memory_capacity_bytes": ("int", "the memory figure"),
+    "compute_s": ("float", "the breakdown figure"), "recompute_s": ("float", "the breakdown figure"),
+    "recompute_overlapped_s": ("float", "the breakdown figure"),
+    "contention_s": ("float", "the breakdown figure"),
+    "tp_exposed_s": ("float", "the breakdown figure"), "pp_exposed_s": ("float", "the breakdown figure"),
+    "dp_exposed_s": ("float", "the breakdown figure"), "bubble_s": ("float", "the breakdown figure"),
+    "search_seconds": ("float", "the planning-time figure"),
+    "baseline_seconds": ("float", "the planning-time figure"),
+    "confirm_seconds": ("float", "the planning-time figure"),
+    "solver_gap": ("float", "the planning-time figure"),
 }
-KEY_COLUMNS = ("cluster", "model", "strategy")
-# Columns that may hold a negative value (oom_stage = -1 means "none" in SimResult) or
-# infinity (a MILP without a bound reports an infinite gap).
-SIGNED_COLUMNS = {"oom_stage", "solver_gap"}
+KEY_COLUMNS = ("cluster", "model", "strategy_requested")
+# Columns that may hold infinity (a MILP without a bound reports an infinite gap).
 INFINITE_OK_COLUMNS = {"solver_gap"}
+GIB = float(1 << 30)
 
 # Fixed strategy order, display names and colours (Okabe-Ito palette: colour-blind safe and
 # distinguishable in grey-scale print by lightness).
@@ -66,12 +83,18 @@ OTHER_STRATEGY_COLOURS = ("#CC79A7", "#0072B2", "#F0E442", "#999933")
 # stream and add up to its iteration time, the last runs on the recompute stream beside it.
 BREAKDOWN_PARTS = (
     ("compute_s", "Compute", "#0072B2", None),
-    ("recompute_s", "Recompute (exposed)", "#D55E00", None),
+    ("recompute_s", "Recompute, exposed", "#D55E00", None),
     ("comm_exposed_s", "Communication exposed (TP+PP+DP)", "#56B4E9", None),
-    ("bubble_s", "Pipeline bubble / idle", "#C8C8C8", None),
-    ("recompute_overlapped_s", "Recompute overlapped (recompute stream)", "#FFFFFF", "////"),
+    ("bubble_s", "Bubble / idle", "#C8C8C8", None),
+    ("recompute_overlapped_s", "Recompute on the recompute stream", "#FFFFFF", "////"),
 )
 OVERLAP_EDGE = "#E69F00"  # hatch colour of the overlapped-recompute segment
+# Contention (kernels slowed by sharing SMs with overlapped work) is part of compute +
+# exposed recompute: drawn as a cross-hatched band at the top of those two segments.
+CONTENTION_LABEL = "of which contention (overlap's cost)"
+CONTENTION_EDGE = "white"  # the hatch of the contention band
+FALLBACK_HATCH = "...."  # a bar whose plan is narrower than the one requested
+PLANNERS = ("checkmate", "lynx-heu", "lynx-opt")
 
 DPI = 200
 FULL_WIDTH_IN = 7.0  # a two-column paper's text width
@@ -115,7 +138,7 @@ class CsvError(Exception):
 
 def parse_cell(column, text, line):
     """Parses one cell by its column's kind; an empty cell is None."""
-    kind = COLUMN_KINDS[column]
+    kind = COLUMNS[column][0]
     text = text.strip()
     if kind == "str":
         return text
@@ -140,7 +163,7 @@ def parse_cell(column, text, line):
             raise CsvError(line, f"column '{column}': bad number '{text}'") from None
         if math.isnan(value) or (math.isinf(value) and column not in INFINITE_OK_COLUMNS):
             raise CsvError(line, f"column '{column}': not a finite number '{text}'")
-    if value < 0 and column not in SIGNED_COLUMNS:
+    if value < 0:
         raise CsvError(line, f"column '{column}': negative value '{text}'")
     return value
 
@@ -170,9 +193,10 @@ def read_results(path):
             duplicated = sorted({n for n in header if header.count(n) > 1})
             if duplicated:
                 raise CsvError(number, f"duplicate column '{duplicated[0]}' in header")
-            missing = [name for name in COLUMN_KINDS if name not in header]
+            missing = [name for name in COLUMNS if name not in header]
             if missing:
-                raise CsvError(number, f"missing column '{missing[0]}' in header"
+                raise CsvError(number, f"missing column '{missing[0]}' in header, needed for "
+                               f"{COLUMNS[missing[0]][1]}"
                                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
             continue
         if len(fields) != len(header):
@@ -180,18 +204,23 @@ def read_results(path):
                                    f"got {len(fields)}")
         row = {"_line": number}
         for name, cell in zip(header, fields):
-            if name in COLUMN_KINDS:
+            if name in COLUMNS:
                 row[name] = parse_cell(name, cell, number)
         for name in KEY_COLUMNS:
             if row[name] == "":
                 raise CsvError(number, f"column '{name}' is empty")
-        key = (row["cluster"], row["model"], row["strategy"])
+        key = (row["cluster"], row["model"], row["strategy_requested"])
         if key in seen:
             raise CsvError(number, f"duplicate row for cluster '{key[0]}', model '{key[1]}', "
-                                   f"strategy '{key[2]}' (first on line {seen[key]})")
+                                   f"strategy requested '{key[2]}' (first on line {seen[key]})")
         seen[key] = number
         if row["oom"] is None:
             row["oom"] = False
+        if not row["strategy"]:
+            row["strategy"] = row["strategy_requested"]  # no fallback recorded: it ran as asked
+        for column, gib in (("peak_memory_bytes", "peak_memory_gib"),
+                            ("memory_capacity_bytes", "memory_capacity_gib")):
+            row[gib] = None if row[column] is None else row[column] / GIB
         rows.append(row)
     if header is None:
         raise CsvError(max(len(lines), 1), "no header row")
@@ -205,15 +234,20 @@ def read_results(path):
 
 
 class Cluster:
-    """Rows of one cluster, indexed by (model, strategy), with sorted models and strategies."""
+    """Rows of one cluster, indexed by (model, strategy requested), with sorted models and
+    strategies, and a label naming the hardware profile the runs were simulated on."""
 
     def __init__(self, name, rows):
         self.name = name
-        labels = [r["cluster_label"] for r in rows if r["cluster_label"]]
-        self.label = labels[0] if labels else name
-        self.by_key = {(r["model"], r["strategy"]): r for r in rows}
+        self.by_key = {(r["model"], r["strategy_requested"]): r for r in rows}
         self.models = sort_models(rows)
-        self.strategies = sort_strategies({r["strategy"] for r in rows})
+        self.strategies = sort_strategies({r["strategy_requested"] for r in rows})
+        gpus = sorted({r["gpu"] for r in rows if r["gpu"]})
+        profiles = sorted({r["profile"] for r in rows if r["profile"]})
+        hardware = ", ".join(gpus)
+        if profiles:
+            hardware += (" " if hardware else "") + f"(profile {', '.join(profiles)})"
+        self.label = f"{name}: {hardware}" if hardware else name
 
     def row(self, model, strategy):
         return self.by_key.get((model, strategy))
@@ -222,13 +256,19 @@ class Cluster:
         return sorted({r["memory_capacity_gib"] for r in self.by_key.values()
                        if r["memory_capacity_gib"] is not None})
 
+    def has_full(self):
+        return any(s == "full" for (_, s) in self.by_key)
+
+    def has_fallback(self):
+        return any(fallback(r) for r in self.by_key.values())
+
 
 def sort_models(rows):
-    """Model names ordered by size (params_b), models without a size last, then by name."""
+    """Model names ordered by size (parameters), models without a size last, then by name."""
     size = {}
     for r in rows:
-        if r["params_b"] is not None:
-            size.setdefault(r["model"], r["params_b"])
+        if r["parameters"] is not None:
+            size.setdefault(r["model"], r["parameters"])
     names = {r["model"] for r in rows}
     return sorted(names, key=lambda m: (m not in size, size.get(m, 0.0), m))
 
@@ -265,6 +305,12 @@ def parallel_label(cluster, model):
     if None in (tp, pp, dp):
         return ""
     return f"TP{tp}\u00b7PP{pp}\u00b7DP{dp}"
+
+
+def fallback(row):
+    """The plan that ran when the engine kept a narrower one than requested, else None."""
+    ran = row["strategy"]
+    return ran if ran and ran != row["strategy_requested"] else None
 
 
 def throughput_ratio(cluster, row):
@@ -362,16 +408,35 @@ def draw_legend(legend_ax, handles, columns):
                      handlelength=1.4, handletextpad=0.5, columnspacing=1.2, borderaxespad=0)
 
 
-def figure_with_legend_row(n_rows, n_cols, height_in, legend_height_in, sharey=False):
-    """A figure whose top grid row is an invisible axes holding the legend, so constrained
-    layout (which in matplotlib 3.6 ignores figure legends) keeps title, legend and plots apart.
-    Returns (figure, legend axes, 2-D list of plot axes)."""
+def note_lines(notes, width=128):
+    """Notes wrapped for the figure's foot, one paragraph each."""
+    return ["\n".join(textwrap.wrap(n, width)) for n in notes]
+
+
+def figure_grid(height_in, legend_height_in, row_heights_in, n_cols, note_height_in=0.0):
+    """A figure whose top grid row is an invisible axes holding the legend (constrained layout
+    in matplotlib 3.6 ignores figure legends) and, optionally, a bottom row for notes.
+    Returns (figure, grid, legend axes, note axes or None); plot rows are grid rows 1..n."""
     fig = plt.figure(figsize=(FULL_WIDTH_IN, height_in), layout="constrained")
-    plot_height = (height_in - legend_height_in) / n_rows
-    grid = fig.add_gridspec(n_rows + 1, n_cols,
-                            height_ratios=[legend_height_in] + [plot_height] * n_rows)
+    ratios = [legend_height_in] + list(row_heights_in) + ([note_height_in] if note_height_in else [])
+    grid = fig.add_gridspec(len(ratios), n_cols, height_ratios=ratios)
     legend_ax = fig.add_subplot(grid[0, :])
     legend_ax.axis("off")
+    note_ax = None
+    if note_height_in:
+        note_ax = fig.add_subplot(grid[len(ratios) - 1, :])
+        note_ax.axis("off")
+    return fig, grid, legend_ax, note_ax
+
+
+def figure_with_legend_row(n_rows, n_cols, height_in, legend_height_in, sharey=False, notes=()):
+    """figure_grid with n_rows × n_cols plot axes. Returns (figure, legend axes, 2-D list of
+    plot axes); `notes` are written at the foot."""
+    paragraphs = note_lines(notes)
+    note_height = 0.12 + 0.13 * sum(p.count("\n") + 1 for p in paragraphs) if paragraphs else 0.0
+    plot_height = (height_in - legend_height_in) / n_rows
+    fig, grid, legend_ax, note_ax = figure_grid(height_in + note_height, legend_height_in,
+                                                [plot_height] * n_rows, n_cols, note_height)
     axes = []
     first = None
     for r in range(n_rows):
@@ -381,7 +446,35 @@ def figure_with_legend_row(n_rows, n_cols, height_in, legend_height_in, sharey=F
             first = first or ax
             row_axes.append(ax)
         axes.append(row_axes)
+    if note_ax is not None:
+        write_notes(note_ax, paragraphs)
     return fig, legend_ax, axes
+
+
+def write_notes(note_ax, paragraphs):
+    note_ax.text(0.0, 1.0, "\n".join(paragraphs), transform=note_ax.transAxes, ha="left",
+                 va="top", fontsize=6.5, color="#333333")
+
+
+def fallback_handle():
+    return Patch(facecolor="white", edgecolor="black", hatch=FALLBACK_HATCH, linewidth=0.4,
+                 label="Engine kept a narrower plan (named on the bar)")
+
+
+def fallback_label(ax, x, ymax, row):
+    """Names the plan that ran inside a bar whose plan is narrower than the one requested."""
+    ran = fallback(row)
+    if ran:
+        ax.text(x, 0.03 * ymax, f"ran {ran}", ha="center", va="bottom", rotation=90,
+                fontsize=5.5, color="black", zorder=5,
+                bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "none",
+                      "alpha": 0.85})
+
+
+def plain_bar(ax, x, height, width, colour, row):
+    """A strategy's bar, dotted when the engine ran a narrower plan than requested."""
+    ax.bar(x, height, width, color=colour, edgecolor="black", linewidth=0.4, zorder=2,
+           hatch=FALLBACK_HATCH if fallback(row) else None)
 
 
 def save(fig, path, written):
@@ -396,18 +489,32 @@ def save(fig, path, written):
 # Figures
 
 
-def plot_throughput(cluster, path, written):
+def figure_throughput(cluster):
     models, strategies = cluster.models, cluster.strategies
+    normalised = cluster.has_full()
     handles = strategy_handles(strategies)
-    columns, legend_height = legend_shape(len(handles), 6)
-    fig, legend_ax, axes = figure_with_legend_row(1, 1, 2.7 + legend_height, legend_height)
+    if cluster.has_fallback():
+        handles.append(fallback_handle())
+    notes = []
+    if not normalised:
+        notes.append("Full recomputation was not run for this cluster, so there is nothing to "
+                     "normalise to: the bars show tokens/s instead.")
+    elif any(throughput_ratio(cluster, r) is None and not r["oom"] for r in cluster.by_key.values()):
+        notes.append("n/a: full recomputation of that model did not fit in memory or was not "
+                     "run, so there is nothing to normalise to.")
+    columns, legend_height = legend_shape(len(handles), 4)
+    fig, legend_ax, axes = figure_with_legend_row(1, 1, 2.7 + legend_height, legend_height,
+                                                  notes=notes)
     ax = axes[0][0]
     width, offsets = group_positions(len(strategies))
     rotate = len(strategies) * len(models) > 14 or len(strategies) > 4
 
-    ratios = [throughput_ratio(cluster, r) for r in cluster.by_key.values()]
-    top = max([1.0] + [r for r in ratios if r is not None])
-    ymax = max(1.25, top * (1.28 if rotate else 1.15))
+    def value(row):
+        return throughput_ratio(cluster, row) if normalised else row["tokens_per_s"]
+
+    values = [value(r) for r in cluster.by_key.values() if not r["oom"]]
+    top = max([1.0 if normalised else 0.0] + [v for v in values if v is not None])
+    ymax = max(1.25, top * (1.28 if rotate else 1.15)) if normalised else max(top, 1.0) * 1.28
     stub = 0.035 * ymax
 
     for i, model in enumerate(models):
@@ -421,27 +528,30 @@ def plot_throughput(cluster, path, written):
                 oom_stub(ax, x, width * 0.9, stub, "#444444")
                 marker_text(ax, x, stub * 1.3, "OOM", "#B00000", rotate=True)
                 continue
-            ratio = throughput_ratio(cluster, row)
-            if ratio is None:
+            height = value(row)
+            if height is None:
                 marker_text(ax, x, 0.01 * ymax, "n/a", "#777777", rotate=True)
                 continue
-            ax.bar(x, ratio, width * 0.9, color=colour, edgecolor="black", linewidth=0.4,
-                   zorder=2)
+            plain_bar(ax, x, height, width * 0.9, colour, row)
+            fallback_label(ax, x, ymax, row)
             if strategy.startswith("lynx"):
-                ax.text(x, ratio + 0.01 * ymax, f"{ratio:.2f}\u00d7", ha="center",
-                        va="bottom", rotation=90 if rotate else 0, fontsize=6.5,
-                        color="black")
+                text = f"{height:.2f}\u00d7" if normalised else f"{height / 1e3:.1f}k"
+                ax.text(x, height + 0.01 * ymax, text, ha="center", va="bottom",
+                        rotation=90 if rotate else 0, fontsize=6.5, color="black")
 
-    ax.axhline(1.0, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=3)
+    if normalised:
+        ax.axhline(1.0, color="black", linestyle=(0, (4, 3)), linewidth=0.8, zorder=3)
+        ax.set_ylabel("Simulated throughput\nnormalised to full recomputation")
+    else:
+        ax.set_ylabel("Simulated throughput\n(tokens/s, not normalised)")
     ax.set_ylim(0, ymax)
-    ax.set_ylabel("Throughput normalised\nto full recomputation")
     model_ticks(ax, cluster, models)
-    fig.suptitle(cluster.label, fontweight="bold", fontsize=9)
+    fig.suptitle(f"Simulated throughput \u2014 {cluster.label}", fontweight="bold", fontsize=9)
     draw_legend(legend_ax, handles, columns)
-    save(fig, path, written)
+    return fig
 
 
-def plot_memory(cluster, path, written):
+def figure_memory(cluster):
     models, strategies = cluster.models, cluster.strategies
     handles = strategy_handles(strategies)
     handles.append(Line2D([], [], color="#B00000", linestyle=(0, (4, 3)), linewidth=0.9,
@@ -449,7 +559,9 @@ def plot_memory(cluster, path, written):
     if any(r["oom"] and r["peak_memory_gib"] is not None for r in cluster.by_key.values()):
         handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="xxxx",
                              linewidth=0.4, label="Over capacity (OOM)"))
-    columns, legend_height = legend_shape(len(handles), 6)
+    if cluster.has_fallback():
+        handles.append(fallback_handle())
+    columns, legend_height = legend_shape(len(handles), 5)
     fig, legend_ax, axes = figure_with_legend_row(1, 1, 2.7 + legend_height, legend_height)
     ax = axes[0][0]
     width, offsets = group_positions(len(strategies))
@@ -483,8 +595,8 @@ def plot_memory(cluster, path, written):
             if row["oom"]:
                 oom_bar(ax, x, width * 0.9, shown, colour)
             else:
-                ax.bar(x, shown, width * 0.9, color=colour, edgecolor="black", linewidth=0.4,
-                       zorder=2)
+                plain_bar(ax, x, shown, width * 0.9, colour, row)
+            fallback_label(ax, x, ymax, row)
             if peak > limit:
                 axis_break(ax, x, width * 0.9, shown * 0.93, 0.02 * ymax)
                 ax.text(x, shown + 0.01 * ymax, f"{peak:.0f}\u2191", ha="center", va="bottom",
@@ -495,11 +607,11 @@ def plot_memory(cluster, path, written):
         ax.text(1.0, capacity, f" {capacity:g} GiB", transform=ax.get_yaxis_transform(),
                 ha="left", va="center", fontsize=6.5, color="#B00000", clip_on=False)
     ax.set_ylim(0, ymax)
-    ax.set_ylabel("Peak GPU memory (GiB)\n(max over stages)")
+    ax.set_ylabel("Simulated peak GPU memory (GiB)\n(max over stages)")
     model_ticks(ax, cluster, models)
-    fig.suptitle(cluster.label, fontweight="bold", fontsize=9)
+    fig.suptitle(f"Simulated peak memory \u2014 {cluster.label}", fontweight="bold", fontsize=9)
     draw_legend(legend_ax, handles, columns)
-    save(fig, path, written)
+    return fig
 
 
 def breakdown_values(row):
@@ -511,27 +623,70 @@ def breakdown_values(row):
              "bubble_s": row["bubble_s"], "recompute_overlapped_s": row["recompute_overlapped_s"]}
     if all(v is None for v in cells.values()):
         return None
-    return {k: (v or 0.0) for k, v in cells.items()}
+    values = {k: (v or 0.0) for k, v in cells.items()}
+    # Contention lies inside compute + exposed recompute; never more than them.
+    values["contention_s"] = min(row["contention_s"] or 0.0,
+                                 values["compute_s"] + values["recompute_s"])
+    return values
 
 
-def plot_breakdown(cluster, path, written):
-    models, strategies = cluster.models, cluster.strategies
-    per_row = min(len(models), 4)
-    n_rows = math.ceil(len(models) / per_row)
-    fig, legend_ax, axes = figure_with_legend_row(n_rows, per_row, 0.75 + 2.3 * n_rows, 0.48)
+def breakdown_drawable(cluster, model):
+    """Whether some strategy of this model has a breakdown to draw (it fits and has cells)."""
+    return any(r is not None and not r["oom"] and breakdown_values(r) is not None
+               for r in (cluster.row(model, s) for s in cluster.strategies))
+
+
+def panel_slots(n_panels):
+    """(rows, panels per row) for n panels: at most 3 per row, rows as full as possible; the
+    last row is centred rather than padded with empty panels."""
+    rows = math.ceil(n_panels / 3)
+    return rows, math.ceil(n_panels / rows)
+
+
+def figure_breakdown(cluster):
+    strategies = cluster.strategies
+    models = [m for m in cluster.models if breakdown_drawable(cluster, m)]
+    skipped = [m for m in cluster.models if m not in models]
+    notes = []
+    if skipped:
+        def why(model):
+            runs = [r for (m, _), r in cluster.by_key.items() if m == model]
+            return "every strategy out of memory" if all(r["oom"] for r in runs) \
+                else "no breakdown in the CSV"
+        notes.append("Not shown: " + "; ".join(f"{model_label(m)} ({why(m)})" for m in skipped)
+                     + ".")
+    if any(fallback(r) for (m, _), r in cluster.by_key.items() if m in models):
+        notes.append("\"ran X\" on a bar: the engine kept X, a narrower plan than the strategy "
+                     "requested (it was faster, or the only one that fits).")
+    paragraphs = note_lines(notes)
+    note_height = 0.12 + 0.13 * sum(p.count("\n") + 1 for p in paragraphs) if paragraphs else 0.0
+    n_rows, per_row = panel_slots(max(len(models), 1))
+    row_height = 2.3
+    fig, grid, legend_ax, note_ax = figure_grid(0.75 + row_height * n_rows + note_height, 0.48,
+                                                [row_height] * n_rows, 2 * per_row, note_height)
+    if note_ax is not None:
+        write_notes(note_ax, paragraphs)
     xs = list(range(len(strategies)))
+    if not models:
+        ax = fig.add_subplot(grid[1, :])
+        ax.axis("off")
+        ax.text(0.5, 0.5, "No run of this cluster fits in memory: nothing to break down.",
+                transform=ax.transAxes, ha="center", va="center", color="#777777")
 
     for index, model in enumerate(models):
-        ax = axes[index // per_row][index % per_row]
+        r, c = divmod(index, per_row)
+        in_row = min(per_row, len(models) - r * per_row)
+        start = (per_row - in_row) + 2 * c  # half-panel offset centres a shorter last row
+        ax = fig.add_subplot(grid[r + 1, start:start + 2])
         top = 0.0
-        pending = []  # OOM / n/a markers, placed once the axis height is known
+        pending = []  # OOM / n/a markers and fallback labels, placed once the height is known
         for x, strategy in zip(xs, strategies):
             row = cluster.row(model, strategy)
             if row is None:
                 continue
             values = None if row["oom"] else breakdown_values(row)
             if values is None:
-                pending.append((x, "OOM" if row["oom"] else "n/a"))
+                pending.append((x, "OOM" if row["oom"] else "n/a", row))
                 continue
             base = 0.0
             for key, _, colour, hatch in BREAKDOWN_PARTS:
@@ -542,16 +697,23 @@ def plot_breakdown(cluster, path, written):
                        edgecolor=OVERLAP_EDGE if hatch else "black",
                        linewidth=0.6 if hatch else 0.3, zorder=2)
                 base += height
+            busy = values["compute_s"] + values["recompute_s"]
+            if values["contention_s"] > 0:
+                ax.bar(x, values["contention_s"], 0.7, bottom=busy - values["contention_s"],
+                       facecolor="none", edgecolor=CONTENTION_EDGE, hatch="xxxx", linewidth=0,
+                       zorder=3)
             top = max(top, base)
             if row["iteration_time_s"] is not None:
                 ax.plot([x - 0.45, x + 0.45], [row["iteration_time_s"]] * 2, color="black",
                         linewidth=1.4, zorder=4, solid_capstyle="butt")
                 top = max(top, row["iteration_time_s"])
+            pending.append((x, None, row))
         ymax = top * 1.08 if top > 0 else 1.0
         ax.set_ylim(0, ymax)
-        if top <= 0:
-            ax.set_yticks([])  # nothing ran: no scale to read
-        for x, text in pending:
+        for x, text, row in pending:
+            if text is None:
+                fallback_label(ax, x, ymax, row)
+                continue
             if text == "OOM":
                 oom_stub(ax, x, 0.7, 0.035 * ymax, "#444444")
             marker_text(ax, x, 0.05 * ymax, text,
@@ -562,43 +724,80 @@ def plot_breakdown(cluster, path, written):
         ax.set_xlim(-0.6, len(strategies) - 0.4)
         layout = parallel_label(cluster, model)
         ax.set_title(model_label(model) + (f"\n{layout}" if layout else ""), fontsize=8)
-        if index % per_row == 0:
-            ax.set_ylabel("Time per iteration (s)")
-    for index in range(len(models), n_rows * per_row):
-        axes[index // per_row][index % per_row].set_visible(False)
+        if start == 0 or index % per_row == 0:
+            ax.set_ylabel("Simulated time per iteration (s)")
 
     handles = [Patch(facecolor=colour, hatch=hatch, linewidth=0.6 if hatch else 0.3,
                      edgecolor=OVERLAP_EDGE if hatch else "black", label=label)
                for _, label, colour, hatch in BREAKDOWN_PARTS]
+    handles.append(Patch(facecolor="#0072B2", edgecolor=CONTENTION_EDGE, hatch="xxxx",
+                         linewidth=0, label=CONTENTION_LABEL))
     handles.append(Line2D([], [], color="black", linewidth=1.4, label="Iteration time"))
-    fig.suptitle(f"{cluster.label}: where the slowest pipeline stage's iteration goes",
+    fig.suptitle(f"Simulated: where the slowest pipeline stage's iteration goes\n{cluster.label}",
                  fontweight="bold", fontsize=9)
     draw_legend(legend_ax, handles, 3)
-    save(fig, path, written)
+    return fig
 
 
-def plot_search_time(clusters, path, written):
-    planners = ("lynx-heu", "lynx-opt")
-    with_data = [c for c in clusters if any(s in c.strategies for s in planners)]
-    shown = with_data or clusters
+def planning_seconds(row):
+    """Total planning time (search + baseline simulation + confirmations), or None."""
+    parts = [row[c] for c in ("search_seconds", "baseline_seconds", "confirm_seconds")]
+    if all(p is None for p in parts):
+        return None
+    total = sum(p or 0.0 for p in parts)
+    return total if total > 0 else None
+
+
+def shortcut_cases(clusters):
+    """(cluster, model) where Lynx-OPT's search took less time than Lynx-HEU's."""
+    cases = []
+    for cluster in clusters:
+        for model in cluster.models:
+            heu, opt = cluster.row(model, "lynx-heu"), cluster.row(model, "lynx-opt")
+            if heu is None or opt is None:
+                continue
+            if heu["search_seconds"] and opt["search_seconds"] and \
+                    opt["search_seconds"] < heu["search_seconds"]:
+                cases.append((cluster.name, model))
+    return cases
+
+
+def figure_search_time(clusters):
+    planners = [p for p in PLANNERS if any(p in c.strategies for c in clusters)]
+    shown = [c for c in clusters if any(s in c.strategies for s in planners)] or clusters
+    notes = ["Wall-clock time of lynxsim on the machine that ran `lynxsim figures` (not "
+             "simulated time). The wide bar is the total; the narrow black bar inside it is "
+             "the search alone; the rest is engine runs (the keep-everything baseline that "
+             "measures the overlap windows, and the confirmations)."]
+    cases = shortcut_cases(shown)
+    if cases:
+        where = ", ".join(f"{model_label(m)} ({c})" for c, m in cases)
+        notes.append(f"Lynx-OPT searches faster than Lynx-HEU on {where}: there every layer's "
+                     "fastest option fits the memory budget together, so the MILP planner "
+                     "answers exactly without calling CBC (its short cut in "
+                     "strategies/milp_planner.cpp), while the heuristic always scans all its "
+                     "(B, A, A\u2032, j) combinations.")
     fig, legend_ax, axes = figure_with_legend_row(len(shown), 1, 0.6 + 2.0 * len(shown), 0.28,
-                                                  sharey=True)
-    values = [r["search_seconds"] for c in shown for (_, s), r in c.by_key.items()
-              if s in planners and r["search_seconds"] and r["search_seconds"] > 0]
+                                                  sharey=True, notes=notes)
+    totals = [planning_seconds(r) for c in shown for (_, s), r in c.by_key.items()
+              if s in planners]
+    searches = [r["search_seconds"] for c in shown for (_, s), r in c.by_key.items()
+                if s in planners and r["search_seconds"]]
+    values = [v for v in totals + searches if v and v > 0]
     low = min(values) if values else 1e-2
     high = max(values) if values else 1.0
     # Headroom above the tallest bar for its rotated value label (1.3 decades).
     ylim = (10 ** math.floor(math.log10(low) - 0.3), high * 10 ** 1.3)
-    width, offsets = group_positions(len(planners), 0.7)
+    width, offsets = group_positions(max(len(planners), 1), 0.7)
 
     for ax, cluster in zip((row[0] for row in axes), shown):
         ax.set_yscale("log")
         ax.set_ylim(*ylim)
-        ax.set_ylabel("Search time (s)")
+        ax.set_ylabel("Planning time (s)")
         models = [m for m in cluster.models
                   if any(cluster.row(m, s) is not None for s in planners)]
         if not models:
-            ax.text(0.5, 0.5, "no lynx-heu / lynx-opt runs", transform=ax.transAxes,
+            ax.text(0.5, 0.5, "no checkmate / lynx-heu / lynx-opt runs", transform=ax.transAxes,
                     ha="center", va="center", color="#777777")
             ax.set_xticks([])
         for i, model in enumerate(models):
@@ -607,31 +806,54 @@ def plot_search_time(clusters, path, written):
                 x = i + offsets[j]
                 if row is None:
                     continue
-                seconds = row["search_seconds"]
-                if not seconds or seconds <= 0:
+                total = planning_seconds(row)
+                if total is None:
                     ax.text(x, ylim[0] * 1.3, "n/a", ha="center", va="bottom", rotation=90,
                             fontsize=6.5, color="#777777", fontweight="bold")
                     continue
-                ax.bar(x, seconds, width * 0.9, color=strategy_style(strategy)[2],
+                ax.bar(x, total, width * 0.9, color=strategy_style(strategy)[2],
                        edgecolor="black", linewidth=0.4, zorder=2)
-                label = format_seconds(seconds)
+                search = row["search_seconds"]
+                if search and search > 0:
+                    ax.bar(x, search, width * 0.3, color="black", linewidth=0, zorder=3)
+                label = format_seconds(total)
                 gap = row["solver_gap"]
-                if strategy == "lynx-opt" and gap is not None and gap > 1e-9:
+                if strategy != "lynx-heu" and gap is not None and gap > 1e-9:
                     label += "\ngap \u221e" if math.isinf(gap) else f"\ngap {gap * 100:.1f}%"
-                ax.text(x, seconds * 1.2, label, ha="center", va="bottom", rotation=90,
+                ax.text(x, total * 1.2, label, ha="center", va="bottom", rotation=90,
                         fontsize=6.5)
         if models:
             model_ticks(ax, cluster, models)
         ax.set_title(cluster.label, fontsize=8.5)
-    fig.suptitle("Lynx planner search time", fontweight="bold", fontsize=9)
+    fig.suptitle("Planning time per planner: search + baseline simulation + confirmations",
+                 fontweight="bold", fontsize=9)
+    kinds = {"checkmate": " (MILP, no overlap)", "lynx-heu": " (heuristic)", "lynx-opt": " (MILP)"}
     handles = [Patch(facecolor=strategy_style(s)[2], edgecolor="black", linewidth=0.4,
-                     label=strategy_style(s)[0] + (" (heuristic)" if s == "lynx-heu"
-                                                   else " (MILP)")) for s in planners]
-    draw_legend(legend_ax, handles, 2)
-    save(fig, path, written)
+                     label=strategy_style(s)[0] + kinds[s]) for s in planners]
+    handles.append(Patch(facecolor="black", label="of which search"))
+    draw_legend(legend_ax, handles, len(handles))
+    return fig
 
 
 # ----------------------------------------------------------------------------------------------
+
+
+def build_figures(rows):
+    """(file name, figure) for every figure the rows give, unsaved; raises ValueError when
+    cluster names collide as file names."""
+    names = sorted({r["cluster"] for r in rows})
+    clusters = [Cluster(n, [r for r in rows if r["cluster"] == n]) for n in names]
+    tokens = [file_token(n) for n in names]
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"cluster names {names} collide as file names")
+    figures = []
+    with plt.rc_context(PAPER_RC):
+        for cluster, token in zip(clusters, tokens):
+            figures.append((f"throughput_{token}.png", figure_throughput(cluster)))
+            figures.append((f"memory_{token}.png", figure_memory(cluster)))
+            figures.append((f"breakdown_{token}.png", figure_breakdown(cluster)))
+        figures.append(("search_time.png", figure_search_time(clusters)))
+    return figures
 
 
 def main(argv):
@@ -645,12 +867,10 @@ def main(argv):
         where = f"{csv_path}:{e.line}" if e.line > 0 else csv_path
         print(f"{PROG}: {where}: {e}", file=sys.stderr)
         return 2
-
-    names = sorted({r["cluster"] for r in rows})
-    clusters = [Cluster(n, [r for r in rows if r["cluster"] == n]) for n in names]
-    tokens = [file_token(n) for n in names]
-    if len(set(tokens)) != len(tokens):
-        print(f"{PROG}: {csv_path}: cluster names {names} collide as file names", file=sys.stderr)
+    try:
+        figures = build_figures(rows)
+    except ValueError as e:
+        print(f"{PROG}: {csv_path}: {e}", file=sys.stderr)
         return 2
 
     try:
@@ -661,11 +881,8 @@ def main(argv):
 
     written = []
     with plt.rc_context(PAPER_RC):
-        for cluster, token in zip(clusters, tokens):
-            plot_throughput(cluster, os.path.join(out_dir, f"throughput_{token}.png"), written)
-            plot_memory(cluster, os.path.join(out_dir, f"memory_{token}.png"), written)
-            plot_breakdown(cluster, os.path.join(out_dir, f"breakdown_{token}.png"), written)
-        plot_search_time(clusters, os.path.join(out_dir, "search_time.png"), written)
+        for name, fig in figures:
+            save(fig, os.path.join(out_dir, name), written)
     for path in written:
         print(path)
     return 0

@@ -93,7 +93,7 @@ def case_figures(b, tmp):
         rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
     check(len(rows) == 2 * 3, f"2 clusters x 3 strategies, got {len(rows)} rows")
     for col in ("cluster", "model", "strategy", "oom", "tokens_per_s", "throughput_vs_full",
-                "peak_memory_gib", "compute_s", "recompute_s", "recompute_overlapped_s",
+                "peak_memory_bytes", "compute_s", "recompute_s", "recompute_overlapped_s",
                 "bubble_s", "search_seconds"):
         check(col in rows[0], f"figures csv column {col}")
     for r in rows:
@@ -252,9 +252,72 @@ def case_plan_files(b, tmp):
         one_line_error("run", "--plan", edited, has=has)
 
 
-CASES = {"formats": case_formats, "errors": case_errors, "trace_and_plan": case_trace_and_plan,
-         "figures": case_figures, "trace_tracks": case_trace_tracks, "trace_limits": case_trace_limits,
-         "plan_files": case_plan_files}
+def case_outputs_say_what_ran(b, tmp):
+    """The table header says what ran; renamed and new columns; JSON/CSV carry the configuration
+    and the planning-time fields (names from runner/result_fields.cpp)."""
+    table = run(b, "run", "--set", "recompute.strategy=lynx-heu").stdout
+    check("recompute lynx-heu" in table, f"table names the strategy: {table[:400]}")
+    check("nothing recomputed: all activations fit" in table, "table says nothing was recomputed")
+    check("recomp-stream s" in table and "contention s" in table and "hidden s" not in table,
+          "recompute-stream and contention columns")
+    check("planner search" in table and "baseline run" in table, "planning time lines")
+    plain = run(b, "run", "--set", "recompute.strategy=selective").stdout
+    check("nothing recomputed" not in plain, "selective recomputes something")
+    j = json.loads(run(b, "run", "--set", "recompute.strategy=lynx-heu", "--format", "json").stdout)
+    for key in ("scenario", "profile", "gpus", "tp", "pp", "dp", "micro_batch", "global_batch",
+                "strategy_requested", "strategy", "engine_runs", "search_seconds",
+                "baseline_seconds", "confirm_seconds", "event_fingerprint"):
+        check(key in j, f"json key {key}")
+    check(j["strategy_requested"] == "lynx-heu", "strategy_requested")
+    check("contention_s" in j["stages"][0] and "recompute_overlapped_s" in j["stages"][0],
+          "json stage keys")
+    rows = [l for l in run(b, "run", "--format", "csv").stdout.splitlines() if not l.startswith("#")]
+    table_rows = list(csv.DictReader(rows))
+    check(all(r["scenario"] == "default" and r["profile"] and r["strategy_requested"] == "none"
+              for r in table_rows), "every csv row carries the configuration")
+
+
+def case_figures_default_out(b, tmp):
+    """`figures` writes to the git-ignored results/out/paper/ by default (relative to the
+    working directory); its CSV has the `run --format csv` columns plus its own two."""
+    p = subprocess.run([os.path.abspath(b), "figures", "--models", "gpt-1.3b", "--clusters", "pcie",
+                        "--strategies", "none,lynx-heu", "--no-plot"], cwd=tmp,
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"figures exited {p.returncode}: {p.stderr[-2000:]}")
+    path = os.path.join(tmp, "results", "out", "paper", "paper_results.csv")
+    check(os.path.isfile(path), f"default output {path}")
+    with open(".gitignore") as f:
+        check("/results/out/" in f.read().split(), ".gitignore ignores results/out/")
+    with open(path) as f:
+        lines = [l for l in f.read().splitlines() if not l.startswith("#")]
+    header = next(csv.reader([lines[0]]))
+    run_rows = [l for l in run(b, "run", "--format", "csv").stdout.splitlines()
+                if not l.startswith("#")]
+    check(header == ["cluster", "throughput_vs_full"] + next(csv.reader([run_rows[0]])),
+          f"figures csv header is the run csv header plus cluster, throughput_vs_full: {header}")
+    rows = list(csv.DictReader(lines))
+    check([r["strategy_requested"] for r in rows] == ["none", "lynx-heu"], "one row per strategy")
+    check(all(r["throughput_vs_full"] == "" for r in rows), "no full run: nothing to normalise to")
+
+
+def case_figures_flags(b, tmp):
+    """--update-committed regenerates the whole committed set: it refuses a partial sweep or
+    another folder; a selection that matches nothing is an error, not a smaller sweep."""
+    for extra, flag in ((["--models", "gpt-1.3b"], "--models"), (["--out", tmp], "--out"),
+                        (["--no-plot"], "--no-plot")):
+        err = run(b, "figures", "--update-committed", *extra, expect=1).stderr.strip()
+        check(flag in err and "results/paper" in err and err.count("\n") == 0,
+              f"--update-committed with {flag}: {err}")
+    err = run(b, "figures", "--models", "gpt-99b", "--out", tmp, expect=1).stderr
+    check("--models: 'gpt-99b' matches no paper scenario" in err, f"unknown model: {err}")
+    err = run(b, "figures", "--strategies", "lynx", "--out", tmp, expect=1).stderr
+    check("--strategies: unknown strategy 'lynx'" in err, f"unknown strategy: {err}")
+    check("--update-committed" in run(b, "figures", "--help").stdout, "--help lists --update-committed")
+
+
+
+# Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
+CASES = {name[len("case_"):]: f for name, f in list(globals().items()) if name.startswith("case_")}
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]
