@@ -110,7 +110,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
                      "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
                      "[--format table|csv]"))
     return 0;
-  if (csv.empty()) fail("validate: give the measurements CSV (e.g. ../shared/validation/vtrain_single_node.csv)");
+  if (csv.empty()) fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
   if (threads < 1) fail("--threads must be >= 1");
   if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
