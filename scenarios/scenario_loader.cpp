@@ -327,17 +327,83 @@ std::string builtin_names_text() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-/// Reads one profile (file or embedded) into a HardwareSpec and checks it.
-HardwareSpec read_profile(std::string_view text, const std::string& label) {
+/// How deep profiles may name each other as `base` (a cycle stops here).
+constexpr int kMaxBaseDepth = 8;
+
+HardwareSpec builtin_profile(const std::string& name, int depth);
+
+/// Refuses a profile without `base` that leaves hardware fields out, naming all of them: a
+/// missing field must not fall back to a perfect-GPU struct default (efficiency 1, no launch
+/// overhead, no contention).
+void require_every_field(const std::vector<FieldDesc>& table, const FileValues& values) {
+  std::vector<std::string> missing;
+  std::size_t fields = 0;
+  for (const FieldDesc& field : table) {
+    if (field.place != FieldPlace::kHardware) continue;
+    ++fields;
+    if (values.values.count(field.profile_key()) == 0) missing.push_back(field.profile_key());
+  }
+  if (missing.empty()) return;
+  fail(
+      "{}:1:1: hardware profile lacks {} of its {} fields: {}; give them, or start from a "
+      "built-in profile with 'base: NAME' and give only what differs (built-in profiles: {})",
+      values.label, missing.size(), fields, fmt::join(missing, ", "), builtin_names_text());
+}
+
+/// Reads one profile (file or embedded) into a HardwareSpec and checks it. With `base`, the
+/// named built-in profile supplies every field the file does not give; without, the file must
+/// give them all. `depth` counts the profiles that named this one as their base.
+HardwareSpec read_profile(std::string_view text, const std::string& label, int depth = 0) {
   const std::vector<FieldDesc> table = scenario_field_table();
   const KeySet keys = key_set(table, FileKind::kProfile);
   const FileValues values = read_values(text, label, keys);
   Scenario holder;
-  holder.hardware = HardwareSpec{};
+  if (const Assignment* base = values.given("base")) {
+    if (depth >= kMaxBaseDepth)
+      fail("{}: key 'base': profiles name each other as base more than {} deep (a cycle?)",
+           base->origin, kMaxBaseDepth);
+    try {
+      holder.hardware = builtin_profile(base->text, depth + 1);
+    } catch (const Error& e) {
+      fail("{}: key 'base': {}", base->origin, e.what());
+    }
+    if (values.values.count("source") == 0) {
+      std::vector<std::string> overridden;
+      for (const FieldDesc& field : table)
+        if (field.place == FieldPlace::kHardware && values.values.count(field.profile_key()) != 0)
+          overridden.push_back(field.profile_key());
+      holder.hardware.source =
+          overridden.empty()
+              ? fmt::format("base profile {}: {}", base->text, holder.hardware.source)
+              : fmt::format("base profile {} with {} from {}; the base's source: {}", base->text,
+                            fmt::join(overridden, ", "), file_stem(label), holder.hardware.source);
+    }
+  } else {
+    require_every_field(table, values);
+  }
   holder.hardware.profile = file_stem(label);
+  holder.hardware.profile_file.clear();
   apply_values(table, FileKind::kProfile, values, holder);
   check_hardware(holder.hardware, values, keys, "");
   return holder.hardware;
+}
+
+/// The built-in profile `name`; throws lynx::Error listing the known names (and a close one).
+HardwareSpec builtin_profile(const std::string& name, int depth) {
+  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
+    if (file.name == name) return read_profile(file.text, std::string(file.path), depth);
+  }
+  // The closest known name by edit distance, among those within 3 edits or containing it.
+  std::string hint;
+  std::size_t best_distance = SIZE_MAX;
+  for (const std::string& known : builtin_profile_names()) {
+    const std::size_t d = edit_distance(known, name);
+    if ((d <= 3 || (!name.empty() && known.find(name) != std::string::npos)) && d < best_distance) {
+      best_distance = d;
+      hint = fmt::format("; did you mean '{}'?", known);
+    }
+  }
+  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
 }
 
 /// The hardware a scenario starts from: a built-in profile or a profile file.
@@ -504,7 +570,9 @@ std::string hardware_profile_to_yaml(const HardwareSpec& hardware) {
   holder.hardware = hardware;
   YamlTree tree;
   for (const FieldDesc& field : scenario_field_table()) {
-    if (field.in_profile()) tree.insert(field.profile_key(), field.get(holder));
+    // A written profile gives every field, so it names no base.
+    if (field.in_profile() && !field.selects_profile)
+      tree.insert(field.profile_key(), field.get(holder));
   }
   return emit_yaml(tree, "lynxsim hardware profile");
 }
@@ -517,22 +585,7 @@ std::vector<std::string> builtin_profile_names() {
   return names;
 }
 
-HardwareSpec builtin_hardware_profile(const std::string& name) {
-  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
-    if (file.name == name) return read_profile(file.text, std::string(file.path));
-  }
-  // The closest known name by edit distance, among those within 3 edits or containing it.
-  std::string hint;
-  std::size_t best_distance = SIZE_MAX;
-  for (const std::string& known : builtin_profile_names()) {
-    const std::size_t d = edit_distance(known, name);
-    if ((d <= 3 || (!name.empty() && known.find(name) != std::string::npos)) && d < best_distance) {
-      best_distance = d;
-      hint = fmt::format("; did you mean '{}'?", known);
-    }
-  }
-  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
-}
+HardwareSpec builtin_hardware_profile(const std::string& name) { return builtin_profile(name, 0); }
 
 HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label) {
   return read_profile(yaml_text, file_label);

@@ -529,7 +529,18 @@ TEST_CASE("docs/scenario.md contains the current field table") {
   REQUIRE(in.good());
   const std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string current = scenario_fields_markdown();
-  const bool up_to_date = docs.find(current) != std::string::npos;
+  // The whole generated section must be exactly the current table: extra lines left between
+  // the markers (a stale profile list) fail too.
+  const std::string begin_marker = "<!-- BEGIN GENERATED: scenario_fields_markdown() -->\n";
+  const std::string end_marker = "<!-- END GENERATED -->";
+  const std::size_t section_begin = docs.find(begin_marker);
+  REQUIRE(section_begin != std::string::npos);
+  const std::size_t section_end = docs.find(end_marker, section_begin);
+  REQUIRE(section_end != std::string::npos);
+  CHECK(docs.find(begin_marker, section_begin + 1) == std::string::npos);
+  const std::size_t table_begin = section_begin + begin_marker.size();
+  const std::string generated = docs.substr(table_begin, section_end - table_begin);
+  const bool up_to_date = generated == current;
   if (!up_to_date) {
     // Leave the current table where the message says, to paste into the docs.
     std::ofstream(std::string(LYNXSIM_BINARY_DIR) + "/scenario_fields.md") << current;
