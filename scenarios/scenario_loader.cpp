@@ -597,7 +597,10 @@ HardwareSpec load_hardware_profile_file(const std::string& path) {
   return hw;
 }
 
-std::string scenario_fields_markdown() {
+namespace {
+
+/// Markdown table (header and one row per field) of `fields`.
+std::string fields_table_markdown(const std::vector<FieldDesc>& fields) {
   auto cell = [](std::string text) {
     std::string escaped;
     for (const char c : text) {
@@ -609,7 +612,7 @@ std::string scenario_fields_markdown() {
   std::string md;
   md += "| Scenario key | Profile key | Type | Default | Meaning |\n";
   md += "|---|---|---|---|---|\n";
-  for (const FieldDesc& field : scenario_field_table()) {
+  for (const FieldDesc& field : fields) {
     const std::string scenario_key = field.scenario_key();
     const std::string profile_key = field.profile_key();
     std::string type = field_type_text(field);
@@ -619,8 +622,47 @@ std::string scenario_fields_markdown() {
                       profile_key.empty() ? "-" : "`" + profile_key + "`", cell(type),
                       cell(field.default_text), cell(field.meaning));
   }
-  md += fmt::format("\nBuilt-in hardware profiles: {}.\n", builtin_names_text());
   return md;
+}
+
+/// `key` is `prefix` or lies under it: "hardware.node" selects "hardware.node.nic.bw", not
+/// "hardware.nodes"; a prefix ending in '.' ("gpu.") selects what is under that section.
+bool under(const std::string& key, std::string_view prefix) {
+  if (key.empty() || key.compare(0, prefix.size(), prefix) != 0) return false;
+  return key.size() == prefix.size() || prefix.back() == '.' || key[prefix.size()] == '.';
+}
+
+}  // namespace
+
+std::string scenario_fields_markdown() {
+  return fields_table_markdown(scenario_field_table()) +
+         fmt::format("\nBuilt-in hardware profiles: {}.\n", builtin_names_text());
+}
+
+std::string scenario_fields_markdown(std::string_view prefix) {
+  if (prefix.empty()) return scenario_fields_markdown();
+  const std::vector<FieldDesc> table = scenario_field_table();
+  std::vector<FieldDesc> matching;
+  for (const FieldDesc& field : table) {
+    if (under(field.scenario_key(), prefix) || under(field.profile_key(), prefix))
+      matching.push_back(field);
+  }
+  if (matching.empty()) {
+    // Suggest among both spellings of every key, as the loader does for an unknown key; else
+    // name the top-level keys to start from.
+    KeySet keys = key_set(table, FileKind::kScenario);
+    const KeySet profile_keys = key_set(table, FileKind::kProfile);
+    keys.leaves.insert(profile_keys.leaves.begin(), profile_keys.leaves.end());
+    keys.sections.insert(profile_keys.sections.begin(), profile_keys.sections.end());
+    std::string hint = suggestion(std::string(prefix), keys);
+    if (hint.empty()) {
+      std::set<std::string> top;
+      for (const std::string& key : keys.leaves) top.insert(key.substr(0, key.find('.')));
+      hint = fmt::format(" (top-level keys: {})", fmt::join(top, ", "));
+    }
+    fail("no scenario or profile field is '{}' or lies under it{}", prefix, hint);
+  }
+  return fields_table_markdown(matching);
 }
 
 }  // namespace lynx

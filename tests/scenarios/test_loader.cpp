@@ -559,3 +559,25 @@ TEST_CASE("docs/scenario.md contains the current field table") {
   }
   CHECK(examples == 2);
 }
+
+TEST_CASE("the field table filtered by a key prefix") {
+  const std::string node = scenario_fields_markdown("hardware.node");
+  CHECK(node.rfind("| Scenario key | Profile key | Type | Default | Meaning |\n|---|---|---|---|---|\n", 0) == 0);
+  CHECK(node.find("`hardware.node.nic.bw`") != std::string::npos);
+  CHECK(node.find("`hardware.node.intra`") != std::string::npos);
+  CHECK(node.find("`hardware.nodes`") == std::string::npos);  // a prefix is a whole section
+  CHECK(node.find("`hardware.gpu.peak`") == std::string::npos);
+  CHECK(node.find("Built-in hardware profiles") == std::string::npos);
+  // Profile keys match too, with or without a trailing dot; one row per field.
+  const std::string gpu = scenario_fields_markdown("gpu");
+  CHECK(gpu == scenario_fields_markdown("gpu."));
+  CHECK(gpu.find("`gpu.contention`") != std::string::npos);
+  CHECK(scenario_fields_markdown("parallel.tp").find("`parallel.tp`") != std::string::npos);
+  CHECK(scenario_fields_markdown("") == scenario_fields_markdown());
+  // Nothing under the prefix: an error with a close key, else the top-level keys.
+  CHECK(error_of([] { scenario_fields_markdown("hardware.gpu.memry"); }) ==
+        "no scenario or profile field is 'hardware.gpu.memry' or lies under it; did you mean "
+        "'hardware.gpu.memory'?");
+  CHECK(error_of([] { scenario_fields_markdown("zzz"); })
+            .find("(top-level keys: base, collective_efficiency, gpu, ") != std::string::npos);
+}
