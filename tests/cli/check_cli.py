@@ -144,9 +144,26 @@ def case_base_profile(b, tmp):
           in err and "gpu.contention" in err and "base: NAME" in err, f"missing fields: {err}")
 
 
+def case_lynx_example(b, tmp):
+    # The shipped Lynx example must show what it promises: without recomputation it does not
+    # fit, and lynx-heu hides recomputation in communication windows.
+    example = "scenarios/examples/pcie-gpt1.3b-lynx.yaml"
+    lynx = json.loads(run(b, "run", example, "--format", "json").stdout)
+    check(not lynx["oom"] and lynx["strategy"] == "lynx-heu", f"lynx example fits: {lynx['strategy']}")
+    hidden = sum(s["recompute_overlapped_s"] for s in lynx["stages"])
+    check(hidden > 0, f"the lynx example overlaps recomputation (recompute_overlapped_s {hidden})")
+    none = json.loads(run(b, "run", example, "--set", "recompute.strategy=none", "--format",
+                          "json").stdout)
+    check(none["oom"], "without recomputation the example does not fit")
+    selective = json.loads(run(b, "run", example, "--set", "recompute.strategy=selective",
+                               "--format", "json").stdout)
+    check(lynx["iteration_time_s"] < selective["iteration_time_s"], "lynx beats selective here")
+
+
 CASES = {"formats": case_formats, "errors": case_errors, "trace_and_plan": case_trace_and_plan,
          "figures": case_figures}
-CASES.update({"fields_and_presets": case_fields_and_presets, "base_profile": case_base_profile})
+CASES.update({"fields_and_presets": case_fields_and_presets, "base_profile": case_base_profile,
+              "lynx_example": case_lynx_example})
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]
