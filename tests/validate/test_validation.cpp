@@ -39,6 +39,23 @@ MeasuredRun make_run(int line, int tp, int dp, int pp, int micro, int global, in
   return r;
 }
 
+/// The first `count` (4 or 6) of a fixed set of small runs, "measured" by the simulator on
+/// `base` with kernel_launch = 20 us: a fit starting from `base` must find 20 us again.
+std::vector<MeasuredRun> synthetic_runs(const Scenario& base, std::size_t count) {
+  Scenario truth = base;
+  truth.hardware.kernel_launch_ps = 20'000'000;
+  std::vector<MeasuredRun> runs = {make_run(1, 1, 1, 2, 2, 8, 1024, 12),
+                                   make_run(2, 2, 1, 1, 1, 4, 1024, 12),
+                                   make_run(3, 1, 2, 1, 4, 16, 1024, 12),
+                                   make_run(4, 2, 2, 2, 1, 8, 1024, 12),
+                                   make_run(5, 1, 1, 1, 2, 4, 1024, 12),
+                                   make_run(6, 2, 1, 2, 2, 8, 1024, 12)};
+  runs.resize(count);
+  for (auto& r : runs)
+    r.iteration_ms = simulate(scenario_for_run(truth, r, "synthetic")).result.iteration_time_s * 1e3;
+  return runs;
+}
+
 }  // namespace
 
 TEST_CASE("the two folds are the even and the odd positions, disjoint and complete") {
@@ -111,13 +128,7 @@ TEST_CASE("the fitter recovers a known kernel launch overhead from synthetic mea
   // the datasheet profile's 2.5 us and must find 20 us again (golden section over
   // ln [0.5 us, 500 us]: 13 reductions leave a bracket of 6.91 · 0.618^13 = 0.013 in ln, ~1.3%).
   const Scenario base = validation_base_scenario({});
-  Scenario truth = base;
-  truth.hardware.kernel_launch_ps = 20'000'000;
-  std::vector<MeasuredRun> runs = {make_run(1, 1, 1, 2, 2, 8, 1024, 12),
-                                   make_run(2, 2, 1, 1, 1, 4, 1024, 12),
-                                   make_run(3, 1, 2, 1, 4, 16, 1024, 12),
-                                   make_run(4, 2, 2, 2, 1, 8, 1024, 12)};
-  for (auto& r : runs) r.iteration_ms = simulate(scenario_for_run(truth, r, "synthetic")).result.iteration_time_s * 1e3;
+  const std::vector<MeasuredRun> runs = synthetic_runs(base, 4);
 
   FitOptions options;
   options.keys = {"gpu.kernel_launch"};
@@ -272,15 +283,7 @@ TEST_CASE("the fitted profile differs from the datasheet profile only in the fit
 
 TEST_CASE("the fit workflow: start scores, two folds, the final fit and the fitted profile") {
   const Scenario base = validation_base_scenario({});
-  Scenario truth = base;
-  truth.hardware.kernel_launch_ps = 20'000'000;
-  std::vector<MeasuredRun> runs = {make_run(1, 1, 1, 2, 2, 8, 1024, 12),
-                                   make_run(2, 2, 1, 1, 1, 4, 1024, 12),
-                                   make_run(3, 1, 2, 1, 4, 16, 1024, 12),
-                                   make_run(4, 2, 2, 2, 1, 8, 1024, 12),
-                                   make_run(5, 1, 1, 1, 2, 4, 1024, 12),
-                                   make_run(6, 2, 1, 2, 2, 8, 1024, 12)};
-  for (auto& r : runs) r.iteration_ms = simulate(scenario_for_run(truth, r, "synthetic")).result.iteration_time_s * 1e3;
+  const std::vector<MeasuredRun> runs = synthetic_runs(base, 6);
   FitWorkflowInput input;
   input.base = base;
   input.runs = runs;
