@@ -100,7 +100,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
                      "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
                      "[--format table|csv]"))
     return 0;
-  if (csv.empty()) fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
+  if (csv.empty())
+    fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
   if (threads < 1) fail("--threads must be >= 1");
   if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
@@ -118,7 +119,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
 
   if (!fit) {
     StageBars bars;
-    const auto rows = val::simulate_stage(base, runs, all, csv, threads, "simulating", bars.progress());
+    const auto rows =
+        val::simulate_stage(base, runs, all, csv, threads, "simulating", bars.progress());
     report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
                                runs.size(), profile_label);
     val::write_validation_report(std::cout, rows, report);
@@ -162,9 +164,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
                    fold.fold, fold.train_rows, val::fold_name(fold.fold), fold.fit.inner_rows,
                    fold.fit.evaluations, fold.fit.start_objective, fold.fit.objective);
         val::write_fit_parameters(fit_text, fold.fit, "  ");
-        fmt::print(fit_text, "  held-out {} rows, start profile: {}\n", val::fold_name(1 - fold.fold),
+        const std::string held_out = val::fold_name(1 - fold.fold);
+        fmt::print(fit_text, "  held-out {} rows, start profile: {}\n", held_out,
                    val::summary_line(fold.start_held_out));
-        fmt::print(fit_text, "  held-out {} rows, fitted:        {}\n", val::fold_name(1 - fold.fold),
+        fmt::print(fit_text, "  held-out {} rows, fitted:        {}\n", held_out,
                    val::summary_line(fold.fitted_held_out));
         flush_fit_text();
       });
@@ -176,7 +179,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
   fmt::print(fit_text, "  all rows, fitted:        {}\n", val::summary_line(result.fitted_summary));
 
   if (!write_profile.empty()) {
-    const std::string text = val::fitted_profile_file_text(val::fitted_profile(input, result, fitted_name));
+    const std::string text =
+        val::fitted_profile_file_text(val::fitted_profile(input, result, fitted_name));
     std::ofstream out(write_profile);
     if (!out) fail("--write-profile: cannot write '{}'", write_profile);
     out << text;

@@ -819,7 +819,8 @@ std::string fitted_source(const FitState& st) {
   std::vector<std::string> missing;
   for (const FieldFit& f : st.report.fields)
     if (!f.fitted && f.field != "collective_efficiency") missing.push_back(f.field);
-  std::string source = fmt::format("{} by lynxsim fit (base profile {})", st.source, st.base.profile);
+  std::string source =
+      fmt::format("{} by lynxsim fit (base profile {})", st.source, st.base.profile);
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) {

@@ -27,7 +27,8 @@ FitResult fit_stage(const FitWorkflowInput& input, const std::vector<std::size_t
   return result;
 }
 
-std::vector<RowResult> subset(const std::vector<RowResult>& all, const std::vector<std::size_t>& rows) {
+std::vector<RowResult> subset(const std::vector<RowResult>& all,
+                              const std::vector<std::size_t>& rows) {
   std::vector<RowResult> out;
   for (std::size_t i : rows) out.push_back(all.at(i));
   return out;
@@ -70,15 +71,16 @@ FitWorkflowResult run_fit_workflow(const FitWorkflowInput& input, const StagePro
     f.fold = fold;
     f.train_rows = train.size();
     f.fit = fit_stage(input, train, fmt::format("fit on {} rows", fold_name(fold)), progress);
-    f.fitted_held_out = summarize(simulate_input_rows(with_hardware(input.base, f.fit.hardware), input,
-                                                 test, "held-out rows", progress));
+    const Scenario fitted = with_hardware(input.base, f.fit.hardware);
+    f.fitted_held_out =
+        summarize(simulate_input_rows(fitted, input, test, "held-out rows", progress));
     f.start_held_out = summarize(subset(out.start_rows, test));
     out.folds.push_back(f);
     if (on_fold) on_fold(out.folds.back());
   }
   out.final_fit = fit_stage(input, all, "fit on all rows", progress);
-  out.fitted_rows = simulate_input_rows(with_hardware(input.base, out.final_fit.hardware), input, all,
-                                   "fitted profile", progress);
+  const Scenario fitted = with_hardware(input.base, out.final_fit.hardware);
+  out.fitted_rows = simulate_input_rows(fitted, input, all, "fitted profile", progress);
   out.start_summary = summarize(out.start_rows);
   out.fitted_summary = summarize(out.fitted_rows);
   return out;
