@@ -30,6 +30,7 @@ bool parse_options(const std::vector<std::string>& argv, po::options_description
 int cmd_run(const std::vector<std::string>& argv);
 int cmd_show(const std::vector<std::string>& argv);
 int cmd_fields(const std::vector<std::string>& argv);
+int cmd_presets(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
 int cmd_figures(const std::vector<std::string>& argv);
 int cmd_fit(const std::vector<std::string>& argv);

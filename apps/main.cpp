@@ -28,7 +28,8 @@ const std::map<std::string, Command>& commands() {
       {"plan", {lynx::cli::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
       {"fit", {lynx::cli::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
       {"validate", {lynx::cli::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
-      {"fields", {lynx::cli::cmd_fields, "list every scenario / profile field: unit, default, meaning"}},
+      {"fields", {lynx::cli::cmd_fields, "list the scenario / profile fields (all, or those under a PREFIX): unit, default, meaning"}},
+      {"presets", {lynx::cli::cmd_presets, "list the GPT model presets with their shapes and parameter counts"}},
   };
   return table;
 }

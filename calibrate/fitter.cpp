@@ -438,16 +438,25 @@ std::vector<const Measurement*> with_dtype(const std::vector<const Measurement*>
   return out;
 }
 
-}  // namespace
+// ---- the fit, step by step ----------------------------------------------------------------
 
-const FieldFit* FitReport::find(const std::string& field) const {
-  for (const FieldFit& f : fields)
-    if (f.field == field) return &f;
-  return nullptr;
-}
+/// What every step of fit_profile shares: the input, the profile being fitted, and the report
+/// (fields and notes are appended in the order the steps run).
+struct FitState {
+  const RawMeasurements& raw;
+  const HardwareSpec& base;
+  const FitOptions& options;
+  FitReport& report;
+  HardwareSpec& fitted;
+  std::string source;  ///< "fitted from RAW on DEVICE", the source of every fitted field
+};
 
-HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, FitReport* report,
-                         const FitOptions& options) {
+/// Collectives measured on >= 2 ranks, by (collective, scope, ranks, nodes).
+using CollectiveGroups =
+    std::map<std::tuple<std::string, std::string, int, int>, std::vector<const Measurement*>>;
+
+/// The efficiency curves are relative to peak FLOP/s and HBM bandwidth, so the base needs both.
+void check_base_profile(const HardwareSpec& base) {
   if (base.peak_flops_per_s == 0)
     fail("fit: base profile '{}' has no gpu.peak; the efficiency curves are relative to it",
          base.profile);
@@ -457,177 +466,196 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
   if (!(base.collective_efficiency > 0.0 && base.collective_efficiency <= 1.0))
     fail("fit: base profile '{}' has collective_efficiency {} outside (0, 1]", base.profile,
          base.collective_efficiency);
+}
 
-  FitReport local_report;
-  FitReport& rep = report != nullptr ? *report : local_report;
-  rep = FitReport{};
-  rep.device = raw.device_name();
-  rep.raw_source = raw.source_label.empty() ? std::string("raw measurements") : raw.source_label;
-  const std::string source = fmt::format("fitted from {} on {}", rep.raw_source, rep.device);
-  std::vector<std::string>& notes = rep.notes;
+/// gpu.name from the raw CSV's `device` header, if it has one.
+void fit_device_name(FitState& st) {
+  if (st.raw.metadata_value("device").empty()) return;
+  st.fitted.gpu_name = st.raw.metadata_value("device");
+  FieldFit name;
+  name.field = "gpu.name";
+  name.fitted = true;
+  name.value = st.fitted.gpu_name;
+  name.source = "device name from the raw CSV header";
+  st.report.fields.push_back(name);
+}
 
-  HardwareSpec fitted = base;
-  const double peak = static_cast<double>(base.peak_flops_per_s);
-  const double hbm = static_cast<double>(base.hbm_bw_bytes_per_s);
-
-  if (!raw.metadata_value("device").empty()) {
-    fitted.gpu_name = raw.metadata_value("device");
-    FieldFit name;
-    name.field = "gpu.name";
-    name.fitted = true;
-    name.value = fitted.gpu_name;
-    name.source = "device name from the raw CSV header";
-    rep.fields.push_back(name);
-  }
-
-  // Launch overhead first: every curve subtracts it.
-  const std::vector<const Measurement*> memory_rows =
-      with_dtype(rows_of(raw, MeasurementKind::kMemoryBound), options.dtype, "memory_bound", notes);
+/// gpu.kernel_launch (fit_launch); returns the launch time in seconds the curves subtract
+/// (the base's when nothing was measured).
+double fit_launch_field(FitState& st, const std::vector<const Measurement*>& memory_rows) {
   std::vector<const Measurement*> launch_rows;
   int other_launch_rows = 0;
-  for (const Measurement* row : rows_of(raw, MeasurementKind::kLaunch)) {
+  for (const Measurement* row : rows_of(st.raw, MeasurementKind::kLaunch)) {
     if (row->name == "empty_kernel")
       launch_rows.push_back(row);
     else
       ++other_launch_rows;
   }
   if (other_launch_rows > 0)
-    notes.push_back(fmt::format("gpu.kernel_launch: {} launch row(s) other than empty_kernel "
-                                "(e.g. host-paced) recorded, not fitted",
-                                other_launch_rows));
+    st.report.notes.push_back(
+        fmt::format("gpu.kernel_launch: {} launch row(s) other than empty_kernel "
+                    "(e.g. host-paced) recorded, not fitted",
+                    other_launch_rows));
   const LaunchFit launch = fit_launch(launch_rows, memory_rows);
-  double launch_s = static_cast<double>(base.kernel_launch_ps) / kPsPerS;
+  double launch_s = static_cast<double>(st.base.kernel_launch_ps) / kPsPerS;
   if (launch.fitted) {
     launch_s = launch.launch_s;
-    fitted.kernel_launch_ps = seconds_to_ps(launch_s);
+    st.fitted.kernel_launch_ps = seconds_to_ps(launch_s);
     FieldFit f;
     f.field = "gpu.kernel_launch";
     f.fitted = true;
     f.measurements = launch.measurements;
     f.rms_relative_error = launch.rms;
     f.value = format_us(launch_s);
-    f.source = source + " (" + launch.how + ")";
-    rep.fields.push_back(f);
+    f.source = st.source + " (" + launch.how + ")";
+    st.report.fields.push_back(f);
   } else {
-    rep.fields.push_back(not_measured("gpu.kernel_launch", format_us(launch_s),
-                                      "no launch or memory-bound rows"));
+    st.report.fields.push_back(not_measured("gpu.kernel_launch", format_us(launch_s),
+                                            "no launch or memory-bound rows"));
   }
+  return launch_s;
+}
 
-  // Efficiency curves.
-  struct CurveJob {
-    const char* field;
-    MeasurementKind kind;
-    EfficiencyCurve HardwareSpec::*curve;
-    double roof;
-    const char* unit;
-  };
-  const CurveJob jobs[] = {
-      {"gpu.gemm_efficiency", MeasurementKind::kGemm, &HardwareSpec::gemm, peak, "FLOPs"},
-      {"gpu.attention_efficiency", MeasurementKind::kAttention, &HardwareSpec::attention, peak,
-       "FLOPs"},
-      {"gpu.memory_bound_efficiency", MeasurementKind::kMemoryBound, &HardwareSpec::memory_bound,
-       hbm, "bytes"},
-  };
-  for (const CurveJob& job : jobs) {
-    const std::vector<const Measurement*> rows =
-        job.kind == MeasurementKind::kMemoryBound
-            ? memory_rows
-            : with_dtype(rows_of(raw, job.kind), options.dtype,
-                         std::string(to_string(job.kind)).c_str(), notes);
-    std::vector<CurvePoint> points;
-    for (const Measurement* row : rows) {
-      CurvePoint p;
-      p.work = job.kind == MeasurementKind::kMemoryBound
-                   ? static_cast<double>(row->bytes)
-                   : 2.0 * static_cast<double>(row->m) * static_cast<double>(row->n) *
-                         static_cast<double>(row->k) * static_cast<double>(row->batch);
-      p.time_s = row->time_us_median / kUsPerS;
-      points.push_back(p);
-    }
-    CurveFit fit =
-        fit_efficiency_curve(points, job.roof, launch_s, options.min_work_fraction, job.field);
-    notes.insert(notes.end(), fit.notes.begin(), fit.notes.end());
-    if (fit.fitted) {
-      fitted.*job.curve = fit.curve;
-      FieldFit f;
-      f.field = job.field;
-      f.fitted = true;
-      f.measurements = fit.measurements;
-      f.rms_relative_error = fit.rms;
-      f.value = format_curve(fit.curve, job.unit);
-      f.source = source;
-      rep.fields.push_back(f);
-    } else {
-      rep.fields.push_back(not_measured(job.field, format_curve(base.*job.curve, job.unit),
-                                        points.empty() ? "no rows" : "too few usable rows"));
-    }
+/// One efficiency curve of the profile and the rows it is fitted to.
+struct CurveJob {
+  const char* field;
+  MeasurementKind kind;
+  EfficiencyCurve HardwareSpec::*curve;
+  double roof;       ///< peak FLOP/s or HBM bytes/s
+  const char* unit;  ///< of the work: "FLOPs" or "bytes"
+};
+
+/// One efficiency curve (fit_efficiency_curve) from `rows`, after the launch overhead.
+void fit_curve_field(FitState& st, const CurveJob& job, const std::vector<const Measurement*>& rows,
+                     double launch_s) {
+  std::vector<CurvePoint> points;
+  for (const Measurement* row : rows) {
+    CurvePoint p;
+    p.work = job.kind == MeasurementKind::kMemoryBound
+                 ? static_cast<double>(row->bytes)
+                 : 2.0 * static_cast<double>(row->m) * static_cast<double>(row->n) *
+                       static_cast<double>(row->k) * static_cast<double>(row->batch);
+    p.time_s = row->time_us_median / kUsPerS;
+    points.push_back(p);
   }
-
-  // Contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0.
-  {
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
-                        std::string>,
-             std::pair<const Measurement*, const Measurement*>>
-        pairs;
-    bool standin = false;
-    std::vector<double> comm_slowdowns;
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::string>,
-             std::pair<double, double>>
-        comm;
-    for (const Measurement* row : rows_of(raw, MeasurementKind::kContention)) {
-      const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
-      if (row->name == "gemm_alone") pairs[key].first = row;
-      if (row->name == "gemm_concurrent") pairs[key].second = row;
-      const auto comm_key = std::make_tuple(row->m, row->n, row->k, row->bytes, row->scope);
-      if (row->name == "comm_alone") comm[comm_key].first = row->time_us_median;
-      if (row->name == "comm_concurrent") comm[comm_key].second = row->time_us_median;
-    }
-    std::vector<double> factors, alone, concurrent;
-    for (const auto& [key, pair] : pairs) {
-      if (pair.first == nullptr || pair.second == nullptr) continue;
-      factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
-      alone.push_back(pair.first->time_us_median);
-      concurrent.push_back(pair.second->time_us_median);
-      standin = standin || pair.first->scope == "standin";
-    }
-    for (const auto& [key, times] : comm)
-      if (times.first > 0.0 && times.second > 0.0)
-        comm_slowdowns.push_back(times.second / times.first - 1.0);
-    if (!factors.empty()) {
-      double c = median(factors);
-      if (c < 0.0) {
-        notes.push_back(fmt::format("gpu.contention: median slowdown {:.4f} < 0 clamped to 0", c));
-        c = 0.0;
-      }
-      fitted.contention_factor = c;
-      std::vector<double> predicted;
-      for (double t : alone) predicted.push_back(t * (1.0 + c));
-      FieldFit f;
-      f.field = "gpu.contention";
-      f.fitted = true;
-      f.measurements = static_cast<int>(factors.size());
-      f.rms_relative_error = rms_relative(predicted, concurrent);
-      f.value = fmt::format("{:.4f}", c);
-      f.source = source + (standin ? " (against a device-to-device copy kernel standing in for "
-                                     "NCCL: one GPU)"
-                                   : "");
-      rep.fields.push_back(f);
-      if (!comm_slowdowns.empty())
-        notes.push_back(fmt::format(
-            "gpu.contention: the communication side slowed by {:.4f} (median, informational; "
-            "the profile has one factor, taken from the GEMM side)",
-            median(comm_slowdowns)));
-    } else {
-      rep.fields.push_back(not_measured("gpu.contention",
-                                        fmt::format("{:.4f}", base.contention_factor),
-                                        "no gemm_alone/gemm_concurrent pairs"));
-    }
+  CurveFit fit =
+      fit_efficiency_curve(points, job.roof, launch_s, st.options.min_work_fraction, job.field);
+  st.report.notes.insert(st.report.notes.end(), fit.notes.begin(), fit.notes.end());
+  if (fit.fitted) {
+    st.fitted.*job.curve = fit.curve;
+    FieldFit f;
+    f.field = job.field;
+    f.fitted = true;
+    f.measurements = fit.measurements;
+    f.rms_relative_error = fit.rms;
+    f.value = format_curve(fit.curve, job.unit);
+    f.source = st.source;
+    st.report.fields.push_back(f);
+  } else {
+    st.report.fields.push_back(not_measured(job.field, format_curve(st.base.*job.curve, job.unit),
+                                            points.empty() ? "no rows" : "too few usable rows"));
   }
+}
 
-  // Collectives: per-(collective, scope, ranks, nodes) alpha-beta fits for the report.
-  std::map<std::tuple<std::string, std::string, int, int>, std::vector<const Measurement*>> groups;
+/// gpu.gemm_efficiency from the GEMM rows of the chosen dtype.
+void fit_gemm_field(FitState& st, double launch_s) {
+  const CurveJob job{"gpu.gemm_efficiency", MeasurementKind::kGemm, &HardwareSpec::gemm,
+                     static_cast<double>(st.base.peak_flops_per_s), "FLOPs"};
+  fit_curve_field(st, job,
+                  with_dtype(rows_of(st.raw, job.kind), st.options.dtype,
+                             std::string(to_string(job.kind)).c_str(), st.report.notes),
+                  launch_s);
+}
+
+/// gpu.attention_efficiency from the attention rows of the chosen dtype.
+void fit_attention_field(FitState& st, double launch_s) {
+  const CurveJob job{"gpu.attention_efficiency", MeasurementKind::kAttention,
+                     &HardwareSpec::attention, static_cast<double>(st.base.peak_flops_per_s),
+                     "FLOPs"};
+  fit_curve_field(st, job,
+                  with_dtype(rows_of(st.raw, job.kind), st.options.dtype,
+                             std::string(to_string(job.kind)).c_str(), st.report.notes),
+                  launch_s);
+}
+
+/// gpu.memory_bound_efficiency from `memory_rows` (already filtered by dtype).
+void fit_memory_bound_field(FitState& st, const std::vector<const Measurement*>& memory_rows,
+                            double launch_s) {
+  const CurveJob job{"gpu.memory_bound_efficiency", MeasurementKind::kMemoryBound,
+                     &HardwareSpec::memory_bound, static_cast<double>(st.base.hbm_bw_bytes_per_s),
+                     "bytes"};
+  fit_curve_field(st, job, memory_rows, launch_s);
+}
+
+/// gpu.contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0. The
+/// communication side's slowdown is only a note: the simulator slows kernels, not
+/// communication.
+void fit_contention_field(FitState& st) {
+  std::vector<std::string>& notes = st.report.notes;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
+                      std::string>,
+           std::pair<const Measurement*, const Measurement*>>
+      pairs;
+  bool standin = false;
+  std::vector<double> comm_slowdowns;
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::string>,
+           std::pair<double, double>>
+      comm;
+  for (const Measurement* row : rows_of(st.raw, MeasurementKind::kContention)) {
+    const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
+    if (row->name == "gemm_alone") pairs[key].first = row;
+    if (row->name == "gemm_concurrent") pairs[key].second = row;
+    const auto comm_key = std::make_tuple(row->m, row->n, row->k, row->bytes, row->scope);
+    if (row->name == "comm_alone") comm[comm_key].first = row->time_us_median;
+    if (row->name == "comm_concurrent") comm[comm_key].second = row->time_us_median;
+  }
+  std::vector<double> factors, alone, concurrent;
+  for (const auto& [key, pair] : pairs) {
+    if (pair.first == nullptr || pair.second == nullptr) continue;
+    factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
+    alone.push_back(pair.first->time_us_median);
+    concurrent.push_back(pair.second->time_us_median);
+    standin = standin || pair.first->scope == "standin";
+  }
+  for (const auto& [key, times] : comm)
+    if (times.first > 0.0 && times.second > 0.0)
+      comm_slowdowns.push_back(times.second / times.first - 1.0);
+  if (factors.empty()) {
+    st.report.fields.push_back(not_measured("gpu.contention",
+                                            fmt::format("{:.4f}", st.base.contention_factor),
+                                            "no gemm_alone/gemm_concurrent pairs"));
+    return;
+  }
+  double c = median(factors);
+  if (c < 0.0) {
+    notes.push_back(fmt::format("gpu.contention: median slowdown {:.4f} < 0 clamped to 0", c));
+    c = 0.0;
+  }
+  st.fitted.contention_factor = c;
+  std::vector<double> predicted;
+  for (double t : alone) predicted.push_back(t * (1.0 + c));
+  FieldFit f;
+  f.field = "gpu.contention";
+  f.fitted = true;
+  f.measurements = static_cast<int>(factors.size());
+  f.rms_relative_error = rms_relative(predicted, concurrent);
+  f.value = fmt::format("{:.4f}", c);
+  f.source = st.source + (standin ? " (against a device-to-device copy kernel standing in for "
+                                    "NCCL: one GPU)"
+                                  : "");
+  st.report.fields.push_back(f);
+  if (!comm_slowdowns.empty())
+    notes.push_back(fmt::format(
+        "gpu.contention: the communication side slowed by {:.4f} (median, informational; "
+        "the profile has one factor, taken from the GEMM side)",
+        median(comm_slowdowns)));
+}
+
+/// Groups the collective rows on >= 2 ranks and reports one alpha-beta fit per group.
+CollectiveGroups fit_collectives(FitState& st) {
+  CollectiveGroups groups;
   int single_rank_rows = 0;
-  for (const Measurement* row : rows_of(raw, MeasurementKind::kCollective)) {
+  for (const Measurement* row : rows_of(st.raw, MeasurementKind::kCollective)) {
     if (row->ranks < 2) {
       ++single_rank_rows;
       continue;
@@ -636,18 +664,23 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
     groups[{row->name, row->scope, row->ranks, row->nodes}].push_back(row);
   }
   if (single_rank_rows > 0)
-    notes.push_back(fmt::format(
+    st.report.notes.push_back(fmt::format(
         "collectives: {} row(s) on 1 rank (n=1: a local copy, no link crossed) recorded but "
         "not fitted",
         single_rank_rows));
   for (const auto& [key, rows] : groups)
-    if (auto fit = fit_alpha_beta(rows, notes)) rep.collectives.push_back(*fit);
+    if (auto fit = fit_alpha_beta(rows, st.report.notes)) st.report.collectives.push_back(*fit);
+  return groups;
+}
 
-  // Links. Intra-node: one joint fit over every intra collective, t = λ·steps + wire/bw.
+/// The intra-node link (NVLink, or PCIe on PCIe-only nodes): one joint fit over every intra
+/// collective, t = λ·steps + wire/bw. Returns the fit (unfitted when not set).
+LinkFit fit_intra_link(FitState& st, const CollectiveGroups& groups) {
+  const HardwareSpec& base = st.base;
   const bool pcie_nodes = base.intra_node == "pcie";
   LinkSpec HardwareSpec::*intra_link = pcie_nodes ? &HardwareSpec::pcie : &HardwareSpec::nvlink;
   const std::string intra_field = pcie_nodes ? "node.pcie" : "node.nvlink";
-  std::vector<LinkRow> intra_rows, inter_rows;
+  std::vector<LinkRow> intra_rows;
   for (const auto& [key, rows] : groups) {
     for (const Measurement* row : rows) {
       if (row->scope != "intra") continue;
@@ -660,31 +693,37 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
       intra_rows.push_back(r);
     }
   }
-  LinkFit intra = fit_link(intra_rows, intra_field, notes);
+  LinkFit intra = fit_link(intra_rows, intra_field, st.report.notes);
   if (intra.fitted && base.gpus_per_node < 2) {
-    notes.push_back(intra_field + ": the base profile has 1 GPU per node; link not set");
+    st.report.notes.push_back(intra_field + ": the base profile has 1 GPU per node; link not set");
     intra.fitted = false;
   }
   if (intra.fitted) {
     const PathLatencyModel path = path_latency_model(base, intra_link, 1, 0, 1);
-    rep.fields.push_back(apply_link_fit(intra, path, fitted.*intra_link, base, intra_field, source,
-                                        notes));
+    st.report.fields.push_back(apply_link_fit(intra, path, st.fitted.*intra_link, base,
+                                              intra_field, st.source, st.report.notes));
   } else {
     const LinkSpec& link = base.*intra_link;
-    rep.fields.push_back(not_measured(
+    st.report.fields.push_back(not_measured(
         intra_field,
         fmt::format("bw {}, latency {}", format_bw(static_cast<double>(link.bw_bytes_per_s)),
                     format_us(static_cast<double>(link.latency_ps) / kPsPerS)),
         "no intra-node collectives on >= 2 GPUs"));
   }
+  return intra;
+}
 
-  // Inter-node: hierarchical as the simulator plans it (hw_models/collectives.hpp): with k
-  // ranks on each of N nodes, all-reduce = intra reduce-scatter + inter ring all-reduce of the
-  // S/k shard + intra all-gather; reduce-scatter and all-gather have one intra phase. The
-  // intra phases are predicted with the (just fitted, else base) intra link and subtracted;
-  // the rest is fitted as t' = λ·steps + wire_nic/bw, where wire_nic = ceil(k/nics)·
-  // factor(N)·S/k is what one NIC carries (rings of ranks with the same local index share
-  // their rail's NIC). Send/recv across nodes is one flow, one step.
+/// The inter-node NIC link, hierarchical as the simulator plans it (hw_models/collectives.hpp):
+/// with k ranks on each of N nodes, all-reduce = intra reduce-scatter + inter ring all-reduce
+/// of the S/k shard + intra all-gather; reduce-scatter and all-gather have one intra phase.
+/// The intra phases are predicted with the (just fitted, else base) intra link and subtracted;
+/// the rest is fitted as t' = λ·steps + wire_nic/bw, where wire_nic = ceil(k/nics)·
+/// factor(N)·S/k is what one NIC carries (rings of ranks with the same local index share
+/// their rail's NIC). Send/recv across nodes is one flow, one step.
+void fit_inter_link(FitState& st, const CollectiveGroups& groups, const LinkFit& intra) {
+  const HardwareSpec& base = st.base;
+  std::vector<std::string>& notes = st.report.notes;
+  std::vector<LinkRow> inter_rows;
   bool inter_seen = false;
   int gpus_per_node_seen = 0;
   for (const auto& [key, rows] : groups) {
@@ -741,49 +780,93 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
     }
   }
   LinkFit inter = fit_link(inter_rows, "node.nic", notes);
-  if (inter.fitted) {
-    HardwareSpec two_nodes = base;
-    if (gpus_per_node_seen > 0 && two_nodes.gpus_per_node < gpus_per_node_seen)
-      notes.push_back(fmt::format("node.nic: measured {} ranks per node, the base profile has {}",
-                                  gpus_per_node_seen, base.gpus_per_node));
-    const PathLatencyModel path =
-        path_latency_model(two_nodes, &HardwareSpec::nic, 2, 0, base.gpus_per_node);
-    rep.fields.push_back(apply_link_fit(inter, path, fitted.nic, base, "node.nic", source, notes));
-    const double pcie_bw = static_cast<double>(fitted.pcie.bw_bytes_per_s);
-    if (static_cast<double>(fitted.nic.bw_bytes_per_s) > pcie_bw)
-      notes.push_back(fmt::format(
-          "node.nic: fitted {} exceeds node.pcie ({}), which the simulated GPUDirect path also "
-          "crosses: inter-node transfers stay limited by PCIe",
-          format_bw(static_cast<double>(fitted.nic.bw_bytes_per_s)), format_bw(pcie_bw)));
-  } else {
-    rep.fields.push_back(not_measured(
+  if (!inter.fitted) {
+    st.report.fields.push_back(not_measured(
         "node.nic",
         fmt::format("bw {}, latency {}", format_bw(static_cast<double>(base.nic.bw_bytes_per_s)),
                     format_us(static_cast<double>(base.nic.latency_ps) / kPsPerS)),
         inter_seen ? "inter-node rows unusable (see notes)" : "no inter-node collectives"));
+    return;
   }
+  HardwareSpec two_nodes = base;
+  if (gpus_per_node_seen > 0 && two_nodes.gpus_per_node < gpus_per_node_seen)
+    notes.push_back(fmt::format("node.nic: measured {} ranks per node, the base profile has {}",
+                                gpus_per_node_seen, base.gpus_per_node));
+  const PathLatencyModel path =
+      path_latency_model(two_nodes, &HardwareSpec::nic, 2, 0, base.gpus_per_node);
+  st.report.fields.push_back(
+      apply_link_fit(inter, path, st.fitted.nic, base, "node.nic", st.source, notes));
+  const double pcie_bw = static_cast<double>(st.fitted.pcie.bw_bytes_per_s);
+  if (static_cast<double>(st.fitted.nic.bw_bytes_per_s) > pcie_bw)
+    notes.push_back(fmt::format(
+        "node.nic: fitted {} exceeds node.pcie ({}), which the simulated GPUDirect path also "
+        "crosses: inter-node transfers stay limited by PCIe",
+        format_bw(static_cast<double>(st.fitted.nic.bw_bytes_per_s)), format_bw(pcie_bw)));
+}
 
-  {
-    FieldFit eff;
-    eff.field = "collective_efficiency";
-    eff.value = fmt::format("{}", base.collective_efficiency);
-    eff.source = "kept from the base profile by design: measured ring bandwidth goes into the "
-                 "link bandwidths (divided by this factor)";
-    rep.fields.push_back(eff);
-  }
+/// collective_efficiency is kept by design: measured ring bandwidth goes into the links.
+void report_collective_efficiency(FitState& st) {
+  FieldFit eff;
+  eff.field = "collective_efficiency";
+  eff.value = fmt::format("{}", st.base.collective_efficiency);
+  eff.source = "kept from the base profile by design: measured ring bandwidth goes into the "
+               "link bandwidths (divided by this factor)";
+  st.report.fields.push_back(eff);
+}
 
+/// The fitted profile's source: how it was made, and which fields kept the base's values.
+std::string fitted_source(const FitState& st) {
   std::vector<std::string> missing;
-  for (const FieldFit& f : rep.fields)
+  for (const FieldFit& f : st.report.fields)
     if (!f.fitted && f.field != "collective_efficiency") missing.push_back(f.field);
-  fitted.source = fmt::format("{} by lynxsim fit (base profile {})", source, base.profile);
+  std::string source =
+      fmt::format("{} by lynxsim fit (base profile {})", st.source, st.base.profile);
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) {
       if (!list.empty()) list += ", ";
       list += m;
     }
-    fitted.source += "; not measured, kept from base: " + list;
+    source += "; not measured, kept from base: " + list;
   }
+  return source;
+}
+
+}  // namespace
+
+const FieldFit* FitReport::find(const std::string& field) const {
+  for (const FieldFit& f : fields)
+    if (f.field == field) return &f;
+  return nullptr;
+}
+
+HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, FitReport* report,
+                         const FitOptions& options) {
+  check_base_profile(base);
+  FitReport local_report;
+  FitReport& rep = report != nullptr ? *report : local_report;
+  rep = FitReport{};
+  rep.device = raw.device_name();
+  rep.raw_source = raw.source_label.empty() ? std::string("raw measurements") : raw.source_label;
+  HardwareSpec fitted = base;
+  FitState st{raw, base, options, rep, fitted,
+              fmt::format("fitted from {} on {}", rep.raw_source, rep.device)};
+
+  fit_device_name(st);
+  // The memory-bound rows also give the launch fallback; launch comes first, as every curve
+  // subtracts it.
+  const std::vector<const Measurement*> memory_rows = with_dtype(
+      rows_of(raw, MeasurementKind::kMemoryBound), options.dtype, "memory_bound", rep.notes);
+  const double launch_s = fit_launch_field(st, memory_rows);
+  fit_gemm_field(st, launch_s);
+  fit_attention_field(st, launch_s);
+  fit_memory_bound_field(st, memory_rows, launch_s);
+  fit_contention_field(st);
+  const CollectiveGroups groups = fit_collectives(st);
+  const LinkFit intra = fit_intra_link(st, groups);
+  fit_inter_link(st, groups, intra);
+  report_collective_efficiency(st);
+  fitted.source = fitted_source(st);
   return fitted;
 }
 

@@ -341,6 +341,20 @@ std::vector<FieldDesc> scenario_field_table() {
       "name", FieldPlace::kProfile, "profile name",
       [](auto& s) -> auto& { return s.hardware.profile; }));
   t.back().default_text = "the file name without .yaml";
+  {
+    FieldDesc inherit = base(
+        "base", FieldPlace::kProfile, FieldType::kString,
+        "built-in profile this file starts from: every field the file does not give is the base's "
+        "(e.g. base: dgx-a100-80gb, then only what differs); without base the file must give "
+        "every field but name");
+    inherit.selects_profile = true;
+    inherit.default_text = "none";
+    // Resolved by the loader before any other field. A loaded profile is complete, so nothing
+    // is written back.
+    inherit.set = [](Scenario&, std::string_view) {};
+    inherit.get = [](const Scenario&) { return std::string(); };
+    t.push_back(std::move(inherit));
+  }
   t.push_back(string_field(
       "source", kHw, "where the profile's numbers come from",
       [](auto& s) -> auto& { return s.hardware.source; }));
@@ -350,15 +364,12 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(flop_rate_field(
       "gpu.peak", kHw, "dense bf16/fp16 tensor-core peak per GPU",
       [](auto& s) -> auto& { return s.hardware.peak_flops_per_s; }));
-  t.back().default_text = "required";
   t.push_back(bandwidth_field(
       "gpu.hbm_bw", kHw, Bound::kPositive, "HBM bandwidth per GPU",
       [](auto& s) -> auto& { return s.hardware.hbm_bw_bytes_per_s; }));
-  t.back().default_text = "required";
   t.push_back(size_field(
       "gpu.memory", kHw, Bound::kPositive, "HBM capacity per GPU",
       [](auto& s) -> auto& { return s.hardware.memory_bytes; }));
-  t.back().default_text = "required";
   t.push_back(size_field(
       "gpu.reserve", kHw, Bound::kNonNegative,
       "memory not available to tensors (CUDA context, workspaces, "
@@ -445,9 +456,12 @@ std::vector<FieldDesc> scenario_field_table() {
       "simulate one TP rank and one DP replica (exact for symmetric plans)",
       [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
 
-  // Defaults not written above are the struct defaults, spelled as a file would spell them.
+  // Hardware fields have no default: a profile file gives each (or its base does), and a
+  // scenario keeps its profile's value. Other defaults not written above are the struct
+  // defaults, spelled as a file would spell them.
   const Scenario defaults{};
   for (FieldDesc& f : t) {
+    if (f.place == kHw) f.default_text = "from the profile";
     if (f.default_text.empty()) {
       f.default_text = f.get(defaults);
       if (f.default_text.empty()) f.default_text = "empty";

@@ -45,8 +45,8 @@ struct FieldDesc {
   std::string lower_bound;           ///< e.g. ">= 1", "> 0"; empty when any value is fine
   std::string default_text;          ///< what the field is when a file omits it
   std::string meaning;
-  /// Selects the hardware profile to start from (hardware.profile, hardware.profile_file):
-  /// the loader resolves these before any other field.
+  /// Selects the hardware profile to start from (hardware.profile, hardware.profile_file, a
+  /// profile file's base): the loader resolves these before any other field.
   bool selects_profile = false;
   /// Parses `text` and stores it; throws lynx::Error (no position: the loader adds it).
   std::function<void(Scenario&, std::string_view text)> set;

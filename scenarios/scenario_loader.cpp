@@ -327,17 +327,83 @@ std::string builtin_names_text() {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-/// Reads one profile (file or embedded) into a HardwareSpec and checks it.
-HardwareSpec read_profile(std::string_view text, const std::string& label) {
+/// How deep profiles may name each other as `base` (a cycle stops here).
+constexpr int kMaxBaseDepth = 8;
+
+HardwareSpec builtin_profile(const std::string& name, int depth);
+
+/// Refuses a profile without `base` that leaves hardware fields out, naming all of them: a
+/// missing field must not fall back to a perfect-GPU struct default (efficiency 1, no launch
+/// overhead, no contention).
+void require_every_field(const std::vector<FieldDesc>& table, const FileValues& values) {
+  std::vector<std::string> missing;
+  std::size_t fields = 0;
+  for (const FieldDesc& field : table) {
+    if (field.place != FieldPlace::kHardware) continue;
+    ++fields;
+    if (values.values.count(field.profile_key()) == 0) missing.push_back(field.profile_key());
+  }
+  if (missing.empty()) return;
+  fail(
+      "{}:1:1: hardware profile lacks {} of its {} fields: {}; give them, or start from a "
+      "built-in profile with 'base: NAME' and give only what differs (built-in profiles: {})",
+      values.label, missing.size(), fields, fmt::join(missing, ", "), builtin_names_text());
+}
+
+/// Reads one profile (file or embedded) into a HardwareSpec and checks it. With `base`, the
+/// named built-in profile supplies every field the file does not give; without, the file must
+/// give them all. `depth` counts the profiles that named this one as their base.
+HardwareSpec read_profile(std::string_view text, const std::string& label, int depth = 0) {
   const std::vector<FieldDesc> table = scenario_field_table();
   const KeySet keys = key_set(table, FileKind::kProfile);
   const FileValues values = read_values(text, label, keys);
   Scenario holder;
-  holder.hardware = HardwareSpec{};
+  if (const Assignment* base = values.given("base")) {
+    if (depth >= kMaxBaseDepth)
+      fail("{}: key 'base': profiles name each other as base more than {} deep (a cycle?)",
+           base->origin, kMaxBaseDepth);
+    try {
+      holder.hardware = builtin_profile(base->text, depth + 1);
+    } catch (const Error& e) {
+      fail("{}: key 'base': {}", base->origin, e.what());
+    }
+    if (values.values.count("source") == 0) {
+      std::vector<std::string> overridden;
+      for (const FieldDesc& field : table)
+        if (field.place == FieldPlace::kHardware && values.values.count(field.profile_key()) != 0)
+          overridden.push_back(field.profile_key());
+      holder.hardware.source =
+          overridden.empty()
+              ? fmt::format("base profile {}: {}", base->text, holder.hardware.source)
+              : fmt::format("base profile {} with {} from {}; the base's source: {}", base->text,
+                            fmt::join(overridden, ", "), file_stem(label), holder.hardware.source);
+    }
+  } else {
+    require_every_field(table, values);
+  }
   holder.hardware.profile = file_stem(label);
+  holder.hardware.profile_file.clear();
   apply_values(table, FileKind::kProfile, values, holder);
   check_hardware(holder.hardware, values, keys, "");
   return holder.hardware;
+}
+
+/// The built-in profile `name`; throws lynx::Error listing the known names (and a close one).
+HardwareSpec builtin_profile(const std::string& name, int depth) {
+  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
+    if (file.name == name) return read_profile(file.text, std::string(file.path), depth);
+  }
+  // The closest known name by edit distance, among those within 3 edits or containing it.
+  std::string hint;
+  std::size_t best_distance = SIZE_MAX;
+  for (const std::string& known : builtin_profile_names()) {
+    const std::size_t d = edit_distance(known, name);
+    if ((d <= 3 || (!name.empty() && known.find(name) != std::string::npos)) && d < best_distance) {
+      best_distance = d;
+      hint = fmt::format("; did you mean '{}'?", known);
+    }
+  }
+  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
 }
 
 /// The hardware a scenario starts from: a built-in profile or a profile file.
@@ -504,7 +570,9 @@ std::string hardware_profile_to_yaml(const HardwareSpec& hardware) {
   holder.hardware = hardware;
   YamlTree tree;
   for (const FieldDesc& field : scenario_field_table()) {
-    if (field.in_profile()) tree.insert(field.profile_key(), field.get(holder));
+    // A written profile gives every field, so it names no base.
+    if (field.in_profile() && !field.selects_profile)
+      tree.insert(field.profile_key(), field.get(holder));
   }
   return emit_yaml(tree, "lynxsim hardware profile");
 }
@@ -517,22 +585,7 @@ std::vector<std::string> builtin_profile_names() {
   return names;
 }
 
-HardwareSpec builtin_hardware_profile(const std::string& name) {
-  for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
-    if (file.name == name) return read_profile(file.text, std::string(file.path));
-  }
-  // The closest known name by edit distance, among those within 3 edits or containing it.
-  std::string hint;
-  std::size_t best_distance = SIZE_MAX;
-  for (const std::string& known : builtin_profile_names()) {
-    const std::size_t d = edit_distance(known, name);
-    if ((d <= 3 || (!name.empty() && known.find(name) != std::string::npos)) && d < best_distance) {
-      best_distance = d;
-      hint = fmt::format("; did you mean '{}'?", known);
-    }
-  }
-  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
-}
+HardwareSpec builtin_hardware_profile(const std::string& name) { return builtin_profile(name, 0); }
 
 HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label) {
   return read_profile(yaml_text, file_label);
@@ -544,7 +597,10 @@ HardwareSpec load_hardware_profile_file(const std::string& path) {
   return hw;
 }
 
-std::string scenario_fields_markdown() {
+namespace {
+
+/// Markdown table (header and one row per field) of `fields`.
+std::string fields_table_markdown(const std::vector<FieldDesc>& fields) {
   auto cell = [](std::string text) {
     std::string escaped;
     for (const char c : text) {
@@ -556,7 +612,7 @@ std::string scenario_fields_markdown() {
   std::string md;
   md += "| Scenario key | Profile key | Type | Default | Meaning |\n";
   md += "|---|---|---|---|---|\n";
-  for (const FieldDesc& field : scenario_field_table()) {
+  for (const FieldDesc& field : fields) {
     const std::string scenario_key = field.scenario_key();
     const std::string profile_key = field.profile_key();
     std::string type = field_type_text(field);
@@ -566,8 +622,47 @@ std::string scenario_fields_markdown() {
                       profile_key.empty() ? "-" : "`" + profile_key + "`", cell(type),
                       cell(field.default_text), cell(field.meaning));
   }
-  md += fmt::format("\nBuilt-in hardware profiles: {}.\n", builtin_names_text());
   return md;
+}
+
+/// `key` is `prefix` or lies under it: "hardware.node" selects "hardware.node.nic.bw", not
+/// "hardware.nodes"; a prefix ending in '.' ("gpu.") selects what is under that section.
+bool under(const std::string& key, std::string_view prefix) {
+  if (key.empty() || key.compare(0, prefix.size(), prefix) != 0) return false;
+  return key.size() == prefix.size() || prefix.back() == '.' || key[prefix.size()] == '.';
+}
+
+}  // namespace
+
+std::string scenario_fields_markdown() {
+  return fields_table_markdown(scenario_field_table()) +
+         fmt::format("\nBuilt-in hardware profiles: {}.\n", builtin_names_text());
+}
+
+std::string scenario_fields_markdown(std::string_view prefix) {
+  if (prefix.empty()) return scenario_fields_markdown();
+  const std::vector<FieldDesc> table = scenario_field_table();
+  std::vector<FieldDesc> matching;
+  for (const FieldDesc& field : table) {
+    if (under(field.scenario_key(), prefix) || under(field.profile_key(), prefix))
+      matching.push_back(field);
+  }
+  if (matching.empty()) {
+    // Suggest among both spellings of every key, as the loader does for an unknown key; else
+    // name the top-level keys to start from.
+    KeySet keys = key_set(table, FileKind::kScenario);
+    const KeySet profile_keys = key_set(table, FileKind::kProfile);
+    keys.leaves.insert(profile_keys.leaves.begin(), profile_keys.leaves.end());
+    keys.sections.insert(profile_keys.sections.begin(), profile_keys.sections.end());
+    std::string hint = suggestion(std::string(prefix), keys);
+    if (hint.empty()) {
+      std::set<std::string> top;
+      for (const std::string& key : keys.leaves) top.insert(key.substr(0, key.find('.')));
+      hint = fmt::format(" (top-level keys: {})", fmt::join(top, ", "));
+    }
+    fail("no scenario or profile field is '{}' or lies under it{}", prefix, hint);
+  }
+  return fields_table_markdown(matching);
 }
 
 }  // namespace lynx

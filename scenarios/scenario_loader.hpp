@@ -34,7 +34,12 @@ HardwareSpec builtin_hardware_profile(const std::string& name);
 /// Same as load_hardware_profile_file, from YAML text; `file_label` is used in messages.
 HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label);
 
-/// Markdown table of every scenario and profile field: name, unit, default, meaning.
+/// Markdown table of every scenario and profile field: name, unit, default, meaning; then the
+/// list of built-in profiles (docs/scenario.md embeds this text).
 std::string scenario_fields_markdown();
+/// The table's rows whose scenario key or profile key is `prefix` or lies under it
+/// ("hardware.node", "gpu"); every field for an empty prefix. Throws lynx::Error suggesting a
+/// close key when no field matches.
+std::string scenario_fields_markdown(std::string_view prefix);
 
 }  // namespace lynx

@@ -1,6 +1,6 @@
 #pragma once
 /// Measured training iterations to validate against: the vTrain single-node CSV (Bang et al.,
-/// MICRO 2024; /work/shared/validation/README.md), one Megatron-DeepSpeed GPT iteration per row.
+/// MICRO 2024; validate/data/README.md), one Megatron-DeepSpeed GPT iteration per row.
 #include <string>
 #include <string_view>
 #include <vector>

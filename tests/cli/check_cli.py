@@ -317,6 +317,64 @@ def case_figures_flags(b, tmp):
 
 
 # Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
+def case_fields_and_presets(b, tmp):
+    node = run(b, "fields", "hardware.node").stdout
+    check("`hardware.node.nic.bw`" in node and "`hardware.gpu.peak`" not in node,
+          f"fields PREFIX filters: {node[:300]}")
+    check("`hardware.nodes`" not in node, "a prefix selects a whole section")
+    every = run(b, "fields").stdout
+    check(len(node.splitlines()) < len(every.splitlines()), "fewer rows than the whole table")
+    err = run(b, "fields", "hardware.gpu.memry", expect=1).stderr.strip()
+    check(err.count("\n") == 0 and "did you mean 'hardware.gpu.memory'" in err,
+          f"no match suggests a close key: {err}")
+    rows = run(b, "presets").stdout.splitlines()
+    check(rows[0].split() == ["preset", "layers", "hidden", "heads", "ffn", "seq_len", "vocab",
+                              "parameters"], f"presets header: {rows[0]}")
+    table = {r.split()[0]: r.split()[1:] for r in rows[1:] if r.startswith("gpt-")}
+    check("gpt-1.3b" in table and "gpt-175b" in table and "gpt-1t" in table,
+          f"every preset listed: {sorted(table)}")
+    # Narayanan et al. 2021 Table 1: GPT 1.3B is 24 layers, h 2048, 16 heads (ffn 4h).
+    check(table["gpt-1.3b"][:4] == ["24", "2048", "16", "8192"], f"gpt-1.3b row {table['gpt-1.3b']}")
+    check(table["gpt-175b"][-1] == "174.62B", f"gpt-175b parameters {table['gpt-175b']}")
+
+
+def case_base_profile(b, tmp):
+    # A short profile with base runs; one that leaves fields out and names no base is refused,
+    # naming every missing field in one line.
+    short = os.path.join(tmp, "site.yaml")
+    with open(short, "w") as f:
+        f.write("base: dgx-a100-80gb\ngpu:\n  memory: 40GiB\n")
+    scenario = os.path.join(tmp, "s.yaml")
+    with open(scenario, "w") as f:
+        f.write("model: {preset: gpt-1.3b}\nparallel: {tp: 2, pp: 2, dp: 2, micro_batch: 2, "
+                "global_batch: 32}\nhardware: {profile_file: site.yaml}\n")
+    shown = run(b, "show", scenario).stdout
+    check("memory: 40GiB" in shown, "the override applies")
+    with open(short, "w") as f:
+        f.write("gpu:\n  memory: 40GiB\n  peak: 312TFLOPS\n")
+    err = run(b, "run", scenario, expect=1).stderr.strip()
+    check(err.count("\n") == 0 and "site.yaml:1:1: hardware profile lacks 25 of its 27 fields"
+          in err and "gpu.contention" in err and "base: NAME" in err, f"missing fields: {err}")
+
+
+def case_lynx_example(b, tmp):
+    # The shipped Lynx example must show what it promises: without recomputation it does not
+    # fit, and lynx-heu hides recomputation in communication windows.
+    example = "scenarios/examples/pcie-gpt1.3b-lynx.yaml"
+    lynx = json.loads(run(b, "run", example, "--format", "json").stdout)
+    check(not lynx["oom"] and lynx["strategy"] == "lynx-heu", f"lynx example fits: {lynx['strategy']}")
+    hidden = sum(s["recompute_overlapped_s"] for s in lynx["stages"])
+    check(hidden > 0, f"the lynx example overlaps recomputation (recompute_overlapped_s {hidden})")
+    none = json.loads(run(b, "run", example, "--set", "recompute.strategy=none", "--format",
+                          "json").stdout)
+    check(none["oom"], "without recomputation the example does not fit")
+    selective = json.loads(run(b, "run", example, "--set", "recompute.strategy=selective",
+                               "--format", "json").stdout)
+    check(lynx["iteration_time_s"] < selective["iteration_time_s"], "lynx beats selective here")
+
+
+
+# Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
 CASES = {name[len("case_"):]: f for name, f in list(globals().items()) if name.startswith("case_")}
 
 if __name__ == "__main__":

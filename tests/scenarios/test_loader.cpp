@@ -529,7 +529,18 @@ TEST_CASE("docs/scenario.md contains the current field table") {
   REQUIRE(in.good());
   const std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string current = scenario_fields_markdown();
-  const bool up_to_date = docs.find(current) != std::string::npos;
+  // The whole generated section must be exactly the current table: extra lines left between
+  // the markers (a stale profile list) fail too.
+  const std::string begin_marker = "<!-- BEGIN GENERATED: scenario_fields_markdown() -->\n";
+  const std::string end_marker = "<!-- END GENERATED -->";
+  const std::size_t section_begin = docs.find(begin_marker);
+  REQUIRE(section_begin != std::string::npos);
+  const std::size_t section_end = docs.find(end_marker, section_begin);
+  REQUIRE(section_end != std::string::npos);
+  CHECK(docs.find(begin_marker, section_begin + 1) == std::string::npos);
+  const std::size_t table_begin = section_begin + begin_marker.size();
+  const std::string generated = docs.substr(table_begin, section_end - table_begin);
+  const bool up_to_date = generated == current;
   if (!up_to_date) {
     // Leave the current table where the message says, to paste into the docs.
     std::ofstream(std::string(LYNXSIM_BINARY_DIR) + "/scenario_fields.md") << current;
@@ -547,4 +558,26 @@ TEST_CASE("docs/scenario.md contains the current field table") {
     ++examples;
   }
   CHECK(examples == 2);
+}
+
+TEST_CASE("the field table filtered by a key prefix") {
+  const std::string node = scenario_fields_markdown("hardware.node");
+  CHECK(node.rfind("| Scenario key | Profile key | Type | Default | Meaning |\n|---|---|---|---|---|\n", 0) == 0);
+  CHECK(node.find("`hardware.node.nic.bw`") != std::string::npos);
+  CHECK(node.find("`hardware.node.intra`") != std::string::npos);
+  CHECK(node.find("`hardware.nodes`") == std::string::npos);  // a prefix is a whole section
+  CHECK(node.find("`hardware.gpu.peak`") == std::string::npos);
+  CHECK(node.find("Built-in hardware profiles") == std::string::npos);
+  // Profile keys match too, with or without a trailing dot; one row per field.
+  const std::string gpu = scenario_fields_markdown("gpu");
+  CHECK(gpu == scenario_fields_markdown("gpu."));
+  CHECK(gpu.find("`gpu.contention`") != std::string::npos);
+  CHECK(scenario_fields_markdown("parallel.tp").find("`parallel.tp`") != std::string::npos);
+  CHECK(scenario_fields_markdown("") == scenario_fields_markdown());
+  // Nothing under the prefix: an error with a close key, else the top-level keys.
+  CHECK(error_of([] { scenario_fields_markdown("hardware.gpu.memry"); }) ==
+        "no scenario or profile field is 'hardware.gpu.memry' or lies under it; did you mean "
+        "'hardware.gpu.memory'?");
+  CHECK(error_of([] { scenario_fields_markdown("zzz"); })
+            .find("(top-level keys: base, collective_efficiency, gpu, ") != std::string::npos);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,7 @@ TEST_CASE("each built-in profile loads, names itself, equals its file, and gives
     // No field is left to a default: a profile states (and cites) every number.
     const YAML::Node root = YAML::LoadFile(path);
     for (const FieldDesc& field : table) {
-      if (!field.in_profile()) continue;
+      if (!field.in_profile() || field.selects_profile) continue;  // a shipped profile has no base
       CAPTURE(field.profile_key());
       YAML::Node node = YAML::Clone(root);
       std::string key = field.profile_key();
@@ -142,12 +143,18 @@ TEST_CASE("unknown built-in profile lists the known ones") {
 
 TEST_CASE("profile file errors") {
   const std::string base = hardware_profile_to_yaml(builtin_hardware_profile("dgx-a100-80gb"));
-  // A profile that omits a required number: reported at its section.
-  CHECK(error_of([] {
-          load_hardware_profile_text("name: p\ngpu:\n  hbm_bw: 1TB/s\n", "p.yaml");
-        }) == "p.yaml:2:1: key 'gpu.peak': not set; a hardware profile must give it (> 0)");
-  CHECK(error_of([] { load_hardware_profile_text("", "empty.yaml"); }) ==
-        "empty.yaml:1:1: key 'gpu.peak': not set; a hardware profile must give it (> 0)");
+  // A profile without base that omits fields: all of them in one message naming the file.
+  const std::string partial =
+      error_of([] { load_hardware_profile_text("name: p\ngpu:\n  hbm_bw: 1TB/s\n", "p.yaml"); });
+  CHECK(partial.rfind("p.yaml:1:1: hardware profile lacks 26 of its 27 fields: source, gpu.name, "
+                      "gpu.peak, gpu.memory, ",
+                      0) == 0);
+  CHECK(partial.find("gpu.hbm_bw") == std::string::npos);
+  CHECK(partial.find(", collective_efficiency; give them, or start from a built-in profile with "
+                     "'base: NAME' and give only what differs (built-in profiles: "
+                     "dgx-a100-80gb, ") != std::string::npos);
+  CHECK(error_of([] { load_hardware_profile_text("", "empty.yaml"); })
+            .rfind("empty.yaml:1:1: hardware profile lacks 27 of its 27 fields: source, ", 0) == 0);
   CHECK(error_of([] { load_hardware_profile_text("gpu:\n  peek: 1TFLOPS\n", "p.yaml"); }) ==
         "p.yaml:2:3: unknown key 'gpu.peek'; did you mean 'gpu.peak'?");
   // Scenario-only keys are not profile keys.
@@ -173,4 +180,75 @@ TEST_CASE("profile file errors") {
   YAML::Emitter unnamed_out;
   unnamed_out << unnamed;
   CHECK(load_hardware_profile_text(unnamed_out.c_str(), "dir/site-a.yaml").profile == "site-a");
+}
+
+TEST_CASE("a profile that leaves out a field gets no perfect-GPU default") {
+  // Before: a missing gpu.contention, gpu.kernel_launch or efficiency silently became 0 / 0 /
+  // 1.0. Now every missing field is named, all at once.
+  YAML::Node node = YAML::Load(hardware_profile_to_yaml(builtin_hardware_profile("dgx-a100-80gb")));
+  node["gpu"].remove("contention");
+  node["gpu"].remove("kernel_launch");
+  node["gpu"]["gemm_efficiency"].remove("max");
+  YAML::Emitter out;
+  out << node;
+  const std::string message = error_of([&] { load_hardware_profile_text(out.c_str(), "site.yaml"); });
+  CHECK(message.rfind("site.yaml:1:1: hardware profile lacks 3 of its 27 fields: gpu.kernel_launch, "
+                      "gpu.gemm_efficiency.max, gpu.contention; give them, or start from",
+                      0) == 0);
+}
+
+TEST_CASE("a profile with base inherits every field it does not give") {
+  const HardwareSpec a100 = builtin_hardware_profile("dgx-a100-80gb");
+  const HardwareSpec site = load_hardware_profile_text(
+      "base: dgx-a100-80gb\ngpu:\n  memory: 40GiB\n  contention: 0.3\n", "hw/site-a.yaml");
+  CHECK(site.profile == "site-a");
+  CHECK(site.memory_bytes == 40 * kGiB);
+  CHECK(site.contention_factor == 0.3);
+  // Everything else is the base's: put the two overrides back and compare the whole profile.
+  HardwareSpec back = site;
+  back.memory_bytes = a100.memory_bytes;
+  back.contention_factor = a100.contention_factor;
+  back.profile = a100.profile;
+  back.source = a100.source;
+  CHECK(hardware_profile_to_yaml(back) == hardware_profile_to_yaml(a100));
+  // Without its own source, it says what it took from where.
+  CHECK(site.source == "base profile dgx-a100-80gb with gpu.memory, gpu.contention from site-a; "
+                       "the base's source: " + a100.source);
+  // Its own source and name win.
+  const HardwareSpec named = load_hardware_profile_text(
+      "base: a100-pcie-40gb\nname: lab\nsource: our measurements\n", "x.yaml");
+  CHECK(named.profile == "lab");
+  CHECK(named.source == "our measurements");
+  CHECK(named.intra_node == "pcie");
+  // A written profile is complete and names no base; it loads back to the same profile.
+  const std::string yaml = hardware_profile_to_yaml(site);
+  CHECK(yaml.find("base:") == std::string::npos);
+  CHECK(hardware_profile_to_yaml(load_hardware_profile_text(yaml, "site-a.yaml")) == yaml);
+  // The checks still apply to the merged profile, at the override's position.
+  CHECK(error_of([] {
+          load_hardware_profile_text("base: dgx-a100-80gb\ngpu:\n  reserve: 90GiB\n", "r.yaml");
+        }) == "r.yaml:3:12: key 'gpu.reserve': the reserve (96636764160 bytes) must be smaller "
+              "than gpu.memory (85899345920 bytes)");
+  // An unknown base names the known ones, at the key's position.
+  CHECK(error_of([] { load_hardware_profile_text("gpu:\n  memory: 1GiB\nbase: dgx-a100\n", "b.yaml"); })
+            .rfind("b.yaml:3:7: key 'base': unknown hardware profile 'dgx-a100' (built-in profiles: "
+                   "dgx-a100-80gb, ",
+                   0) == 0);
+  // base is a profile-file key, not a scenario key.
+  CHECK(error_of([] { load_scenario_text("hardware:\n  profile: dgx-a100-80gb\n  base: x\n", "s.yaml"); })
+            .rfind("s.yaml:3:3: unknown key 'hardware.base'", 0) == 0);
+}
+
+TEST_CASE("a scenario's profile_file may be a short profile with base") {
+  const std::string dir = std::string(LYNXSIM_BINARY_DIR) + "/test-profile-base";
+  std::filesystem::create_directories(dir);
+  const std::string profile = dir + "/small.yaml";
+  {
+    std::ofstream(profile) << "base: dgx-h100-80gb\nnode:\n  nic:\n    bw: 100Gb/s\n";
+  }
+  const Scenario s = load_scenario_text("hardware:\n  profile_file: small.yaml\n  nodes: 2\n",
+                                        dir + "/s.yaml");
+  CHECK(s.hardware.profile == "small");
+  CHECK(s.hardware.nic.bw_bytes_per_s == 12'500'000'000ULL);
+  CHECK(s.hardware.peak_flops_per_s == builtin_hardware_profile("dgx-h100-80gb").peak_flops_per_s);
 }
