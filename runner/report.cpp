@@ -77,6 +77,7 @@ void write_csv(std::ostream& out, const SimResult& r) {
 void write_json(std::ostream& out, const SimResult& r) {
   fmt::print(out, "{{\n  \"lynxsim_version\": {},\n", sim::json_string(lynxsim_version()));
   fmt::print(out, "  \"strategy\": {},\n", sim::json_string(r.strategy));
+  fmt::print(out, "  \"strategy_requested\": {},\n", sim::json_string(r.strategy_requested));
   fmt::print(out, "  \"iteration_time_s\": {:.9g},\n  \"tokens_per_s\": {:.9g},\n", r.iteration_time_s,
              r.tokens_per_s);
   fmt::print(out, "  \"samples_per_s\": {:.9g},\n  \"tflops_per_gpu\": {:.9g},\n", r.samples_per_s,
@@ -92,6 +93,8 @@ void write_json(std::ostream& out, const SimResult& r) {
   fmt::print(out, "  \"event_fingerprint\": \"{:016x}\",\n", r.event_fingerprint);
   fmt::print(out, "  \"search_seconds\": {:.6f},\n  \"solver_gap\": {:.6f},\n", r.search_seconds,
              r.solver_gap);
+  fmt::print(out, "  \"engine_runs\": {},\n  \"baseline_seconds\": {:.6f},\n  \"confirm_seconds\": {:.6f},\n",
+             r.engine_runs, r.baseline_seconds, r.confirm_seconds);
   fmt::print(out, "  \"layers_per_stage\": [{}],\n", fmt::join(r.layers_per_stage, ", "));
   fmt::print(out, "  \"peak_memory_bytes\": [");
   for (size_t i = 0; i < r.stages.size(); ++i)
