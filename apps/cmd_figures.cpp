@@ -121,7 +121,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
                   "tp_exposed_s,pp_exposed_s,dp_exposed_s,bubble_s,search_seconds,solver_gap\n");
   std::map<std::pair<std::string, std::string>, const SimResult*> full_of;
   for (const Row& row : rows)
-    if (row.r.strategy == "full" && !row.r.oom) full_of[{row.cluster, row.r.scenario.model.preset}] = &row.r;
+    if (row.r.strategy_requested == "full" && !row.r.oom) full_of[{row.cluster, row.r.scenario.model.preset}] = &row.r;
   for (const Row& row : rows) {
     const SimResult& r = row.r;
     const auto& sc = r.scenario;
@@ -137,7 +137,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
                     "{:.3f},{:.3f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f}\n",
                row.cluster, sc.hardware.gpu_name, sc.hardware.intra_node, sc.model.preset,
                model::parameter_count(sc.model) / 1e9, r.gpus, sc.parallel.tp, sc.parallel.pp,
-               sc.parallel.dp, sc.parallel.micro_batch, sc.parallel.global_batch, r.strategy,
+               sc.parallel.dp, sc.parallel.micro_batch, sc.parallel.global_batch, r.strategy_requested,
                r.oom ? "true" : "false", r.oom ? std::to_string(r.oom_stage) : "",
                r.iteration_time_s, r.tokens_per_s,
                opt_double(full != full_of.end() ? r.tokens_per_s / full->second->tokens_per_s : 0,

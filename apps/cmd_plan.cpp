@@ -26,7 +26,9 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "`lynxsim run --plan` reads."))
     return 0;
   const Scenario scenario = load_scenario(args);
-  const SimRun run = simulate(scenario);
+  SimOptions options;
+  options.progress = true;  // a single run: bars on stderr for long searches and engine runs
+  const SimRun run = simulate(scenario, options);
   const std::string yaml = strategy::plan_to_yaml(
       run.plan, scenario.name, run.planner.solutions.empty() ? nullptr : &run.planner);
   if (output_path.empty()) {

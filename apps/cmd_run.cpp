@@ -34,6 +34,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   const Scenario scenario = load_scenario(args);
   SimOptions options;
   options.keep_trace_data = !trace_path.empty();
+  options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   strategy::RecomputePlan plan;
   if (!plan_path.empty()) {
     const ModelSpec model = model::resolve_model(scenario.model);

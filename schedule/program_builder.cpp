@@ -1,10 +1,10 @@
-#include "strategies/program_builder.hpp"
+#include "schedule/program_builder.hpp"
 
 #include "hw_models/collectives.hpp"
+#include "common/error.hpp"
 #include "hw_models/compute_model.hpp"
 #include "model/gpt.hpp"
-#include "common/error.hpp"
-#include "strategies/pipeline_schedule.hpp"
+#include "schedule/pipeline_schedule.hpp"
 
 #include <fmt/format.h>
 
@@ -14,28 +14,20 @@
 #include <string>
 #include <unordered_map>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
-OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
-  if (op.kind == model::OpKind::kCollective) return {};
-  return {hw::kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes),
-          hw::kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes),
-          hw::kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
-}
+using hw::OpTimes;
+using hw::op_times;
+using model::Workload;
+using strategy::Action;
+using strategy::LayerDecision;
+using strategy::RecomputePlan;
+using strategy::StagePlan;
+using strategy::Window;
+using strategy::recompute_ops;
 
 hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
   return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
-}
-
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
-  // Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master weights,
-  // momentum, variance) bytes per parameter — Rajbhandari et al. 2020 (ZeRO), Sec. 3.1.
-  // The distributed optimizer (ZeRO-1) shards the 12 optimizer bytes over data parallelism.
-  const double optimizer_bytes =
-      sc.parallel.distributed_optimizer ? 12.0 / sc.parallel.dp : 12.0;
-  const double per_param = 4.0 + optimizer_bytes;
-  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
-         static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
 }
 
 namespace {
@@ -669,7 +661,7 @@ BuiltProgram Builder::build() {
 
     std::uint64_t params = 0;
     for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
-    prog_.static_bytes_per_gpu.push_back(static_bytes(sc_, params));
+    prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params));
     build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
   }
   for (const Pending& pd : pending_) {
@@ -687,21 +679,6 @@ BuiltProgram Builder::build() {
 
 }  // namespace
 
-Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
-  Workload w;
-  w.layer = model::layer_ops(model, parallel);
-  w.embedding = model::embedding_ops(model, parallel);
-  w.head = model::head_ops(model, parallel);
-  // The layer output crosses stage boundaries in 16-bit, sequence-sharded with SP.
-  w.boundary_bytes = 2ull * static_cast<std::uint64_t>(model.seq_len) * parallel.micro_batch *
-                     static_cast<std::uint64_t>(model.hidden) /
-                     (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull);
-  w.layer_params = model::layer_parameter_count_per_gpu(model, parallel);
-  w.embedding_params = model::embedding_parameter_count_per_gpu(model, parallel);
-  w.head_params = model::head_parameter_count_per_gpu(model, parallel);
-  return w;
-}
-
 BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
                            const Workload& workload) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
@@ -710,4 +687,4 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
   return Builder(sc, plan, topo, workload).build();
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule
