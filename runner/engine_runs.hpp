@@ -10,6 +10,7 @@
 #include "strategies/recompute_plan.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,13 @@ namespace lynx {
 /// One engine run: the plan executed, its programs and their simulated result.
 struct EngineRun {
   strategy::RecomputePlan plan;  ///< as first run (a later identical plan may carry another name)
-  schedule::BuiltProgram built;
-  sim::ExecResult exec;
+  schedule::BuiltProgram built;  ///< empty once discarded
+  sim::ExecResult exec;          ///< empty once discarded
+  // Kept after a discard: what comparing plans needs.
+  TimePs makespan_ps = 0;
+  bool oom = false;              ///< a simulated GPU exceeded its memory
+  std::uint64_t fingerprint = 0;
   double seconds = 0;            ///< wall time of building + executing
-  bool oom() const;              ///< any simulated GPU exceeded its memory
 };
 
 /// Builds and executes plans of one resolved scenario, keeping every run.
@@ -39,6 +43,9 @@ class EngineRuns {
   const EngineRun& operator[](std::size_t i) const { return runs_[i]; }
   /// Moves run `i` out (it stays listed, empty).
   EngineRun take(std::size_t i);
+  /// Frees run `i`'s programs and result, keeping its plan and summary: for runs that will
+  /// not be reported (a plan identical to it still reuses it, for comparison only).
+  void discard(std::size_t i);
   /// sim::execute calls made so far.
   int executions() const { return static_cast<int>(runs_.size()); }
 

@@ -68,6 +68,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
   std::vector<std::int64_t> cut(static_cast<size_t>(sc.parallel.pp), 0);
   strategy::SearchResult searched;
   std::size_t searched_run = 0;
+  std::vector<std::size_t> overflowed;  // runs of rounds searched again
   for (int round = 0; round < 3; ++round) {
     StepProgress bar(show_progress, fmt::format("{}: search {}, stage solves", label, round + 1));
     searched = decide([&] {
@@ -82,7 +83,11 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
     const EngineRun& r = runs[searched_run];
     if (!decide([&] { return planner.tighten_budgets(searched, r.built.gpu_stage, r.exec.peak_bytes, cut); }))
       break;
+    overflowed.push_back(searched_run);
   }
+  // Earlier rounds overflowed: out of memory, so never the winner (an identical plan loses too).
+  for (std::size_t i : overflowed)
+    if (i != out.baseline && i != searched_run && runs[i].oom) runs.discard(i);
   po.problems = searched.problems;
   po.solutions = searched.solutions;
   po.plan = searched.plan;
@@ -97,11 +102,23 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
     });
   });
   bar.finish();
+  // Only runs that may still be reported keep their programs (memory of large simulations).
+  const auto is_baseline = [&](const strategy::RecomputePlan& plan) {
+    return strategy::same_decisions(plan, runs[out.baseline].plan);
+  };
+  if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
+    runs.discard(out.baseline);
   for (const strategy::RecomputePlan& candidate : alternatives) {
     const std::size_t i = runs.run(candidate, candidate.strategy);
+    if (i == out.winner) continue;  // the same plan: the same result, no faster
     const EngineRun& best = runs[out.winner];
     const EngineRun& r = runs[i];
-    if (r.oom() || (!best.oom() && r.exec.makespan_ps >= best.exec.makespan_ps)) continue;
+    // A candidate that loses can never be reported, nor can a winner it replaces.
+    if (r.oom || (!best.oom && r.makespan_ps >= best.makespan_ps)) {
+      runs.discard(i);
+      continue;
+    }
+    runs.discard(out.winner);
     out.winner = i;
     po.plan = candidate;
     po.fallback = candidate.strategy;

@@ -91,11 +91,12 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
   r.engine_runs = runs.executions();
   for (int i = 0; i < runs.executions(); ++i) {
     const EngineRun& e = runs[static_cast<std::size_t>(i)];
-    run.engine_runs.push_back({e.plan.strategy, e.exec.fingerprint, e.exec.makespan_ps, e.oom(), e.seconds});
+    run.engine_runs.push_back({e.plan.strategy, e.fingerprint, e.makespan_ps, e.oom, e.seconds});
   }
   run.reported_run = reported;
   {
     EngineRun final_run = runs.take(reported);
+    LYNX_CHECK(!final_run.built.program.tasks.empty(), "the reported engine run was discarded");
     r.simulate_seconds = final_run.seconds;
     run.built = std::move(final_run.built);
     run.exec = std::move(final_run.exec);

@@ -3,6 +3,8 @@
 /// analytic search), lynx-opt (a MILP over every layer's decision) and checkmate (the same
 /// MILP without overlap), all on windows measured from a simulated baseline, plus the
 /// recomputation-aware stage partition. DESIGN.md "Lynx as this project defines it".
+/// Decisions only: runner/planning.cpp runs the baseline, the confirmations and the
+/// comparisons on the engine and hands the measured windows in as plain numbers.
 #include "hw_models/topology.hpp"
 #include "model/workload.hpp"
 #include "scenarios/scenario.hpp"

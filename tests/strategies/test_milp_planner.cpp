@@ -390,7 +390,7 @@ TEST_CASE("malformed problems are rejected with lynx::Error") {
   }
 }
 
-TEST_CASE("96 layers x 32 options: solves within the limit, beats every uniform plan") {
+TEST_CASE("96 layers x 32 options: a consistent plan that beats every uniform plan (speed: bench/sim_bench)") {
   const StageProblem p = gpt_like_problem(96, 4);
   REQUIRE(p.options.size() == 32);
   for (bool allow_overlap : {true, false}) {
@@ -401,7 +401,6 @@ TEST_CASE("96 layers x 32 options: solves within the limit, beats every uniform 
     const StageSolution s = solve_stage_milp(p, options);
     check_consistent(p, s);
     CHECK(s.feasible);
-    CHECK(s.solve_seconds < options.time_limit_s + 5.0);  // the limit, respected loosely
     CHECK((s.status == "optimal" || s.status.rfind("time limit", 0) == 0));
     if (!allow_overlap)
       for (int o : s.option_of_layer) CHECK_FALSE(p.options[static_cast<size_t>(o)].overlapped);
