@@ -49,8 +49,8 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
 
   const auto started = WallClock::now();
   RecomputeSpec keep;
-  out.baseline = runs.run(strategy::plan_fixed_strategy(keep, strategy::uniform_partition(sc.model.layers, virtual_stages)),
-                          "the baseline");
+  const auto uniform = strategy::uniform_partition(sc.model.layers, virtual_stages);
+  out.baseline = runs.run(strategy::plan_fixed_strategy(keep, uniform), "the baseline");
   strategy::PlanningInputs inputs = measure_inputs(sc, runs[out.baseline]);
   po.windows = inputs.windows;
   out.baseline_seconds = seconds_since(started);

@@ -25,7 +25,7 @@ struct PlanningResult {
 };
 
 /// Plans sc.recompute.strategy (lynx-heu, lynx-opt or checkmate; `sc` resolved) with every
-/// engine run made through `runs`. Candidates identical to a plan already run reuse its run;
+/// engine run made through `runs` (fresh: its runs are all counted as this planning's). Candidates identical to a plan already run reuse its run;
 /// ties keep the earlier candidate (the searched plan first). `show_progress`: a bar per
 /// search's stage solves when they take more than a second.
 PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
