@@ -52,7 +52,9 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "they were made for, and how they were made."))
     return 0;
   const Scenario scenario = load_scenario(args);
-  const SimRun run = simulate(scenario);
+  SimOptions options;
+  options.progress = true;  // a single run: bars on stderr for long searches and engine runs
+  const SimRun run = simulate(scenario, options);
   const std::string yaml = strategy::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
   if (output_path.empty()) {
     std::cout << yaml;

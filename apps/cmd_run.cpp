@@ -35,6 +35,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     return 0;
   const auto report_format = parse_report_format(format);
   SimOptions options;
+  options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
   strategy::PlanFile plan_file;
   Scenario scenario;

@@ -44,4 +44,11 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
   return checked_add(roofline_ps, hw.kernel_launch_ps);
 }
 
+OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
+  if (op.kind == model::OpKind::kCollective) return {};
+  return {kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes),
+          kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes),
+          kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
+}
+
 }  // namespace lynx::hw

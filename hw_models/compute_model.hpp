@@ -19,4 +19,13 @@ double efficiency(const EfficiencyCurve& curve, double work);
 /// Throws lynx::Error for negative work or a zero peak / bandwidth that the kernel needs.
 TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes);
 
+/// Kernel times of one op's forward, input-gradient and weight-gradient kernels.
+struct OpTimes {
+  TimePs fwd_ps = 0;
+  TimePs dgrad_ps = 0;
+  TimePs wgrad_ps = 0;
+};
+/// Kernel times of one op on `hw` (0 for collectives, which run as link flows).
+OpTimes op_times(const HardwareSpec& hw, const model::Op& op);
+
 }  // namespace lynx::hw

@@ -1,10 +1,13 @@
 #include "runner/simulate.hpp"
 
-#include "common/clock.hpp"
+#include "common/error.hpp"
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
-#include "common/error.hpp"
-#include "strategies/overlap_windows.hpp"
+#include "model/workload.hpp"
+#include "runner/engine_runs.hpp"
+#include "runner/planning.hpp"
+#include "runner/step_progress.hpp"
+#include "schedule/overlap_windows.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
@@ -24,15 +27,15 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const si
     if (t.kind != sim::TaskKind::kKernel) continue;
     StageBreakdown& b = out[static_cast<size_t>(t.gpu)];
     const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
-    if (t.stream == strategy::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
-    if (t.stream != strategy::kCompute) continue;
+    if (t.stream == schedule::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
+    if (t.stream != schedule::kCompute) continue;
     add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
     if (busy > t.work_ps) add_s(b.contention_s, busy - t.work_ps);
   }
-  const auto gaps = strategy::compute_stream_gaps(prog, ex, gpus);
+  const auto gaps = schedule::compute_stream_gaps(prog, ex, gpus);
   for (size_t g = 0; g < gpus; ++g) {
     StageBreakdown& b = out[g];
-    for (const strategy::IdleGap& gap : gaps[g]) {
+    for (const schedule::IdleGap& gap : gaps[g]) {
       const TimePs exposed = gap.comm_in_flight_ps;
       if (exposed > 0) {
         switch (prog.tasks[static_cast<size_t>(gap.gate)].category) {
@@ -59,37 +62,49 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
 
   const hw::Topology topo(sc.hardware);
   const int virtual_stages = p.pp * p.virtual_stages;
-  const strategy::Workload workload = strategy::gpt_workload(sc.model, p);
+  const model::Workload workload = model::gpt_workload(sc.model, p);
   SimResult& r = run.result;
   const RecomputeKind kind = sc.recompute.strategy;
+  sim::ExecOptions exec_options;
+  exec_options.record_memory_timeline = options.keep_trace_data;
+  const bool progress = options.progress && progress_allowed();
+  EngineRuns runs(sc, topo, workload, exec_options, progress);
+  std::size_t reported = 0;
   if (options.plan) {
     run.plan = *options.plan;
+    reported = runs.run(run.plan, run.plan.strategy);
   } else if (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
              kind == RecomputeKind::kCheckmate) {
-    run.planner = strategy::plan_recompute(sc, topo, workload);
+    PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, progress);
+    run.planner = std::move(planned.planner);
     run.plan = run.planner.plan;
-    r.search_seconds = run.planner.search_seconds;
-    r.baseline_seconds = run.planner.baseline_seconds;
-    // The planner's own engine runs (strategies/lynx_planner.cpp): the baseline, one per
-    // confirmation round, the winner again, two restricted searches (not for checkmate) and
-    // Megatron's selective and full.
-    r.engine_runs += 1 + run.planner.confirm_rounds + 1 + (kind == RecomputeKind::kCheckmate ? 0 : 2) + 2;
+    reported = planned.winner;
+    r.search_seconds = planned.search_seconds;
+    r.baseline_seconds = planned.baseline_seconds;
+    r.confirm_seconds = planned.confirm_seconds;
     for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
   } else {
     run.plan = strategy::plan_fixed_strategy(
         sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
+    reported = runs.run(run.plan, run.plan.strategy);
   }
-  const auto started = WallClock::now();
-  run.built = strategy::build_program(sc, run.plan, topo, workload);
-  sim::ExecOptions exec_options;
-  exec_options.record_memory_timeline = options.keep_trace_data;
-  run.exec = sim::execute(run.built.machine, run.built.program, exec_options);
-  r.simulate_seconds = seconds_since(started);
+  r.engine_runs = runs.executions();
+  for (int i = 0; i < runs.executions(); ++i) {
+    const EngineRun& e = runs[static_cast<std::size_t>(i)];
+    run.engine_runs.push_back({e.plan.strategy, e.fingerprint, e.makespan_ps, e.oom, e.seconds});
+  }
+  run.reported_run = reported;
+  {
+    EngineRun final_run = runs.take(reported);
+    LYNX_CHECK(!final_run.built.program.tasks.empty(), "the reported engine run was discarded");
+    r.simulate_seconds = final_run.seconds;
+    run.built = std::move(final_run.built);
+    run.exec = std::move(final_run.exec);
+  }
 
   r.scenario = sc;
   r.strategy = run.plan.strategy;
   r.strategy_requested = options.plan ? options.plan->strategy : strategy::to_string(kind);
-  r.engine_runs += 1;
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
   r.gpus = p.tp * p.pp * p.dp;
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);
@@ -136,7 +151,7 @@ SimRun simulate(const Scenario& input, const SimOptions& options) {
 }
 
 std::vector<sim::TraceSpan> trace_annotations(const SimRun& run) {
-  return strategy::window_annotations(run.built, run.exec);
+  return schedule::window_annotations(run.built, run.exec);
 }
 
 }  // namespace lynx

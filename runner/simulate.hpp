@@ -4,9 +4,10 @@
 #include "scenarios/scenario.hpp"
 #include "sim/executor.hpp"
 #include "strategies/lynx_planner.hpp"
-#include "strategies/program_builder.hpp"
+#include "schedule/program_builder.hpp"
 #include "strategies/recompute_plan.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,7 +34,10 @@ struct StageBreakdown {
 
 struct SimResult {
   Scenario scenario;                  ///< as resolved (model preset filled in)
-  std::string strategy;                ///< the plan that ran (planner fallbacks included)
+  /// The plan that ran: recompute.strategy (or the --plan file's name) when its plan ran, else
+  /// the planner's fallback that the engine found faster: "no-forward-windows", "no-overlap",
+  /// "selective" or "full".
+  std::string strategy;
   std::string strategy_requested;      ///< recompute.strategy as asked (or the --plan file's)
   double iteration_time_s = 0;
   double tokens_per_s = 0;
@@ -49,12 +53,20 @@ struct SimResult {
   int micro_batches = 0;              ///< per pipeline (global batch / micro batch / dp)
   bool symmetric = false;             ///< reduced simulation used
   std::vector<int> layers_per_stage;  ///< per virtual stage (partition)
-  double search_seconds = 0;          ///< planner search (lynx-heu / lynx-opt / checkmate)
-  double solver_gap = 0;              ///< largest relative MILP gap over stages (0 = optimal)
-  double simulate_seconds = 0;        ///< wall time of building + running the final programs
-  double baseline_seconds = 0;        ///< planner's window-measuring baseline simulation
-  double confirm_seconds = 0;         ///< engine runs confirming or comparing candidate plans
-  int engine_runs = 0;                ///< engine executions this result took, planning included
+  // Wall times. Every engine run (build + execute) is counted once, in baseline_seconds or
+  // confirm_seconds; planning time = search_seconds + baseline_seconds + confirm_seconds.
+  double search_seconds = 0;    ///< planner decisions: options, every search round, alternatives
+  double solver_gap = 0;        ///< largest relative MILP gap over stages (0 = optimal)
+  /// The run reported here alone (for planned strategies also part of confirm_seconds, or of
+  /// baseline_seconds when the keep-everything baseline's run was the winner's).
+  double simulate_seconds = 0;
+  double baseline_seconds = 0;  ///< the keep-everything baseline run and its window measurement
+  /// Every other engine run of planning: each confirmation round, each alternative that was not
+  /// identical to a plan already run, and so the reported run (it is not run again).
+  double confirm_seconds = 0;
+  /// sim::execute calls made for this result: 1 for fixed strategies and --plan; planners:
+  /// baseline + confirmation rounds + alternatives whose decisions differ from every earlier run.
+  int engine_runs = 0;
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
   std::uint64_t event_fingerprint = 0;  ///< of the final run's event stream (sim/fingerprint.hpp)
@@ -63,21 +75,36 @@ struct SimResult {
 
 struct SimOptions {
   bool keep_trace_data = false;  ///< keep the program and timelines for write_trace
+  /// Progress bars on stderr for planner searches and engine runs longer than a second, when
+  /// stderr is a terminal (single runs from the command line; off for tests and batches).
+  bool progress = false;
   /// Run this plan instead of planning (`lynxsim run --plan`); its strategy name is reported.
   const strategy::RecomputePlan* plan = nullptr;
+};
+
+/// One engine run made for a result, in the order they ran.
+struct EngineRunSummary {
+  std::string plan;                ///< its plan's strategy ("none" for a planner's baseline)
+  std::uint64_t fingerprint = 0;   ///< of its event stream
+  TimePs makespan_ps = 0;
+  bool oom = false;
+  double seconds = 0;              ///< build + execute wall time
 };
 
 /// Everything a run produced, when the caller wants the trace too.
 struct SimRun {
   SimResult result;
-  strategy::RecomputePlan plan;
+  strategy::RecomputePlan plan;     ///< the plan reported (result.strategy is its name)
   strategy::PlannerOutput planner;  ///< filled for planned strategies
-  strategy::BuiltProgram built;
+  schedule::BuiltProgram built;     ///< the reported run's (emptied unless keep_trace_data)
   sim::ExecResult exec;
+  std::vector<EngineRunSummary> engine_runs;  ///< every engine run; size = result.engine_runs
+  std::size_t reported_run = 0;               ///< the one whose result is reported
 };
 
 /// Resolves the model, checks the layout (clear lynx::Error on an impossible one), plans,
-/// builds and executes. An out-of-memory plan is a result (oom = true), not an error.
+/// builds and executes; the winning plan's run is the result (executed once). An
+/// out-of-memory plan is a result (oom = true), not an error.
 SimRun simulate(const Scenario& scenario, const SimOptions& options = {});
 
 /// The overlap windows of a kept run, as trace annotations.

@@ -403,6 +403,8 @@ class Execution {
         mark_dirty(task.gpu);
       }
       ++ended_tasks_;
+      if (options_.on_progress && ended_tasks_ % ExecOptions::kProgressTasks == 0)
+        options_.on_progress(ended_tasks_, program_.tasks.size());
       for (std::uint32_t k = successor_offsets_[ti]; k < successor_offsets_[ti + 1]; ++k) release(successors_[k]);
       if (stream_next_[ti] >= 0) release(stream_next_[ti]);
     }

@@ -4,7 +4,9 @@
 /// fair-shared links and per-GPU memory tracking.
 #include "sim/program.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <limits>
 #include <string>
@@ -15,6 +17,10 @@ namespace lynx::sim {
 
 struct ExecOptions {
   bool record_memory_timeline = false;  ///< keep (time, bytes) samples per GPU for the trace
+  /// Called with (tasks ended, tasks in the program) every kProgressTasks ended tasks (progress
+  /// bars of long runs); empty: not called.
+  std::function<void(std::size_t ended, std::size_t total)> on_progress;
+  static constexpr std::size_t kProgressTasks = 4096;
 };
 
 struct ExecResult {

@@ -1,13 +1,10 @@
 #include "strategies/lynx_planner.hpp"
 
 #include "common/clock.hpp"
-
-#include "hw_models/collectives.hpp"
 #include "common/error.hpp"
-#include "sim/executor.hpp"
+#include "hw_models/collectives.hpp"
+#include "hw_models/compute_model.hpp"
 #include "strategies/milp_planner.hpp"
-#include "strategies/overlap_windows.hpp"
-#include "strategies/pipeline_schedule.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +17,10 @@
 namespace lynx::strategy {
 namespace {
 
+using hw::op_times;
+using hw::OpTimes;
 using model::OpGroup;
+using model::Workload;
 
 /// The groups a plan may drop; the layer input always stays (every strategy keeps it).
 constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kLayerNorm, OpGroup::kAttnProjInput,
@@ -210,176 +210,143 @@ std::vector<int> min_max_partition(int layers, int stages,
   return per_stage;
 }
 
-namespace {
-
-/// Everything about the scenario the per-stage problems need.
-class Planner {
- public:
-  Planner(const Scenario& sc, const hw::Topology& topo, const Workload& w)
-      : sc_(sc), p_(sc.parallel), topo_(topo), w_(w) {
-    micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
-    chunks_ = p_.virtual_stages;
-    virtual_stages_ = p_.pp * chunks_;
-    options_ = layer_options(sc, topo, w, sc.recompute.strategy != RecomputeKind::kCheckmate);
-    for (const auto& op : w.embedding) embedding_saved_ += static_cast<std::int64_t>(op.saved_bytes);
-    for (const auto& op : w.head) head_saved_ += static_cast<std::int64_t>(op.saved_bytes);
-    for (const auto& op : w.layer) {
-      const OpTimes t = op_times(sc.hardware, op);
-      layer_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
-    }
-    for (const auto& op : w.embedding) {
-      const OpTimes t = op_times(sc.hardware, op);
-      embedding_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
-    }
-    for (const auto& op : w.head) {
-      const OpTimes t = op_times(sc.hardware, op);
-      head_ps_ += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
-    }
-  }
-
-  PlannerOutput run();
-
- private:
-  int in_flight(int stage) const {
-    const int chunks_in_flight =
-        max_in_flight_micro_batches(p_.schedule, p_.pp, stage, micro_batches_, chunks_);
-    return (chunks_in_flight + chunks_ - 1) / chunks_;
-  }
-  /// The stage problem for GPU `stage` holding layers_per_vs[c·pp + stage] layers per chunk.
-  StageProblem problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const {
-    StageProblem pr;
-    pr.stage = stage;
-    pr.in_flight = in_flight(stage);
-    pr.options = options_;
-    for (LayerOption& o : pr.options)  // held bytes as kept bytes of this stage
-      o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
-    std::uint64_t params = 0;
-    std::int64_t extras = 0;
-    for (int c = 0; c < chunks_; ++c) {
-      const int vs = c * p_.pp + stage;
-      const int n = layers_per_vs[static_cast<size_t>(vs)];
-      params += w_.layer_params * static_cast<std::uint64_t>(n);
-      if (vs == 0) {
-        params += w_.embedding_params;
-        extras += embedding_saved_;
-      }
-      if (vs == virtual_stages_ - 1) {
-        params += w_.head_params;
-        extras += head_saved_;
-      }
-      const StageWindows& win = windows_[static_cast<size_t>(vs)];
-      for (int l = 0; l < n; ++l) {
-        pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
-        pr.fwd_window_ps.push_back(win.forward_ps);
-      }
-      pr.layers += n;
-    }
-    pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
-                      static_bytes(sc_, params) - pr.in_flight * extras - cut;
-    return pr;
-  }
-  StageSolution solve(const StageProblem& pr) const {
-    if (sc_.recompute.strategy == RecomputeKind::kLynxHeu) return solve_stage_heuristic(pr);
-    MilpOptions o;
-    o.allow_overlap = sc_.recompute.strategy != RecomputeKind::kCheckmate;
-    o.time_limit_s = ps_to_s(sc_.recompute.solver_time_limit_ps);
-    return least_work_among_ties(pr, solve_stage_milp(pr, o));
-  }
-  /// The MILP minimises exposed time only, and many plans tie (e.g. every overlap that fits
-  /// its window exposes 0). Per layer, swap to an option that exposes no more, recomputes less
-  /// and still fits: the engine prefers less recompute work (it still shares the SMs).
-  static StageSolution least_work_among_ties(const StageProblem& pr, StageSolution s) {
-    if (!s.feasible) return s;
-    for (int l = 0; l < pr.layers; ++l) {
-      auto& chosen = s.option_of_layer[static_cast<size_t>(l)];
-      for (int o = 0; o < static_cast<int>(pr.options.size()); ++o) {
-        const LayerOption& cand = pr.options[static_cast<size_t>(o)];
-        const LayerOption& cur = pr.options[static_cast<size_t>(chosen)];
-        if (exposed_ps(pr, l, cand) > exposed_ps(pr, l, cur) ||
-            recompute_work_ps(cand) >= recompute_work_ps(cur))
-          continue;
-        const int previous = chosen;
-        chosen = o;
-        if (evaluate(pr, s.option_of_layer).feasible) continue;
-        chosen = previous;
-      }
-    }
-    StageSolution improved = evaluate(pr, s.option_of_layer);
-    improved.solve_seconds = s.solve_seconds;
-    improved.gap = s.gap;
-    improved.status = s.status;
-    return improved;
-  }
-  /// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per
-  /// micro-batch — its layers, embedding / head, and exposed recompute under its own memory
-  /// budget (early 1F1B stages hold more micro-batches) — by dynamic programming over
-  /// contiguous splits.
-  std::vector<int> balanced_partition(const std::vector<std::int64_t>& cut) const;
-  RecomputePlan materialize(const std::vector<int>& layers_per_vs,
-                            const std::vector<StageSolution>& solutions) const;
-  void measure_windows(PlannerOutput& out);
-
-  const Scenario& sc_;
-  const ParallelSpec& p_;
-  const hw::Topology& topo_;
-  const Workload& w_;
-  int micro_batches_ = 0, chunks_ = 1, virtual_stages_ = 1;
-  std::vector<LayerOption> options_;
-  std::vector<StageWindows> windows_;
-  std::int64_t embedding_saved_ = 0, head_saved_ = 0;
-  TimePs layer_ps_ = 0, embedding_ps_ = 0, head_ps_ = 0, tp_exposed_per_layer_ps_ = 0;
-};
-
-void Planner::measure_windows(PlannerOutput& out) {
-  const auto start = WallClock::now();
-  RecomputeSpec keep;
-  const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
-  const RecomputePlan baseline = plan_fixed_strategy(keep, uniform);
-  const BuiltProgram built = build_program(sc_, baseline, topo_, w_);
-  const sim::ExecResult exec = sim::execute(built.machine, built.program);
-  const auto capacity = measure_window_capacity(built, exec);
-  const auto forward = measure_forward_window_capacity(built, exec);
-  windows_.assign(static_cast<size_t>(virtual_stages_), {});
-  for (size_t vs = 0; vs < capacity.size() && vs < windows_.size(); ++vs) {
+std::vector<StageWindows> stage_windows(const std::vector<std::vector<TimePs>>& capacity,
+                                        const std::vector<TimePs>& forward, int virtual_stages) {
+  std::vector<StageWindows> windows(static_cast<size_t>(virtual_stages));
+  for (size_t vs = 0; vs < capacity.size() && vs < windows.size(); ++vs) {
     const auto& c = capacity[vs];
     if (c.empty()) continue;
-    windows_[vs].top_ps = c.back();
+    windows[vs].top_ps = c.back();
     std::vector<TimePs> inner(c.begin(), c.end() - 1);
     if (inner.empty()) inner.push_back(c.back());
     std::nth_element(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(inner.size() / 2), inner.end());
-    windows_[vs].inner_ps = inner[inner.size() / 2];
+    windows[vs].inner_ps = inner[inner.size() / 2];
   }
-  for (size_t vs = 0; vs < forward.size() && vs < windows_.size(); ++vs) windows_[vs].forward_ps = forward[vs];
-  // Exposed TP communication per layer and micro-batch, for the partition's stage times.
-  TimePs tp_exposed = 0;
-  for (const auto& per_gpu : compute_stream_gaps(built.program, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.comm_in_flight_ps > 0 &&
-          built.program.tasks[static_cast<size_t>(gap.gate)].category == sim::Category::kTpComm)
-        tp_exposed += gap.comm_in_flight_ps;
-  const auto simulated_layers = static_cast<TimePs>(sc_.model.layers) *
-                                static_cast<TimePs>(built.machine.gpus.size()) / p_.pp;
-  tp_exposed_per_layer_ps_ = tp_exposed / std::max<TimePs>(1, simulated_layers * micro_batches_);
-  out.windows = windows_;
-  out.baseline_seconds = seconds_since(start);
+  for (size_t vs = 0; vs < forward.size() && vs < windows.size(); ++vs) windows[vs].forward_ps = forward[vs];
+  return windows;
 }
 
-std::vector<int> Planner::balanced_partition(const std::vector<std::int64_t>& cut) const {
+LynxPlanner::LynxPlanner(const Scenario& sc, const hw::Topology& topo, const Workload& w,
+                         PlanningInputs inputs)
+    : sc_(sc), p_(sc.parallel), w_(w), inputs_(std::move(inputs)) {
+  const RecomputeKind k = sc.recompute.strategy;
+  if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
+    fail("internal: LynxPlanner for strategy '{}'", to_string(k));
+  micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
+  chunks_ = p_.virtual_stages;
+  virtual_stages_ = p_.pp * chunks_;
+  LYNX_CHECK(static_cast<int>(inputs_.windows.size()) == virtual_stages_ &&
+                 static_cast<int>(inputs_.in_flight_chunks.size()) == p_.pp,
+             "planning inputs for {} virtual stages and {} stages", inputs_.windows.size(),
+             inputs_.in_flight_chunks.size());
+  options_ = layer_options(sc, topo, w, k != RecomputeKind::kCheckmate);
+  for (const auto& op : w.embedding) embedding_saved_ += static_cast<std::int64_t>(op.saved_bytes);
+  for (const auto& op : w.head) head_saved_ += static_cast<std::int64_t>(op.saved_bytes);
+  auto all_passes = [&](const model::Op& op) {
+    const OpTimes t = op_times(sc.hardware, op);
+    return t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
+  };
+  for (const auto& op : w.layer) layer_ps_ += all_passes(op);
+  for (const auto& op : w.embedding) embedding_ps_ += all_passes(op);
+  for (const auto& op : w.head) head_ps_ += all_passes(op);
+}
+
+int LynxPlanner::in_flight(int stage) const {
+  return (inputs_.in_flight_chunks[static_cast<size_t>(stage)] + chunks_ - 1) / chunks_;
+}
+
+/// The stage problem for GPU `stage` holding layers_per_vs[c·pp + stage] layers per chunk.
+StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const {
+  StageProblem pr;
+  pr.stage = stage;
+  pr.in_flight = in_flight(stage);
+  pr.options = options_;
+  for (LayerOption& o : pr.options)  // held bytes as kept bytes of this stage
+    o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
+  std::uint64_t params = 0;
+  std::int64_t extras = 0;
+  for (int c = 0; c < chunks_; ++c) {
+    const int vs = c * p_.pp + stage;
+    const int n = layers_per_vs[static_cast<size_t>(vs)];
+    params += w_.layer_params * static_cast<std::uint64_t>(n);
+    if (vs == 0) {
+      params += w_.embedding_params;
+      extras += embedding_saved_;
+    }
+    if (vs == virtual_stages_ - 1) {
+      params += w_.head_params;
+      extras += head_saved_;
+    }
+    const StageWindows& win = inputs_.windows[static_cast<size_t>(vs)];
+    for (int l = 0; l < n; ++l) {
+      pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
+      pr.fwd_window_ps.push_back(win.forward_ps);
+    }
+    pr.layers += n;
+  }
+  pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
+                    model::static_bytes(sc_, params) - pr.in_flight * extras - cut;
+  return pr;
+}
+
+namespace {
+
+/// The MILP minimises exposed time only, and many plans tie (e.g. every overlap that fits
+/// its window exposes 0). Per layer, swap to an option that exposes no more, recomputes less
+/// and still fits: the engine prefers less recompute work (it still shares the SMs).
+StageSolution least_work_among_ties(const StageProblem& pr, StageSolution s) {
+  if (!s.feasible) return s;
+  for (int l = 0; l < pr.layers; ++l) {
+    auto& chosen = s.option_of_layer[static_cast<size_t>(l)];
+    for (int o = 0; o < static_cast<int>(pr.options.size()); ++o) {
+      const LayerOption& cand = pr.options[static_cast<size_t>(o)];
+      const LayerOption& cur = pr.options[static_cast<size_t>(chosen)];
+      if (exposed_ps(pr, l, cand) > exposed_ps(pr, l, cur) ||
+          recompute_work_ps(cand) >= recompute_work_ps(cur))
+        continue;
+      const int previous = chosen;
+      chosen = o;
+      if (evaluate(pr, s.option_of_layer).feasible) continue;
+      chosen = previous;
+    }
+  }
+  StageSolution improved = evaluate(pr, s.option_of_layer);
+  improved.solve_seconds = s.solve_seconds;
+  improved.gap = s.gap;
+  improved.status = s.status;
+  return improved;
+}
+
+}  // namespace
+
+StageSolution LynxPlanner::solve(const StageProblem& pr) const {
+  if (sc_.recompute.strategy == RecomputeKind::kLynxHeu) return solve_stage_heuristic(pr);
+  MilpOptions o;
+  o.allow_overlap = sc_.recompute.strategy != RecomputeKind::kCheckmate;
+  o.time_limit_s = ps_to_s(sc_.recompute.solver_time_limit_ps);
+  return least_work_among_ties(pr, solve_stage_milp(pr, o));
+}
+
+/// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per
+/// micro-batch — its layers, embedding / head, and exposed recompute under its own memory
+/// budget (early 1F1B stages hold more micro-batches) — by dynamic programming over
+/// contiguous splits.
+std::vector<int> LynxPlanner::balanced_partition(const std::vector<std::int64_t>& cut) const {
   const int pp = p_.pp;
   auto stage_time = [&](int k, int n) {
     std::vector<int> per_vs(static_cast<size_t>(pp), 0);
     per_vs[static_cast<size_t>(k)] = n;
     const StageSolution s = solve_stage_heuristic(problem(k, per_vs, cut[static_cast<size_t>(k)]));
     if (!s.feasible) return kInfeasiblePs;
-    return n * (layer_ps_ + tp_exposed_per_layer_ps_) + (k == 0 ? embedding_ps_ : 0) +
+    return n * (layer_ps_ + inputs_.tp_exposed_per_layer_ps) + (k == 0 ? embedding_ps_ : 0) +
            (k == pp - 1 ? head_ps_ : 0) + s.exposed_ps;
   };
   std::vector<int> split = min_max_partition(sc_.model.layers, pp, stage_time);
   return split.empty() ? uniform_partition(sc_.model.layers, pp) : split;  // nothing fits anyway
 }
 
-RecomputePlan Planner::materialize(const std::vector<int>& layers_per_vs,
-                                   const std::vector<StageSolution>& solutions) const {
+RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
+                                       const std::vector<StageSolution>& solutions) const {
   RecomputePlan plan;
   plan.strategy = to_string(sc_.recompute.strategy);
   int first = 0;
@@ -408,101 +375,80 @@ RecomputePlan Planner::materialize(const std::vector<int>& layers_per_vs,
   return plan;
 }
 
-PlannerOutput Planner::run() {
-  PlannerOutput out;
-  measure_windows(out);
-  std::vector<std::int64_t> cut(static_cast<size_t>(p_.pp), 0);
-  for (int round = 0; round < 3; ++round) {
-    std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
-    if (sc_.recompute.partition == PartitionKind::kBalanced) {
-      if (chunks_ > 1) fail("recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
-      layers_per_vs = balanced_partition(cut);
-    }
-    out.problems.clear();
-    out.solutions.clear();
-    out.search_seconds = 0;
-    for (int k = 0; k < p_.pp; ++k) {
-      out.problems.push_back(problem(k, layers_per_vs, cut[static_cast<size_t>(k)]));
-      out.solutions.push_back(solve(out.problems.back()));
-      out.search_seconds += out.solutions.back().solve_seconds;
-    }
-    out.plan = materialize(layers_per_vs, out.solutions);
-    out.confirm_rounds = round + 1;
-    // Confirm with the engine; tighten the budget of any stage that overflowed.
-    const BuiltProgram built = build_program(sc_, out.plan, topo_, w_);
-    const sim::ExecResult exec = sim::execute(built.machine, built.program);
-    bool retry = false;
-    for (size_t g = 0; g < built.machine.gpus.size(); ++g) {
-      const std::int64_t over = exec.peak_bytes[g] - static_cast<std::int64_t>(sc_.hardware.memory_bytes);
-      const auto k = static_cast<size_t>(built.gpu_stage[g]);
-      if (over > 0 && out.solutions[k].feasible) {
-        cut[k] += over;
-        retry = true;
-      }
-    }
-    if (!retry) break;
+SearchResult LynxPlanner::search(const std::vector<std::int64_t>& cut, const SolveProgress& progress) const {
+  std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
+  if (sc_.recompute.partition == PartitionKind::kBalanced) {
+    if (chunks_ > 1) fail("recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
+    layers_per_vs = balanced_partition(cut);
   }
-  // The planners can always fall back to Megatron's strategies: keep the fastest plan that
-  // fits in simulation.
-  auto simulate_plan = [&](const RecomputePlan& plan) {
-    const BuiltProgram built = build_program(sc_, plan, topo_, w_);
-    const sim::ExecResult exec = sim::execute(built.machine, built.program);
-    bool oom = false;
-    for (TimePs t : exec.first_oom_ps) oom = oom || t >= 0;
-    return std::pair{oom, exec.makespan_ps};
-  };
-  auto [best_oom, best_time] = simulate_plan(out.plan);
-  auto consider = [&](RecomputePlan candidate, const std::string& name) {
-    const auto [oom, time] = simulate_plan(candidate);
-    if (oom || (!best_oom && time >= best_time)) return;
-    best_oom = oom;
-    best_time = time;
-    candidate.strategy = out.plan.strategy;
-    out.plan = std::move(candidate);
-    out.fallback = name;
-  };
+  SearchResult out;
+  for (int k = 0; k < p_.pp; ++k) {
+    out.problems.push_back(problem(k, layers_per_vs, cut[static_cast<size_t>(k)]));
+    out.solutions.push_back(solve(out.problems.back()));
+    if (progress) progress(k + 1, p_.pp);
+  }
+  out.plan = materialize(layers_per_vs, out.solutions);
+  return out;
+}
+
+bool LynxPlanner::tighten_budgets(const SearchResult& searched, const std::vector<int>& gpu_stage,
+                                  const std::vector<std::int64_t>& peak_bytes,
+                                  std::vector<std::int64_t>& cut) const {
+  bool grew = false;
+  for (size_t g = 0; g < gpu_stage.size(); ++g) {
+    const std::int64_t over = peak_bytes[g] - static_cast<std::int64_t>(sc_.hardware.memory_bytes);
+    const auto k = static_cast<size_t>(gpu_stage[g]);
+    if (over > 0 && searched.solutions[k].feasible) {
+      cut[k] += over;
+      grew = true;
+    }
+  }
+  return grew;
+}
+
+RecomputePlan LynxPlanner::solve_restricted(const SearchResult& searched,
+                                            const std::function<bool(const LayerOption&)>& allowed,
+                                            const SolveProgress& progress) const {
+  std::vector<StageSolution> solutions;
+  for (const StageProblem& pr : searched.problems) {
+    StageProblem restricted = pr;
+    restricted.options.clear();
+    std::vector<int> index_of;
+    for (size_t o = 0; o < pr.options.size(); ++o)
+      if (allowed(pr.options[o])) {
+        restricted.options.push_back(pr.options[o]);
+        index_of.push_back(static_cast<int>(o));
+      }
+    StageSolution sol = solve(restricted);
+    for (int& o : sol.option_of_layer) o = index_of[static_cast<size_t>(o)];
+    solutions.push_back(std::move(sol));
+    if (progress) progress(static_cast<int>(solutions.size()), static_cast<int>(searched.problems.size()));
+  }
+  std::vector<int> layers_per_vs;
+  for (const StagePlan& sp : searched.plan.stages) layers_per_vs.push_back(static_cast<int>(sp.layers.size()));
+  return materialize(layers_per_vs, solutions);
+}
+
+std::vector<RecomputePlan> LynxPlanner::alternatives(const SearchResult& searched,
+                                                     const SolveProgress& progress) const {
+  std::vector<RecomputePlan> out;
   // Lynx's decision space contains narrower ones: when the engine finds the best plan without
   // forward windows, or without any overlap, faster (a window estimate was optimistic), keep it.
-  auto solve_restricted = [&](const std::function<bool(const LayerOption&)>& allowed) {
-    std::vector<StageSolution> solutions;
-    for (const StageProblem& pr : out.problems) {
-      StageProblem restricted = pr;
-      restricted.options.clear();
-      std::vector<int> index_of;
-      for (size_t o = 0; o < pr.options.size(); ++o)
-        if (allowed(pr.options[o])) {
-          restricted.options.push_back(pr.options[o]);
-          index_of.push_back(static_cast<int>(o));
-        }
-      StageSolution sol = solve(restricted);
-      for (int& o : sol.option_of_layer) o = index_of[static_cast<size_t>(o)];
-      solutions.push_back(std::move(sol));
-    }
-    std::vector<int> layers_per_vs;
-    for (const StagePlan& sp : out.plan.stages) layers_per_vs.push_back(static_cast<int>(sp.layers.size()));
-    return materialize(layers_per_vs, solutions);
-  };
   if (sc_.recompute.strategy != RecomputeKind::kCheckmate) {
-    consider(solve_restricted([](const LayerOption& o) { return o.decision.window != Window::kFwdTpComm; }),
-             "no-forward-windows");
-    consider(solve_restricted([](const LayerOption& o) { return !o.overlapped; }), "no-overlap");
+    out.push_back(solve_restricted(
+        searched, [](const LayerOption& o) { return o.decision.window != Window::kFwdTpComm; }, progress));
+    out.back().strategy = "no-forward-windows";
+    out.push_back(solve_restricted(searched, [](const LayerOption& o) { return !o.overlapped; }, progress));
+    out.back().strategy = "no-overlap";
   }
+  // The planners can always fall back to Megatron's strategies.
   const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
   for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {
     RecomputeSpec spec;
     spec.strategy = megatron;
-    consider(plan_fixed_strategy(spec, uniform), to_string(megatron));
+    out.push_back(plan_fixed_strategy(spec, uniform));
   }
   return out;
-}
-
-}  // namespace
-
-PlannerOutput plan_recompute(const Scenario& sc, const hw::Topology& topo, const Workload& workload) {
-  const RecomputeKind k = sc.recompute.strategy;
-  if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
-    fail("internal: plan_recompute for strategy '{}'", to_string(k));
-  return Planner(sc, topo, workload).run();
 }
 
 }  // namespace lynx::strategy

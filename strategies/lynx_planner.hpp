@@ -3,10 +3,12 @@
 /// analytic search), lynx-opt (a MILP over every layer's decision) and checkmate (the same
 /// MILP without overlap), all on windows measured from a simulated baseline, plus the
 /// recomputation-aware stage partition. DESIGN.md "Lynx as this project defines it".
+/// Decisions only: runner/planning.cpp runs the baseline, the confirmations and the
+/// comparisons on the engine and hands the measured windows in as plain numbers.
 #include "hw_models/topology.hpp"
+#include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/planning_problem.hpp"
-#include "strategies/program_builder.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <cstdint>
@@ -21,7 +23,7 @@ namespace lynx::strategy {
 /// back on demand or — when the recompute needs no communication and `allow_overlap` — on the
 /// recompute stream in a window. Costs from the compute model and idle-network collectives.
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& topo,
-                                       const Workload& workload, bool allow_overlap);
+                                       const model::Workload& workload, bool allow_overlap);
 
 /// lynx-heu for one stage: identical layers share one policy. Inner layers (window: the
 /// layer above's backward) take policy A — or A on j of them and A' on the rest, to use the
@@ -45,26 +47,99 @@ struct StageWindows {
   TimePs forward_ps = 0;  ///< TP-gated idle in one layer's forward (median)
 };
 
+/// The planners' windows per virtual stage from the baseline's capacities (per virtual stage,
+/// per layer: `capacity[vs][i]`; forward: one per virtual stage): the top layer's own, and for
+/// the inner layers the median of theirs (the upper one of an even count; the top layer's when
+/// it is alone).
+std::vector<StageWindows> stage_windows(const std::vector<std::vector<TimePs>>& capacity,
+                                        const std::vector<TimePs>& forward, int virtual_stages);
+
+/// What the planners take from the schedule and the simulated baseline, as plain numbers
+/// (runner/planning.cpp measures them; strategies/ never runs the engine).
+struct PlanningInputs {
+  std::vector<StageWindows> windows;  ///< per virtual stage
+  /// Per pipeline stage: the most (micro-batch, chunk) activation sets the schedule keeps alive
+  /// at once (GPipe m, 1F1B min(p − k, m), interleaved in chunks).
+  std::vector<int> in_flight_chunks;
+  /// Exposed TP communication per layer and micro-batch on the baseline (the partition's
+  /// stage times).
+  TimePs tp_exposed_per_layer_ps = 0;
+};
+
+/// One search: every pipeline stage's problem and solution, and the plan they make.
+struct SearchResult {
+  RecomputePlan plan;                    ///< strategy = the planner's name
+  std::vector<StageProblem> problems;    ///< per pipeline stage (GPU)
+  std::vector<StageSolution> solutions;  ///< per pipeline stage
+};
+
+/// Called after every stage solve with (solves done, solves in this call).
+using SolveProgress = std::function<void(int done, int total)>;
+
+/// lynx-heu, lynx-opt or checkmate (sc.recompute.strategy) for one resolved scenario: the
+/// per-stage problems from the layer options, the memory budgets and the measured windows;
+/// solving, partitioning (sc.recompute.partition) and the narrower alternatives the engine
+/// compares the plan with. Pure: it never simulates.
+class LynxPlanner {
+ public:
+  /// Throws lynx::Error when sc.recompute.strategy is not a planner.
+  LynxPlanner(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+              PlanningInputs inputs);
+
+  /// Partitions the layers and solves every stage with its budget cut by cut_bytes[stage]
+  /// (bytes the engine found a previous plan to overflow by).
+  SearchResult search(const std::vector<std::int64_t>& cut_bytes,
+                      const SolveProgress& progress = {}) const;
+
+  /// After the engine ran `searched`: adds to cut_bytes[k] how far each simulated GPU of
+  /// stage k overflowed (peak_bytes[g] − capacity) when stage k's solution claimed to fit.
+  /// True when a cut grew (search again).
+  bool tighten_budgets(const SearchResult& searched, const std::vector<int>& gpu_stage,
+                       const std::vector<std::int64_t>& peak_bytes,
+                       std::vector<std::int64_t>& cut_bytes) const;
+
+  /// The narrower plans the engine compares `searched` with, in order, each named by its
+  /// strategy: "no-forward-windows" and "no-overlap" (the same problems with fewer options;
+  /// not for checkmate), then Megatron's "selective" and "full".
+  std::vector<RecomputePlan> alternatives(const SearchResult& searched,
+                                          const SolveProgress& progress = {}) const;
+
+  const PlanningInputs& inputs() const { return inputs_; }
+
+ private:
+  int in_flight(int stage) const;
+  StageProblem problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const;
+  StageSolution solve(const StageProblem& pr) const;
+  std::vector<int> balanced_partition(const std::vector<std::int64_t>& cut) const;
+  RecomputePlan materialize(const std::vector<int>& layers_per_vs,
+                            const std::vector<StageSolution>& solutions) const;
+  RecomputePlan solve_restricted(const SearchResult& searched,
+                                 const std::function<bool(const LayerOption&)>& allowed,
+                                 const SolveProgress& progress) const;
+
+  const Scenario& sc_;
+  const ParallelSpec& p_;
+  const model::Workload& w_;
+  PlanningInputs inputs_;
+  int micro_batches_ = 0, chunks_ = 1, virtual_stages_ = 1;
+  std::vector<LayerOption> options_;
+  std::int64_t embedding_saved_ = 0, head_saved_ = 0;
+  TimePs layer_ps_ = 0, embedding_ps_ = 0, head_ps_ = 0;
+};
+
+/// What planning produced, for reports and plan files (runner/planning.cpp fills it).
 struct PlannerOutput {
-  RecomputePlan plan;
+  RecomputePlan plan;                    ///< the plan that ran (a fallback's when one won)
   std::vector<StageProblem> problems;    ///< per pipeline stage (GPU), as finally solved
   std::vector<StageSolution> solutions;  ///< per pipeline stage
   std::vector<StageWindows> windows;     ///< per virtual stage, from the baseline
-  double search_seconds = 0;             ///< solver / heuristic time, summed over stages
+  double search_seconds = 0;             ///< wall time of every planner decision (all rounds)
   double baseline_seconds = 0;           ///< the window-measuring simulation
-  int confirm_rounds = 0;                ///< engine confirmations (budget tightened on OOM)
+  int confirm_rounds = 0;                ///< searches confirmed by the engine (budget tightened on OOM)
   /// "" when the searched plan won; else what the engine found faster and was kept instead:
   /// "no-forward-windows" / "no-overlap" (the same search with fewer options), "selective" or
   /// "full".
   std::string fallback;
 };
-
-/// Plans sc.recompute.strategy (lynx-heu, lynx-opt or checkmate) for a resolved scenario:
-/// measures windows on a keep-everything baseline, builds one StageProblem per pipeline stage,
-/// solves, partitions layers (sc.recompute.partition), and confirms with the engine: a stage
-/// that overflows in simulation has its budget cut by the overflow and is planned again
-/// (at most 3 rounds). Finally the engine compares the plan with Megatron's selective and
-/// full recomputation and keeps the fastest that fits.
-PlannerOutput plan_recompute(const Scenario& sc, const hw::Topology& topo, const Workload& workload);
 
 }  // namespace lynx::strategy

@@ -4,7 +4,8 @@
 /// whether their recompute runs on demand or overlapped in a window) so that the stage's
 /// exposed recompute time is minimal and its activation memory fits the budget. Numbers come
 /// from the workload, the compute model and windows measured on a simulated baseline
-/// (strategies/lynx_planner.cpp); every plan is confirmed by the engine afterwards.
+/// (strategies/lynx_planner.cpp, from numbers runner/planning.cpp measures); every plan is
+/// confirmed by the engine afterwards (runner/).
 #include "sim/time.hpp"
 #include "strategies/recompute_plan.hpp"
 

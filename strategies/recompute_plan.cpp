@@ -46,6 +46,8 @@ std::vector<int> recompute_ops(const std::vector<model::Op>& ops, const LayerDec
   return order;
 }
 
+bool same_decisions(const RecomputePlan& a, const RecomputePlan& b) { return a.stages == b.stages; }
+
 std::vector<int> uniform_partition(int layers, int virtual_stages) {
   LYNX_CHECK(virtual_stages > 0 && layers % virtual_stages == 0, "{} layers over {} stages",
              layers, virtual_stages);

@@ -20,10 +20,10 @@ enum class Action : std::uint8_t {
   kOverlap,    ///< dropped in forward, recomputed on the recompute stream in `window`
 };
 
-/// Communication windows a recompute can hide in (strategies/overlap_windows.hpp finds them).
+/// Communication windows a recompute can hide in (schedule/overlap_windows.hpp finds them).
 /// Communication windows an overlapped recompute can hide in: intervals in which the compute
 /// stream would idle waiting on communication (found from the simulated schedule; see
-/// strategies/overlap_windows.hpp).
+/// schedule/overlap_windows.hpp).
 enum class Window : std::uint8_t {
   kNone,
   kBwdTpComm,   ///< the exposed TP collectives in the backward pass of the layer above
@@ -48,6 +48,7 @@ struct LayerDecision {
   Action action(model::OpGroup g) const { return group[static_cast<size_t>(g)]; }
   bool keeps_everything() const;
   bool overlapped() const;  ///< any group kOverlap
+  bool operator==(const LayerDecision&) const = default;
 };
 
 /// Indices (into `layer_ops`) of the forward ops a layer's recompute pass re-runs, in order:
@@ -59,12 +60,17 @@ std::vector<int> recompute_ops(const std::vector<model::Op>& layer_ops, const La
 struct StagePlan {
   int first_layer = 0;
   std::vector<LayerDecision> layers;
+  bool operator==(const StagePlan&) const = default;
 };
 
 struct RecomputePlan {
   std::string strategy;            ///< "none", "full", "selective", ...
   std::vector<StagePlan> stages;   ///< per virtual stage: chunk c of GPU k is c·pp + k
 };
+
+/// Whether two plans make the same decisions for every layer (their names aside): the program
+/// builder then builds the same programs, so one engine run stands for both.
+bool same_decisions(const RecomputePlan& a, const RecomputePlan& b);
 
 /// Uniform layer split over pp·v virtual stages (layers must divide evenly: checked earlier).
 std::vector<int> uniform_partition(int layers, int virtual_stages);

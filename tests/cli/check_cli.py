@@ -77,7 +77,8 @@ def case_trace_and_plan(b, tmp):
     plan = os.path.join(tmp, "plan.yaml")
     scenario = "scenarios/paper/pcie-gpt-2.7b.yaml"
     planned = run(b, "plan", scenario, "--set", "recompute.strategy=lynx-heu", "-o", plan).stderr
-    check("lynx-heu plan" in planned, "plan command summary")
+    # pcie-gpt-2.7b: the engine keeps lynx-heu's plan without forward windows (a fallback).
+    check("no-forward-windows plan" in planned, "plan command summary names the plan that ran")
     with open(plan) as f:
         text = f.read()
     check("mode: overlap" in text and "windows:" in text, "plan lists overlapped layers and windows")
@@ -362,7 +363,9 @@ def case_lynx_example(b, tmp):
     # fit, and lynx-heu hides recomputation in communication windows.
     example = "scenarios/examples/pcie-gpt1.3b-lynx.yaml"
     lynx = json.loads(run(b, "run", example, "--format", "json").stdout)
-    check(not lynx["oom"] and lynx["strategy"] == "lynx-heu", f"lynx example fits: {lynx['strategy']}")
+    # The engine may keep Lynx's plan without forward windows (still overlapped recompute).
+    check(not lynx["oom"] and lynx["strategy_requested"] == "lynx-heu"
+          and lynx["strategy"] in ("lynx-heu", "no-forward-windows"), f"lynx example fits: {lynx['strategy']}")
     hidden = sum(s["recompute_overlapped_s"] for s in lynx["stages"])
     check(hidden > 0, f"the lynx example overlaps recomputation (recompute_overlapped_s {hidden})")
     none = json.loads(run(b, "run", example, "--set", "recompute.strategy=none", "--format",

@@ -3,12 +3,14 @@
 // recomputes end before their consumers, and a symmetric pipeline partitions uniformly.
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
+#include "model/workload.hpp"
 #include "runner/simulate.hpp"
+#include "schedule/program_builder.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "strategies/lynx_planner.hpp"
 #include "strategies/milp_planner.hpp"
 #include "strategies/planning_problem.hpp"
-#include "tests/strategies/synthetic.hpp"
+#include "tests/schedule/synthetic.hpp"
 
 #include <doctest/doctest.h>
 
@@ -73,7 +75,7 @@ TEST_CASE("lynx-heu equals lynx-opt and the brute-force optimum on a small stage
   Scenario sc = tight_gpt(RecomputeKind::kLynxHeu);
   sc.model = model::resolve_model(sc.model);
   const hw::Topology topo(sc.hardware);
-  const Workload w = gpt_workload(sc.model, sc.parallel);
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
   StageProblem p;
   p.layers = 3;
   p.in_flight = 2;
@@ -122,12 +124,12 @@ TEST_CASE("an overlapped recompute ends before the backward that consumes it sta
     const auto& prog = r.built.program;
     int overlapped_layers = 0;
     int before_their_step = 0;  // recomputes that ran before the backward step even began
-    for (const LayerSpan& span : r.built.layer_backward) {
+    for (const schedule::LayerSpan& span : r.built.layer_backward) {
       const std::string prefix = fmt::format("mb{}.L{}.re.", span.micro_batch, span.layer);
       bool any = false;
       for (size_t t = 0; t < prog.tasks.size(); ++t) {
         const auto& task = prog.tasks[t];
-        if (task.gpu != span.gpu || task.stream != kRecomputeStream) continue;
+        if (task.gpu != span.gpu || task.stream != schedule::kRecomputeStream) continue;
         if (sim::task_label(prog, static_cast<sim::TaskId>(t)).rfind(prefix, 0) != 0) continue;
         any = true;
         CHECK(r.exec.task_end_ps[t] <= r.exec.task_start_ps[static_cast<size_t>(span.first_task)]);
@@ -142,13 +144,19 @@ TEST_CASE("an overlapped recompute ends before the backward that consumes it sta
 
 TEST_CASE("recomputation-aware partitioning gives the uniform split when stages are symmetric") {
   // GPipe holds every micro-batch on every stage and the synthetic layer has no embedding or
-  // head: all stages are identical, so the balanced partition must be the uniform one.
+  // head: with equal windows all stages are identical, so the balanced partition must be the
+  // uniform one.
   Scenario sc = test::synthetic_scenario(4, 8, 1, ScheduleKind::kGpipe);
   sc.model.layers = 16;
   sc.recompute.strategy = RecomputeKind::kLynxHeu;
   sc.recompute.partition = PartitionKind::kBalanced;
   const hw::Topology topo(sc.hardware);
-  const PlannerOutput out = plan_recompute(sc, topo, test::synthetic_workload());
+  const model::Workload w = test::synthetic_workload();
+  PlanningInputs in;
+  in.windows.assign(4, StageWindows{100'000, 200'000, 0});
+  in.in_flight_chunks.assign(4, 8);
+  const LynxPlanner planner(sc, topo, w, in);
+  const SearchResult out = planner.search(std::vector<std::int64_t>(4, 0));
   REQUIRE(out.plan.stages.size() == 4);
   for (const auto& stage : out.plan.stages) CHECK(stage.layers.size() == 4);
 }

@@ -2,16 +2,18 @@
 // the built programs on the executor with synthetic equal-time stages and free communication.
 #include "hw_models/topology.hpp"
 #include "sim/executor.hpp"
-#include "strategies/pipeline_schedule.hpp"
-#include "strategies/program_builder.hpp"
-#include "tests/strategies/synthetic.hpp"
+#include "schedule/pipeline_schedule.hpp"
+#include "schedule/program_builder.hpp"
+#include "tests/schedule/synthetic.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 using namespace lynx;
-using namespace lynx::strategy;
+using namespace lynx::schedule;
+using lynx::strategy::plan_fixed_strategy;
+using lynx::strategy::uniform_partition;
 
 TEST_CASE("1F1B step order: warm-up p-k-1 forwards, then alternate, then cool-down") {
   const auto order = pipeline_order(ScheduleKind::kOneFOneB, 4, 6, 1);

@@ -3,11 +3,11 @@
 /// stream sits idle while communication it waits for is in flight. They size what an
 /// overlapped recompute can hide (lynx planners) and are drawn on the trace.
 #include "sim/executor.hpp"
-#include "strategies/program_builder.hpp"
+#include "schedule/program_builder.hpp"
 
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
 /// Idle time on one GPU's compute stream before `next_task` started.
 struct IdleGap {
@@ -42,4 +42,4 @@ std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
 /// The windows as trace annotations ("tp window", "pp window") for every simulated GPU.
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

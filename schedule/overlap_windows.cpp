@@ -1,4 +1,4 @@
-#include "strategies/overlap_windows.hpp"
+#include "schedule/overlap_windows.hpp"
 
 #include "common/statistics.hpp"
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
                                                       const sim::ExecResult& ex, size_t gpus) {
@@ -138,4 +138,4 @@ std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const 
   return spans;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

@@ -1,10 +1,10 @@
-#include "strategies/program_builder.hpp"
+#include "schedule/program_builder.hpp"
 
 #include "hw_models/collectives.hpp"
+#include "common/error.hpp"
 #include "hw_models/compute_model.hpp"
 #include "model/gpt.hpp"
-#include "common/error.hpp"
-#include "strategies/pipeline_schedule.hpp"
+#include "schedule/pipeline_schedule.hpp"
 
 #include <fmt/format.h>
 
@@ -14,28 +14,20 @@
 #include <string>
 #include <unordered_map>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
-OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
-  if (op.kind == model::OpKind::kCollective) return {};
-  return {hw::kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes),
-          hw::kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes),
-          hw::kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
-}
+using hw::OpTimes;
+using hw::op_times;
+using model::Workload;
+using strategy::Action;
+using strategy::LayerDecision;
+using strategy::RecomputePlan;
+using strategy::StagePlan;
+using strategy::Window;
+using strategy::recompute_ops;
 
 hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
   return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
-}
-
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
-  // Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master weights,
-  // momentum, variance) bytes per parameter — Rajbhandari et al. 2020 (ZeRO), Sec. 3.1.
-  // The distributed optimizer (ZeRO-1) shards the 12 optimizer bytes over data parallelism.
-  const double optimizer_bytes =
-      sc.parallel.distributed_optimizer ? 12.0 / sc.parallel.dp : 12.0;
-  const double per_param = 4.0 + optimizer_bytes;
-  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
-         static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
 }
 
 namespace {
@@ -216,6 +208,36 @@ class Builder {
 
   // ----- the training step -----
   void build_gpu(int stage, int dp_rank, int tp_rank);
+  /// Gradient all-reduce bookkeeping of one GPU: with bucketed overlap, gradients fill buckets
+  /// (dp_bucket_bytes) that are all-reduced as soon as full and at the end of a chunk's last
+  /// backward; otherwise everything is reduced once after the last step.
+  struct DpBuckets {
+    std::uint64_t bucket_params = 0;  ///< gradients waiting in the open bucket
+    std::uint64_t total_params = 0;   ///< gradients handed to all-reduces so far (or counted for the end)
+    std::vector<sim::TaskId> tasks;   ///< what the optimizer step waits for
+  };
+  /// All-reduces the open bucket (if any) after `after` and empties it.
+  void flush_dp_bucket(DpBuckets& dp, sim::TaskId after);
+  /// What the steps of the current GPU carry from one to the next.
+  struct GpuSteps {
+    sim::TaskId compute_tail = -1;  ///< the last compute task of the previous step
+    DpBuckets dp;
+  };
+  /// One pipeline step of the current GPU: its virtual stage, plan and instance prefix.
+  struct StepInfo {
+    PipeStep st;
+    int vs = 0;
+    const StagePlan& sp;
+    std::string mb;  ///< "mb3." or "mb3.c1." (interleaved)
+  };
+  StepInfo step_info(const PipeStep& st) const;
+  void set_layer_instance(const StepInfo& step, int l);
+  /// A forward step: receive, embedding, layers (issuing forward-window recomputes for `next`,
+  /// the step after it), head, send.
+  void emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g);
+  /// A backward step: overlapped and on-demand recomputes, layer backwards top-down with their
+  /// gradient buckets (`grads_final`: the chunk's last backward), embedding, send.
+  void emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g);
   /// Called once per backward pass with the kernel after which the compute stream first waits
   /// on a collective: where an overlapped recompute of the layer below can start.
   using WindowHook = std::function<void(sim::TaskId anchor)>;
@@ -470,166 +492,178 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
 }
 
+void Builder::flush_dp_bucket(DpBuckets& dp, sim::TaskId after) {
+  if (dp.bucket_params > 0) dp.tasks.push_back(emit_dp_allreduce(dp.bucket_params, after));
+  dp.total_params += dp.bucket_params;
+  dp.bucket_params = 0;
+}
+
+Builder::StepInfo Builder::step_info(const PipeStep& st) const {
+  const int vs = st.chunk * p_.pp + stage_;
+  return {st, vs, plan_.stages[static_cast<size_t>(vs)],
+          p_.virtual_stages > 1 ? fmt::format("mb{}.c{}.", st.micro_batch, st.chunk)
+                                : fmt::format("mb{}.", st.micro_batch)};
+}
+
+void Builder::set_layer_instance(const StepInfo& step, int l) {
+  set_instance(fmt::format("{}L{}.", step.mb, step.sp.first_layer + l));
+}
+
+void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g) {
+  const PipeStep& st = step.st;
+  const int vs = step.vs;
+  const StagePlan& sp = step.sp;
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_name("forward");
+  const sim::TaskId recv = add_task(marker, {});
+  if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
+  sim::TaskId after = recv;
+  if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
+  // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
+  // may recompute its layers in this forward's exposed TP collectives.
+  const bool next_is_backward = next && !next->forward && next->chunk == st.chunk;
+  for (size_t l = 0; l < sp.layers.size(); ++l) {
+    WindowHook hook;
+    if (next_is_backward && sp.layers[l].overlapped() && sp.layers[l].window == Window::kFwdTpComm) {
+      const StepInfo next_step = step_info(*next);
+      hook = [this, &sp, vs, l, next_step](sim::TaskId anchor) {
+        const std::uint32_t outer = instance_;
+        set_layer_instance(next_step, static_cast<int>(l));
+        fwd_ready_[{vs, next_step.st.micro_batch, static_cast<int>(l)}] =
+            emit_recompute(sp.layers[l], kRecomputeStream, anchor);
+        instance_ = outer;
+      };
+    }
+    set_layer_instance(step, static_cast<int>(l));
+    const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
+    after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
+    layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
+                                static_cast<sim::TaskId>(prog_.tasks.size()), recv});
+  }
+  set_instance(step.mb);
+  if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
+  g.compute_tail = after;
+  if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
+}
+
+void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
+  const PipeStep& st = step.st;
+  const int vs = step.vs;
+  const StagePlan& sp = step.sp;
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  const int layers_here = static_cast<int>(sp.layers.size());
+  // Overlapped recomputes already issued (recompute-stream task each layer waits for).
+  std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
+  for (size_t l = 0; l < sp.layers.size(); ++l) {  // issued in the preceding forward
+    const auto it = fwd_ready_.find({vs, st.micro_batch, static_cast<int>(l)});
+    if (it == fwd_ready_.end()) continue;
+    overlap_ready[l] = it->second;
+    fwd_ready_.erase(it);
+  }
+  auto issue_overlap = [&](int l, sim::TaskId anchor) {
+    if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
+    const std::uint32_t outer = instance_;
+    set_layer_instance(step, l);
+    overlap_ready[static_cast<size_t>(l)] =
+        emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
+    instance_ = outer;
+  };
+  auto window_for = [&](int l) -> WindowHook {
+    if (l < 0) return {};
+    const LayerDecision& below = sp.layers[static_cast<size_t>(l)];
+    if (!below.overlapped() || below.window != Window::kBwdTpComm) return {};
+    return [&issue_overlap, l](sim::TaskId anchor) { issue_overlap(l, anchor); };
+  };
+  // The top layer may hide its recompute in the wait for this micro-batch's gradient.
+  const int top = layers_here - 1;
+  if (top >= 0 && sp.layers[static_cast<size_t>(top)].overlapped() &&
+      sp.layers[static_cast<size_t>(top)].window == Window::kPpRecvWait)
+    issue_overlap(top, g.compute_tail);
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_name("backward");
+  sim::TaskId after = add_task(marker, {});
+  const sim::TaskId step_marker = after;
+  if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
+  if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
+  const bool bucketed = p_.dp_overlap == DpOverlap::kBucketed;
+  const std::uint64_t bucket_limit = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
+  for (int l = top; l >= 0; --l) {
+    const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
+    set_layer_instance(step, l);
+    if (d.overlapped()) {
+      issue_overlap(l, after);  // no window was found above: start now
+      TaskArgs join;
+      join.kind = sim::TaskKind::kMarker;
+      join.name = intern_name("recompute_ready");
+      after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
+    } else if (!d.keeps_everything()) {
+      after = emit_recompute(d, kCompute, after);
+    }
+    const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
+    after = emit_backward_ops(layer_, after, window_for(l - 1));
+    layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
+                            static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
+    if (grads_final && bucketed) {
+      g.dp.bucket_params += work_.layer_params;
+      if (g.dp.bucket_params >= bucket_limit) flush_dp_bucket(g.dp, after);
+    }
+  }
+  set_instance(step.mb);
+  if (vs == 0) after = emit_backward_ops(embedding_, after);
+  g.compute_tail = after;
+  if (grads_final) {
+    const std::uint64_t layer_grads = work_.layer_params * sp.layers.size();
+    const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
+    if (bucketed) {
+      g.dp.bucket_params += chunk_extra;
+      flush_dp_bucket(g.dp, after);
+    } else {
+      g.dp.total_params += chunk_extra + layer_grads;
+    }
+  }
+  if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
+}
+
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   stage_ = stage;
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
-  const int pp = p_.pp;
-  const int chunks = p_.virtual_stages;
-  const int last_vs = pp * chunks - 1;
-  const auto order = pipeline_order(p_.schedule, pp, micro_batches_, chunks);
-  const std::uint64_t layer_params = work_.layer_params;
+  const auto order = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
+  const auto& steps = order[static_cast<size_t>(stage)];
 
   // Last backward step of each chunk: gradients of that chunk are final after it.
-  std::vector<int> last_bwd_step(static_cast<size_t>(chunks), -1);
-  const auto& steps = order[static_cast<size_t>(stage)];
+  std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
   for (size_t i = 0; i < steps.size(); ++i)
     if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
 
-  std::vector<sim::TaskId> dp_tasks;
-  sim::TaskId compute_tail = -1;
-  std::uint64_t bucket_params = 0;
-  const std::uint64_t bucket_limit = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
-  std::uint64_t total_params = 0;
-
+  GpuSteps g;
   for (size_t si = 0; si < steps.size(); ++si) {
-    const PipeStep& st = steps[si];
-    const int vs = st.chunk * pp + stage;
-    const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
-    const std::string mb = chunks > 1 ? fmt::format("mb{}.c{}.", st.micro_batch, st.chunk)
-                                      : fmt::format("mb{}.", st.micro_batch);
-    auto layer_instance = [&](int l) { set_instance(fmt::format("{}L{}.", mb, sp.first_layer + l)); };
-    set_instance(mb);
-    if (st.forward) {
-      TaskArgs marker;
-      marker.kind = sim::TaskKind::kMarker;
-      marker.name = intern_name("forward");
-      const sim::TaskId recv = add_task(marker, {});
-      if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
-      sim::TaskId after = recv;
-      if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
-      // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
-      // may recompute its layers in this forward's exposed TP collectives.
-      const PipeStep* next = si + 1 < steps.size() ? &steps[si + 1] : nullptr;
-      const bool next_is_backward = next && !next->forward && next->chunk == st.chunk;
-      for (size_t l = 0; l < sp.layers.size(); ++l) {
-        WindowHook hook;
-        if (next_is_backward && sp.layers[l].overlapped() && sp.layers[l].window == Window::kFwdTpComm) {
-          const int mb_b = next->micro_batch;
-          hook = [&, l, mb_b](sim::TaskId anchor) {
-            const std::uint32_t outer = instance_;
-            set_instance(chunks > 1 ? fmt::format("mb{}.c{}.L{}.", mb_b, st.chunk, sp.first_layer + static_cast<int>(l))
-                                    : fmt::format("mb{}.L{}.", mb_b, sp.first_layer + static_cast<int>(l)));
-            fwd_ready_[{vs, mb_b, static_cast<int>(l)}] =
-                emit_recompute(sp.layers[l], kRecomputeStream, anchor);
-            instance_ = outer;
-          };
-        }
-        layer_instance(static_cast<int>(l));
-        const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
-        after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
-        layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
-                                    static_cast<sim::TaskId>(prog_.tasks.size()), recv});
-      }
-      set_instance(mb);
-      if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
-      compute_tail = after;
-      if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
+    const StepInfo step = step_info(steps[si]);
+    set_instance(step.mb);
+    if (step.st.forward) {
+      emit_forward_step(step, si + 1 < steps.size() ? &steps[si + 1] : nullptr, g);
     } else {
-      const int layers_here = static_cast<int>(sp.layers.size());
-      // Overlapped recomputes already issued (recompute-stream task each layer waits for).
-      std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
-      for (size_t l = 0; l < sp.layers.size(); ++l) {  // issued in the preceding forward
-        const auto it = fwd_ready_.find({vs, st.micro_batch, static_cast<int>(l)});
-        if (it == fwd_ready_.end()) continue;
-        overlap_ready[l] = it->second;
-        fwd_ready_.erase(it);
-      }
-      auto issue_overlap = [&](int l, sim::TaskId anchor) {
-        if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
-        const std::uint32_t outer = instance_;
-        layer_instance(l);
-        overlap_ready[static_cast<size_t>(l)] =
-            emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
-        instance_ = outer;
-      };
-      auto window_for = [&](int l) -> WindowHook {
-        if (l < 0) return {};
-        const LayerDecision& below = sp.layers[static_cast<size_t>(l)];
-        if (!below.overlapped() || below.window != Window::kBwdTpComm) return {};
-        return [&issue_overlap, l](sim::TaskId anchor) { issue_overlap(l, anchor); };
-      };
-      // The top layer may hide its recompute in the wait for this micro-batch's gradient.
-      const int top = layers_here - 1;
-      if (top >= 0 && sp.layers[static_cast<size_t>(top)].overlapped() &&
-          sp.layers[static_cast<size_t>(top)].window == Window::kPpRecvWait)
-        issue_overlap(top, compute_tail);
-      TaskArgs marker;
-      marker.kind = sim::TaskKind::kMarker;
-      marker.name = intern_name("backward");
-      sim::TaskId after = add_task(marker, {});
-      const sim::TaskId step_marker = after;
-      if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
-      if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
-      const bool grads_final = static_cast<int>(si) == last_bwd_step[static_cast<size_t>(st.chunk)];
-      for (int l = top; l >= 0; --l) {
-        const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
-        layer_instance(l);
-        if (d.overlapped()) {
-          issue_overlap(l, after);  // no window was found above: start now
-          TaskArgs join;
-          join.kind = sim::TaskKind::kMarker;
-          join.name = intern_name("recompute_ready");
-          after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
-        } else if (!d.keeps_everything()) {
-          after = emit_recompute(d, kCompute, after);
-        }
-        const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
-        after = emit_backward_ops(layer_, after, window_for(l - 1));
-        layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
-                                static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
-        if (grads_final && p_.dp_overlap == DpOverlap::kBucketed) {
-          bucket_params += layer_params;
-          if (bucket_params >= bucket_limit) {
-            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after));
-            total_params += bucket_params;
-            bucket_params = 0;
-          }
-        }
-      }
-      set_instance(mb);
-      if (vs == 0) after = emit_backward_ops(embedding_, after);
-      compute_tail = after;
-      if (grads_final) {
-        const std::uint64_t chunk_emb = chunk_params(vs) - layer_params * sp.layers.size();
-        if (p_.dp_overlap == DpOverlap::kBucketed) {
-          bucket_params += chunk_emb;
-          if (bucket_params > 0)
-            dp_tasks.push_back(emit_dp_allreduce(bucket_params, after));
-          total_params += bucket_params;
-          bucket_params = 0;
-        } else {
-          total_params += chunk_emb + layer_params * sp.layers.size();
-        }
-      }
-      if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
+      emit_backward_step(step, static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)], g);
     }
   }
   if (p_.dp_overlap == DpOverlap::kEnd)
-    dp_tasks.push_back(emit_dp_allreduce(total_params, compute_tail));
+    g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
 
   // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
   // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
-  const double opt_params = static_cast<double>(total_params) /
+  const double opt_params = static_cast<double>(g.dp.total_params) /
                             (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
   set_instance("");
   TaskArgs opt;
   opt.category = sim::Category::kOptimizer;
   opt.name = intern_name("optimizer_step");
   opt.work_ps = hw::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
-  dp_tasks.push_back(compute_tail);
-  add_task(opt, dp_tasks.begin(), dp_tasks.end());
+  g.dp.tasks.push_back(g.compute_tail);
+  add_task(opt, g.dp.tasks.begin(), g.dp.tasks.end());
 }
 
 BuiltProgram Builder::build() {
@@ -674,7 +708,7 @@ BuiltProgram Builder::build() {
 
     std::uint64_t params = 0;
     for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
-    prog_.static_bytes_per_gpu.push_back(static_bytes(sc_, params));
+    prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params));
     build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
   }
   for (const Pending& pd : pending_) {
@@ -692,21 +726,6 @@ BuiltProgram Builder::build() {
 
 }  // namespace
 
-Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
-  Workload w;
-  w.layer = model::layer_ops(model, parallel);
-  w.embedding = model::embedding_ops(model, parallel);
-  w.head = model::head_ops(model, parallel);
-  // The layer output crosses stage boundaries in 16-bit, sequence-sharded with SP.
-  w.boundary_bytes = 2ull * static_cast<std::uint64_t>(model.seq_len) * parallel.micro_batch *
-                     static_cast<std::uint64_t>(model.hidden) /
-                     (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull);
-  w.layer_params = model::layer_parameter_count_per_gpu(model, parallel);
-  w.embedding_params = model::embedding_parameter_count_per_gpu(model, parallel);
-  w.head_params = model::head_parameter_count_per_gpu(model, parallel);
-  return w;
-}
-
 BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
                            const Workload& workload) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
@@ -715,4 +734,4 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
   return Builder(sc, plan, topo, workload).build();
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

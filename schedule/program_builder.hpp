@@ -5,6 +5,7 @@
 /// overlapped recomputation on the recompute stream, with memory alloc/free per activation.
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
+#include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/program.hpp"
 #include "strategies/recompute_plan.hpp"
@@ -12,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
 /// Stream indices of every simulated GPU (names in kStreamNames).
 enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4 };
@@ -42,41 +43,14 @@ struct BuiltProgram {
   std::vector<LayerSpan> layer_forward;   ///< every layer forward pass (step_marker: its step's)
 };
 
-/// What one pipeline-stage GPU runs per micro-batch: the GPT ops of model/ (or synthetic ops
-/// in tests), per GPU (tensor-parallel shard).
-struct Workload {
-  std::vector<model::Op> layer;      ///< forward ops of one transformer layer
-  std::vector<model::Op> embedding;  ///< first virtual stage only
-  std::vector<model::Op> head;       ///< last virtual stage only
-  std::uint64_t boundary_bytes = 0;  ///< activation (and gradient) bytes sent between stages
-  std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
-  std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
-  std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
-};
-
-/// The Megatron GPT workload of `model` under `parallel` (model must be resolved).
-Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
-
-/// Kernel times of one op on `hw` (0 for collectives, which run as link flows).
-struct OpTimes {
-  TimePs fwd_ps = 0;
-  TimePs dgrad_ps = 0;
-  TimePs wgrad_ps = 0;
-};
-OpTimes op_times(const HardwareSpec& hw, const model::Op& op);
-
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
 /// order, TP fastest, then DP, then PP.
 hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
 
-/// Static bytes per GPU of a stage holding `layers` layers (weights, grads, Adam state;
-/// ZeRO paper's 16 bytes/parameter, 4 + 12/dp with the distributed optimizer) + reserve.
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu);
-
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With
 /// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).
-BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
-                           const Workload& workload);
+BuiltProgram build_program(const Scenario& sc, const strategy::RecomputePlan& plan,
+                           const hw::Topology& topo, const model::Workload& workload);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

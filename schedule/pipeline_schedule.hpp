@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 
 /// One step of a stage: forward or backward of one micro-batch on one model chunk.
 struct PipeStep {
@@ -24,4 +24,4 @@ std::vector<std::vector<PipeStep>> pipeline_order(ScheduleKind kind, int stages,
 int max_in_flight_micro_batches(ScheduleKind kind, int stages, int stage, int micro_batches,
                                 int chunks);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

@@ -1,10 +1,10 @@
-#include "strategies/pipeline_schedule.hpp"
+#include "schedule/pipeline_schedule.hpp"
 
 #include "common/error.hpp"
 
 #include <algorithm>
 
-namespace lynx::strategy {
+namespace lynx::schedule {
 namespace {
 
 std::vector<PipeStep> gpipe_stage(int micro_batches) {
@@ -96,4 +96,4 @@ int max_in_flight_micro_batches(ScheduleKind kind, int stages, int stage, int mi
   return micro_batches;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::schedule

@@ -3,7 +3,7 @@
 // forward and 2 us backward on a 1 PFLOP/s GPU at efficiency 1, no launch overhead, no
 // collectives, zero-byte stage transfers over zero-latency links (free communication).
 #include "scenarios/scenario.hpp"
-#include "strategies/program_builder.hpp"
+#include "model/workload.hpp"
 
 namespace lynx::test {
 
@@ -49,7 +49,7 @@ inline Scenario synthetic_scenario(int pp, int micro_batches, int chunks, Schedu
   return sc;
 }
 
-inline strategy::Workload synthetic_workload() {
+inline model::Workload synthetic_workload() {
   model::Op gemm;
   gemm.name = "gemm";
   gemm.kind = model::OpKind::kGemm;
@@ -58,7 +58,7 @@ inline strategy::Workload synthetic_workload() {
   gemm.bwd_dgrad_flops = 1e9;
   gemm.bwd_wgrad_flops = 1e9;
   gemm.saved_bytes = static_cast<std::uint64_t>(kSavedBytes);
-  strategy::Workload w;
+  model::Workload w;
   w.layer = {gemm};
   return w;
 }

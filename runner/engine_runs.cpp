@@ -1,0 +1,41 @@
+#include "runner/engine_runs.hpp"
+
+#include "common/clock.hpp"
+#include "runner/step_progress.hpp"
+
+namespace lynx {
+
+EngineRuns::EngineRuns(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+                       sim::ExecOptions options, bool show_progress)
+    : sc_(sc), topo_(topo), workload_(workload), options_(std::move(options)),
+      show_progress_(show_progress) {}
+
+std::size_t EngineRuns::run(const strategy::RecomputePlan& plan, const std::string& what) {
+  for (std::size_t i = 0; i < runs_.size(); ++i)
+    if (strategy::same_decisions(runs_[i].plan, plan)) return i;
+  const auto start = WallClock::now();
+  StepProgress progress(show_progress_, "simulating " + what);  // the build counts towards its second
+  EngineRun r;
+  r.plan = plan;
+  r.built = schedule::build_program(sc_, plan, topo_, workload_);
+  sim::ExecOptions options = options_;
+  if (show_progress_)
+    options.on_progress = [&progress](std::size_t ended, std::size_t total) { progress.update(ended, total); };
+  r.exec = sim::execute(r.built.machine, r.built.program, options);
+  progress.finish();
+  r.seconds = seconds_since(start);
+  r.makespan_ps = r.exec.makespan_ps;
+  r.fingerprint = r.exec.fingerprint;
+  for (TimePs t : r.exec.first_oom_ps) r.oom = r.oom || t >= 0;
+  runs_.push_back(std::move(r));
+  return runs_.size() - 1;
+}
+
+EngineRun EngineRuns::take(std::size_t i) { return std::move(runs_[i]); }
+
+void EngineRuns::discard(std::size_t i) {
+  runs_[i].built = {};
+  runs_[i].exec = {};
+}
+
+}  // namespace lynx

@@ -1,0 +1,61 @@
+#pragma once
+/// Every engine run of one simulated iteration, kept: a plan whose decisions equal those of a
+/// plan already run is not run again, and the run a caller picks is used as it is (the
+/// winning plan is executed once).
+#include "hw_models/topology.hpp"
+#include "model/workload.hpp"
+#include "scenarios/scenario.hpp"
+#include "schedule/program_builder.hpp"
+#include "sim/executor.hpp"
+#include "strategies/recompute_plan.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lynx {
+
+/// One engine run: the plan executed, its programs and their simulated result.
+struct EngineRun {
+  strategy::RecomputePlan plan;  ///< as first run (a later identical plan may carry another name)
+  schedule::BuiltProgram built;  ///< empty once discarded
+  sim::ExecResult exec;          ///< empty once discarded
+  // Kept after a discard: what comparing plans needs.
+  TimePs makespan_ps = 0;
+  bool oom = false;              ///< a simulated GPU exceeded its memory
+  std::uint64_t fingerprint = 0;
+  double seconds = 0;            ///< wall time of building + executing
+};
+
+/// Builds and executes plans of one resolved scenario, keeping every run.
+class EngineRuns {
+ public:
+  /// `sc` resolved and its layout checked; all referenced objects outlive this one.
+  /// `show_progress`: a progress bar for engine runs longer than a second (runner decides).
+  EngineRuns(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+             sim::ExecOptions options, bool show_progress);
+
+  /// Index of the run of `plan`'s decisions: an earlier one, else a new engine run (`what`
+  /// names it on the progress bar).
+  std::size_t run(const strategy::RecomputePlan& plan, const std::string& what);
+
+  const EngineRun& operator[](std::size_t i) const { return runs_[i]; }
+  /// Moves run `i` out (it stays listed, empty).
+  EngineRun take(std::size_t i);
+  /// Frees run `i`'s programs and result, keeping its plan and summary: for runs that will
+  /// not be reported (a plan identical to it still reuses it, for comparison only).
+  void discard(std::size_t i);
+  /// sim::execute calls made so far.
+  int executions() const { return static_cast<int>(runs_.size()); }
+
+ private:
+  const Scenario& sc_;
+  const hw::Topology& topo_;
+  const model::Workload& workload_;
+  sim::ExecOptions options_;
+  bool show_progress_;
+  std::vector<EngineRun> runs_;
+};
+
+}  // namespace lynx

@@ -1,0 +1,133 @@
+#include "runner/planning.hpp"
+
+#include "common/clock.hpp"
+#include "runner/step_progress.hpp"
+#include "schedule/overlap_windows.hpp"
+#include "schedule/pipeline_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace lynx {
+namespace {
+
+/// The planners' inputs measured on the keep-everything baseline run.
+strategy::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& baseline) {
+  const ParallelSpec& p = sc.parallel;
+  const int virtual_stages = p.pp * p.virtual_stages;
+  const int micro_batches = p.global_batch / (p.micro_batch * p.dp);
+  strategy::PlanningInputs in;
+  in.windows = strategy::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
+                                       schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
+                                       virtual_stages);
+  for (int k = 0; k < p.pp; ++k)
+    in.in_flight_chunks.push_back(
+        schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));
+  // Exposed TP communication per layer and micro-batch, for the partition's stage times.
+  const schedule::BuiltProgram& built = baseline.built;
+  TimePs tp_exposed = 0;
+  for (const auto& per_gpu : schedule::compute_stream_gaps(built.program, baseline.exec, built.machine.gpus.size()))
+    for (const schedule::IdleGap& gap : per_gpu)
+      if (gap.comm_in_flight_ps > 0 &&
+          built.program.tasks[static_cast<size_t>(gap.gate)].category == sim::Category::kTpComm)
+        tp_exposed += gap.comm_in_flight_ps;
+  const auto simulated_layers = static_cast<TimePs>(sc.model.layers) *
+                                static_cast<TimePs>(built.machine.gpus.size()) / p.pp;
+  in.tp_exposed_per_layer_ps = tp_exposed / std::max<TimePs>(1, simulated_layers * micro_batches);
+  return in;
+}
+
+}  // namespace
+
+PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
+                                const model::Workload& workload, EngineRuns& runs,
+                                bool show_progress) {
+  PlanningResult out;
+  strategy::PlannerOutput& po = out.planner;
+  const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
+
+  const auto started = WallClock::now();
+  RecomputeSpec keep;
+  const auto uniform = strategy::uniform_partition(sc.model.layers, virtual_stages);
+  out.baseline = runs.run(strategy::plan_fixed_strategy(keep, uniform), "the baseline");
+  strategy::PlanningInputs inputs = measure_inputs(sc, runs[out.baseline]);
+  po.windows = inputs.windows;
+  out.baseline_seconds = seconds_since(started);
+
+  auto decide = [&](auto&& step) {  // planner work, timed as search
+    const auto t = WallClock::now();
+    auto result = step();
+    out.search_seconds += seconds_since(t);
+    return result;
+  };
+  const strategy::LynxPlanner planner =
+      decide([&] { return strategy::LynxPlanner(sc, topo, workload, std::move(inputs)); });
+  const std::string label = strategy::to_string(sc.recompute.strategy);
+
+  std::vector<std::int64_t> cut(static_cast<size_t>(sc.parallel.pp), 0);
+  strategy::SearchResult searched;
+  std::size_t searched_run = 0;
+  std::vector<std::size_t> overflowed;  // runs of rounds searched again
+  for (int round = 0; round < 3; ++round) {
+    StepProgress bar(show_progress, fmt::format("{}: search {}, stage solves", label, round + 1));
+    searched = decide([&] {
+      return planner.search(cut, [&](int done, int total) {
+        bar.update(static_cast<size_t>(done), static_cast<size_t>(total));
+      });
+    });
+    bar.finish();
+    po.confirm_rounds = round + 1;
+    // Confirm with the engine; tighten the budget of any stage that overflowed.
+    searched_run = runs.run(searched.plan, fmt::format("confirmation {}", round + 1));
+    const EngineRun& r = runs[searched_run];
+    if (!decide([&] { return planner.tighten_budgets(searched, r.built.gpu_stage, r.exec.peak_bytes, cut); }))
+      break;
+    overflowed.push_back(searched_run);
+  }
+  // Earlier rounds overflowed: out of memory, so never the winner (an identical plan loses too).
+  for (std::size_t i : overflowed)
+    if (i != out.baseline && i != searched_run && runs[i].oom) runs.discard(i);
+  po.problems = searched.problems;
+  po.solutions = searched.solutions;
+  po.plan = searched.plan;
+  out.winner = searched_run;
+
+  // Keep the fastest plan that fits in simulation; ties keep the earlier one.
+  StepProgress bar(show_progress, fmt::format("{}: alternatives, stage solves", label));
+  const auto alternatives = decide([&] {
+    int done = 0;
+    return planner.alternatives(searched, [&](int, int total) {
+      bar.update(static_cast<size_t>(++done), static_cast<size_t>(2 * total));
+    });
+  });
+  bar.finish();
+  // Only runs that may still be reported keep their programs (memory of large simulations).
+  const auto is_baseline = [&](const strategy::RecomputePlan& plan) {
+    return strategy::same_decisions(plan, runs[out.baseline].plan);
+  };
+  if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
+    runs.discard(out.baseline);
+  for (const strategy::RecomputePlan& candidate : alternatives) {
+    const std::size_t i = runs.run(candidate, candidate.strategy);
+    if (i == out.winner) continue;  // the same plan: the same result, no faster
+    const EngineRun& best = runs[out.winner];
+    const EngineRun& r = runs[i];
+    // A candidate that loses can never be reported, nor can a winner it replaces.
+    if (r.oom || (!best.oom && r.makespan_ps >= best.makespan_ps)) {
+      runs.discard(i);
+      continue;
+    }
+    runs.discard(out.winner);
+    out.winner = i;
+    po.plan = candidate;
+    po.fallback = candidate.strategy;
+  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(runs.executions()); ++i)
+    if (i != out.baseline) out.confirm_seconds += runs[i].seconds;
+  po.search_seconds = out.search_seconds;
+  po.baseline_seconds = out.baseline_seconds;
+  return out;
+}
+
+}  // namespace lynx

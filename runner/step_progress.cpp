@@ -1,0 +1,29 @@
+#include "runner/step_progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace lynx {
+
+namespace {
+constexpr double kQuietSeconds = 1.0;  ///< steps shorter than this draw nothing
+}  // namespace
+
+StepProgress::StepProgress(bool enabled, std::string label)
+    : enabled_(enabled), bar_(0, std::move(label), enabled) {}
+
+void StepProgress::update(std::size_t done, std::size_t total) {
+  if (!enabled_ || (!shown_ && seconds_since(start_) < kQuietSeconds)) return;
+  shown_ = true;
+  bar_.set_total(total);
+  bar_.update(done);
+}
+
+void StepProgress::finish() {
+  if (shown_) bar_.finish();
+}
+
+bool progress_allowed() { return isatty(fileno(stderr)) != 0; }
+
+}  // namespace lynx

@@ -1,0 +1,99 @@
+// The planners' engine runs (runner/planning.cpp): counted, never repeated for identical plans,
+// the winner's run reported as it is (not executed again), and the reported strategy names the
+// plan that ran when a narrower fallback wins.
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+using namespace lynx;
+
+namespace {
+
+Scenario paper(const std::string& name, const std::string& strategy) {
+  return load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name + ".yaml",
+                            {"recompute.strategy=" + strategy});
+}
+
+/// Engine runs are distinct plans (identical plans give identical fingerprints), the reported
+/// result is one of them, and running the reported plan alone reproduces it.
+void check_runs(const Scenario& sc, const SimRun& run) {
+  const SimResult& r = run.result;
+  REQUIRE(static_cast<int>(run.engine_runs.size()) == r.engine_runs);
+  std::set<std::uint64_t> fingerprints;
+  for (const EngineRunSummary& e : run.engine_runs) fingerprints.insert(e.fingerprint);
+  CHECK(fingerprints.size() == run.engine_runs.size());  // no plan ran twice
+  REQUIRE(run.reported_run < run.engine_runs.size());
+  CHECK(run.engine_runs[run.reported_run].fingerprint == r.event_fingerprint);
+  CHECK(ps_to_s(run.engine_runs[run.reported_run].makespan_ps) == r.iteration_time_s);
+  SimOptions alone;
+  alone.plan = &run.plan;
+  const SimResult again = simulate(sc, alone).result;
+  CHECK(again.engine_runs == 1);
+  CHECK(again.event_fingerprint == r.event_fingerprint);
+  CHECK(again.iteration_time_s == r.iteration_time_s);
+}
+
+}  // namespace
+
+TEST_CASE("lynx-heu: baseline + confirmations + distinct alternatives, the winner not run again") {
+  const Scenario sc = paper("pcie-gpt-13b", "lynx-heu");
+  const SimRun run = simulate(sc);
+  check_runs(sc, run);
+  // Baseline, one run per confirmation round, and at most the four alternatives (no-forward-
+  // windows, no-overlap, selective, full); on PCIe the searched plan uses no forward window, so
+  // "no-forward-windows" is the same plan and is not run.
+  CHECK(run.engine_runs.front().plan == "none");
+  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 3);
+  CHECK(run.result.strategy == "lynx-heu");
+  CHECK(run.result.strategy_requested == "lynx-heu");
+  CHECK(run.reported_run == static_cast<std::size_t>(run.planner.confirm_rounds));  // its confirmation
+  CHECK(run.result.confirm_seconds >= run.result.simulate_seconds);
+  CHECK(run.result.baseline_seconds > 0);
+}
+
+TEST_CASE("checkmate: baseline, confirmations, selective and full") {
+  const Scenario sc = paper("pcie-gpt-13b", "checkmate");
+  const SimRun run = simulate(sc);
+  check_runs(sc, run);
+  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 2);
+}
+
+TEST_CASE("a plan identical to the baseline reuses the baseline's run") {
+  // GPT 1.3B fits without recomputation: the searched plan and its restricted forms keep
+  // everything, so only the baseline, selective and full run.
+  const Scenario sc = paper("nvlink-gpt-1.3b", "lynx-heu");
+  const SimRun run = simulate(sc);
+  check_runs(sc, run);
+  CHECK(run.result.engine_runs == 3);
+  CHECK(run.reported_run == 0);
+  CHECK(run.result.strategy == "lynx-heu");  // the searched plan won, though it ran as the baseline
+  CHECK(run.result.simulate_seconds <= run.result.baseline_seconds);
+}
+
+TEST_CASE("a fixed strategy and a --plan run execute once") {
+  const Scenario sc = paper("pcie-gpt-13b", "selective");
+  const SimRun run = simulate(sc);
+  CHECK(run.result.engine_runs == 1);
+  CHECK(run.result.strategy == "selective");
+  CHECK(run.result.baseline_seconds == 0);
+  CHECK(run.result.confirm_seconds == 0);
+}
+
+TEST_CASE("strategy names the fallback that ran when a narrower plan wins") {
+  // PCIe GPT 2.7B: the engine finds the searched plan without forward windows faster.
+  for (const char* planner : {"lynx-heu", "lynx-opt"}) {
+    CAPTURE(planner);
+    const Scenario sc = paper("pcie-gpt-2.7b", planner);
+    const SimRun run = simulate(sc);
+    check_runs(sc, run);
+    CHECK(run.result.strategy == "no-forward-windows");
+    CHECK(run.result.strategy_requested == planner);
+    CHECK(run.planner.fallback == "no-forward-windows");
+    CHECK(run.plan.strategy == "no-forward-windows");
+    CHECK(run.engine_runs[run.reported_run].plan == "no-forward-windows");
+  }
+}
