@@ -80,8 +80,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
     const auto dash = stem.find('-');
     if (dash == std::string::npos) fail("{}: paper scenario names are CLUSTER-MODEL.yaml", file.string());
     const std::string cluster = stem.substr(0, dash);
-    Scenario sc = load_scenario_file(file.string());
-    sc.model = model::resolve_model(sc.model);
+    const Scenario sc = model::load_scenario_file(file.string()).scenario();
     if (!wanted(clusters, cluster) || !wanted(models, sc.model.preset)) continue;
     runs.emplace_back(cluster, sc);
   }
@@ -102,8 +101,8 @@ int cmd_figures(const std::vector<std::string>& argv) {
   for (const auto& [cluster, base] : runs) {
     for (const auto& strategy : strategies) {
       bar.update(rows.size(), fmt::format("{} {} {}", cluster, base.model.preset, strategy));
-      Scenario sc = load_scenario_text(scenario_to_yaml(base), base.source_file,
-                                       {"recompute.strategy=" + strategy});
+      const auto sc = model::load_scenario_text(scenario_to_yaml(base), base.source_file,
+                                                {"recompute.strategy=" + strategy});
       rows.push_back({cluster, simulate(sc).result});
     }
   }
@@ -135,7 +134,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
     }
     fmt::print(csv, "{},{} ({}),{},{:.4f},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{},{:.6f},{:.6f},"
                     "{:.3f},{:.3f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f}\n",
-               row.cluster, sc.hardware.gpu_name, sc.hardware.intra_node, sc.model.preset,
+               row.cluster, sc.hardware.gpu_name, to_string(sc.hardware.intra_node), sc.model.preset,
                model::parameter_count(sc.model) / 1e9, r.gpus, sc.parallel.tp, sc.parallel.pp,
                sc.parallel.dp, sc.parallel.micro_batch, sc.parallel.global_batch, r.strategy,
                r.oom ? "true" : "false", r.oom ? std::to_string(r.oom_stage) : "",

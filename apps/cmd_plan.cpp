@@ -25,8 +25,9 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "search), confirms it with the engine, and writes the plan YAML that "
                      "`lynxsim run --plan` reads."))
     return 0;
-  const Scenario scenario = load_scenario(args);
-  const SimRun run = simulate(scenario);
+  const model::ResolvedScenario resolved = load_scenario(args);
+  const Scenario& scenario = resolved.scenario();
+  const SimRun run = simulate(resolved);
   const std::string yaml = strategy::plan_to_yaml(
       run.plan, scenario.name, run.planner.solutions.empty() ? nullptr : &run.planner);
   if (output_path.empty()) {

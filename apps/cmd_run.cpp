@@ -1,6 +1,5 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
-#include "model/gpt.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
@@ -31,17 +30,17 @@ int cmd_run(const std::vector<std::string>& argv) {
                      "[--trace OUT.json] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
   const auto report_format = parse_report_format(format);
-  const Scenario scenario = load_scenario(args);
+  const model::ResolvedScenario resolved = load_scenario(args);
+  const Scenario& scenario = resolved.scenario();
   SimOptions options;
   options.keep_trace_data = !trace_path.empty();
   strategy::RecomputePlan plan;
   if (!plan_path.empty()) {
-    const ModelSpec model = model::resolve_model(scenario.model);
     plan = strategy::load_plan_file(plan_path, scenario.parallel.pp * scenario.parallel.virtual_stages,
-                                    model.layers);
+                                    scenario.model.layers);
     options.plan = &plan;
   }
-  const SimRun run = simulate(scenario, options);
+  const SimRun run = simulate(resolved, options);
   if (!trace_path.empty()) {
     std::ofstream trace(trace_path);
     if (!trace) fail("--trace: cannot write '{}'", trace_path);

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     lynx::SimResult last;
     for (int r = 0; r < repeats; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      const lynx::Scenario sc = lynx::load_scenario_file(c.file, c.overrides);
+      const auto sc = lynx::model::load_scenario_file(c.file, c.overrides);
       last = lynx::simulate(sc).result;
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
     double tokens[2] = {0, 0};
     const char* strategies[2] = {"lynx-heu", "lynx-opt"};
     for (int k = 0; k < 2; ++k) {
-      const lynx::Scenario sc =
-          lynx::load_scenario_file(f.string(), {std::string("recompute.strategy=") + strategies[k]});
+      const auto sc =
+          lynx::model::load_scenario_file(f.string(), {std::string("recompute.strategy=") + strategies[k]});
       const lynx::SimResult r = lynx::simulate(sc).result;
       ms[k] = r.search_seconds * 1e3;
       tokens[k] = r.tokens_per_s;

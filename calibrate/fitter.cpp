@@ -644,7 +644,7 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
     if (auto fit = fit_alpha_beta(rows, notes)) rep.collectives.push_back(*fit);
 
   // Links. Intra-node: one joint fit over every intra collective, t = λ·steps + wire/bw.
-  const bool pcie_nodes = base.intra_node == "pcie";
+  const bool pcie_nodes = base.intra_node == IntraNode::kPcie;
   LinkSpec HardwareSpec::*intra_link = pcie_nodes ? &HardwareSpec::pcie : &HardwareSpec::nvlink;
   const std::string intra_field = pcie_nodes ? "node.pcie" : "node.nvlink";
   std::vector<LinkRow> intra_rows, inter_rows;

@@ -89,7 +89,7 @@ TEST_CASE("dgx-a100-80gb: A100-SXM4-80GB in a DGX A100") {
   CHECK(hw.hbm_bw_bytes_per_s == 2'039'000'000'000ULL);  // 2039 GB/s
   CHECK(hw.memory_bytes == 80 * kGiB);
   CHECK(hw.gpus_per_node == 8);
-  CHECK(hw.intra_node == "nvswitch");
+  CHECK(hw.intra_node == IntraNode::kNvSwitch);
   CHECK(hw.nvlink.bw_bytes_per_s == 300'000'000'000ULL);  // 12 links x 25 GB/s per direction
   CHECK(hw.pcie.bw_bytes_per_s == 31'500'000'000ULL);     // gen4 x16
   CHECK(hw.nics_per_node == 8);
@@ -105,7 +105,7 @@ TEST_CASE("a100-pcie-40gb: PCIe only, two GPUs per switch") {
   CHECK(hw.peak_flops_per_s == 312'000'000'000'000ULL);
   CHECK(hw.hbm_bw_bytes_per_s == 1'555'000'000'000ULL);
   CHECK(hw.memory_bytes == 40 * kGiB);
-  CHECK(hw.intra_node == "pcie");
+  CHECK(hw.intra_node == IntraNode::kPcie);
   CHECK(hw.nvlink.bw_bytes_per_s == 0);
   CHECK(hw.gpus_per_pcie_switch == 2);
   CHECK(hw.pcie.bw_bytes_per_s == 31'500'000'000ULL);
@@ -131,7 +131,7 @@ TEST_CASE("dgx-h100-80gb and h200-sxm-141gb: Hopper, NVLink4, NDR") {
   CHECK(h200.nvlink.bw_bytes_per_s == 450'000'000'000ULL);
   CHECK(h200.nic.bw_bytes_per_s == 50'000'000'000ULL);
   CHECK(h200.nics_per_node == 8);
-  CHECK(h200.intra_node == "nvswitch");
+  CHECK(h200.intra_node == IntraNode::kNvSwitch);
 }
 
 TEST_CASE("unknown built-in profile lists the known ones") {
