@@ -18,6 +18,7 @@ class LayoutError : public Error {
  public:
   LayoutError(std::vector<std::string> keys, const std::string& message)
       : Error(message), keys_(std::move(keys)) {}
+  /// The scenario keys involved, in the order the message names them.
   const std::vector<std::string>& keys() const { return keys_; }
 
  private:

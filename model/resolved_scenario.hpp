@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace lynx::model {
@@ -26,7 +27,9 @@ ResolvedScenario resolve_scenario(const Scenario& scenario, const std::string& l
 /// To change one, copy its scenario() and resolve the copy again.
 class ResolvedScenario {
  public:
+  /// The scenario, resolved and checked.
   const Scenario& scenario() const { return scenario_; }
+  /// Its fields: `resolved->model.layers`.
   const Scenario* operator->() const { return &scenario_; }
 
  private:

@@ -2,6 +2,8 @@
 
 #include "common/error.hpp"
 
+#include <utility>
+
 namespace lynx {
 
 KeyOrigins::KeyOrigins(std::string top) : top_(std::move(top)) {}
