@@ -12,9 +12,9 @@ void add_scenario_options(po::options_description& desc, ScenarioArgs& args) {
       "override a scenario field: --set key.path=value (repeatable)")("help,h", "show this help");
 }
 
-Scenario load_scenario(const ScenarioArgs& args) {
-  return args.file.empty() ? default_scenario(args.overrides)
-                           : load_scenario_file(args.file, args.overrides);
+model::ResolvedScenario load_scenario(const ScenarioArgs& args) {
+  return args.file.empty() ? model::default_scenario(args.overrides)
+                           : model::load_scenario_file(args.file, args.overrides);
 }
 
 bool parse_options(const std::vector<std::string>& argv, po::options_description& desc,

@@ -1,7 +1,7 @@
 #pragma once
 /// Shared pieces of the lynxsim subcommands: one file per command (cmd_*.cpp), each a
 /// function taking the arguments after the command name and returning the exit code.
-#include "scenarios/scenario.hpp"
+#include "model/resolved_scenario.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -20,8 +20,8 @@ struct ScenarioArgs {
 
 /// Adds FILE, --set and --help to `desc`.
 void add_scenario_options(po::options_description& desc, ScenarioArgs& args);
-/// The scenario named by args (the built-in default when no FILE), overrides applied.
-Scenario load_scenario(const ScenarioArgs& args);
+/// The scenario named by args (the built-in default when no FILE), overrides applied, resolved.
+model::ResolvedScenario load_scenario(const ScenarioArgs& args);
 /// Parses options with `positional` names in order; prints usage + options and returns false
 /// on --help.
 bool parse_options(const std::vector<std::string>& argv, po::options_description& desc,

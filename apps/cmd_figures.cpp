@@ -73,7 +73,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
   const std::vector<PaperRun> runs = paper_runs(selection);
   ProgressBar bar(runs.size(), "figures");
   const std::vector<PaperRow> rows = run_paper_experiment(runs, [&](std::size_t done, const PaperRun& next) {
-    bar.update(done, fmt::format("{} {} {}", next.cluster, next.scenario.model.preset, next.strategy));
+    bar.update(done, fmt::format("{} {} {}", next.cluster, next.scenario->model.preset, next.strategy));
   });
   bar.finish();
 

@@ -51,10 +51,10 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "`lynxsim run --plan` reads: every layer's decisions, the resolved scenario "
                      "they were made for, and how they were made."))
     return 0;
-  const Scenario scenario = load_scenario(args);
+  const model::ResolvedScenario resolved = load_scenario(args);
   SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
-  const SimRun run = simulate(scenario, options);
+  const SimRun run = simulate(resolved, options);
   const std::string yaml = strategy::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
   if (output_path.empty()) {
     std::cout << yaml;
@@ -64,7 +64,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
     out << yaml;
   }
   fmt::print(std::cerr, "{}: {} plan, simulated iteration {:.4f} s, {:.0f} tokens/s{}{}\n",
-             scenario.name, run.result.strategy, run.result.iteration_time_s, run.result.tokens_per_s,
+             resolved->name, run.result.strategy, run.result.iteration_time_s, run.result.tokens_per_s,
              run.result.oom ? fmt::format(", OOM on stage {}", run.result.oom_stage) : "",
              output_path.empty() ? "" : fmt::format("; written to {}", output_path));
   return 0;

@@ -38,17 +38,14 @@ int cmd_run(const std::vector<std::string>& argv) {
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
   strategy::PlanFile plan_file;
-  Scenario scenario;
-  if (!plan_path.empty()) {
-    plan_file = strategy::read_plan_file(plan_path);
-    scenario = strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
-    options.plan = &plan_file.plan;
-  } else {
-    scenario = load_scenario(args);
-  }
-  const TraceRequest trace = parse_trace_request(trace_args, scenario.parallel.pp);
+  if (!plan_path.empty()) plan_file = strategy::read_plan_file(plan_path);
+  const model::ResolvedScenario resolved =
+      plan_path.empty() ? load_scenario(args)
+                        : strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
+  if (!plan_path.empty()) options.plan = &plan_file.plan;
+  const TraceRequest trace = parse_trace_request(trace_args, resolved->parallel.pp);
   options.keep_trace_data = !trace.path.empty();
-  const SimRun run = simulate(scenario, options);
+  const SimRun run = simulate(resolved, options);
   write_trace(trace, run);
   if (output_path.empty()) {
     write_report(std::cout, run.result, report_format);

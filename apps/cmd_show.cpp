@@ -14,8 +14,8 @@ int cmd_show(const std::vector<std::string>& argv) {
   po::options_description desc("show options");
   add_scenario_options(desc, args);
   if (!parse_options(argv, desc, {"file"}, "usage: lynxsim show [FILE] [--set k=v]...")) return 0;
-  Scenario scenario = load_scenario(args);
-  scenario.model = model::resolve_model(scenario.model);
+  const model::ResolvedScenario resolved = load_scenario(args);
+  const Scenario& scenario = resolved.scenario();
   std::cout << scenario_to_yaml(scenario);
   const auto& m = scenario.model;
   const auto& p = scenario.parallel;

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     lynx::SimResult last;
     for (int r = 0; r < repeats; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      const lynx::Scenario sc = lynx::load_scenario_file(c.file, c.overrides);
+      const auto sc = lynx::model::load_scenario_file(c.file, c.overrides);
       last = lynx::simulate(sc).result;
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     lynx::SimResult r[2];
     const char* strategies[2] = {"lynx-heu", "lynx-opt"};
     for (int k = 0; k < 2; ++k)
-      r[k] = lynx::simulate(lynx::load_scenario_file(
+      r[k] = lynx::simulate(lynx::model::load_scenario_file(
                                 f.string(), {std::string("recompute.strategy=") + strategies[k]}))
                  .result;
     auto all_ms = [](const lynx::SimResult& x) {

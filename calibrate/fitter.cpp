@@ -677,7 +677,7 @@ CollectiveGroups fit_collectives(FitState& st) {
 /// collective, t = λ·steps + wire/bw. Returns the fit (unfitted when not set).
 LinkFit fit_intra_link(FitState& st, const CollectiveGroups& groups) {
   const HardwareSpec& base = st.base;
-  const bool pcie_nodes = base.intra_node == "pcie";
+  const bool pcie_nodes = base.intra_node == IntraNode::kPcie;
   LinkSpec HardwareSpec::*intra_link = pcie_nodes ? &HardwareSpec::pcie : &HardwareSpec::nvlink;
   const std::string intra_field = pcie_nodes ? "node.pcie" : "node.nvlink";
   std::vector<LinkRow> intra_rows;

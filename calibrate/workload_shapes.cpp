@@ -110,9 +110,8 @@ MemoryKernelShape memory_kernel_for(const model::Op& op, const Dims& d, const st
   return shape;
 }
 
-void add_point(WorkloadShapes& out, const ModelSpec& spec, int tp, int micro_batch,
+void add_point(WorkloadShapes& out, const ModelSpec& m, int tp, int micro_batch,
                const ShapeDerivationOptions& options, bool& flash_noted) {
-  const ModelSpec m = model::resolve_model(spec);  // unknown preset: throws, by design
   const std::string preset =
       m.preset.empty() ? fmt::format("custom-h{}-a{}", m.hidden, m.heads) : m.preset;
   ParallelSpec p;

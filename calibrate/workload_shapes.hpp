@@ -63,12 +63,15 @@ struct MemoryKernelShape {
 /// 2eRC.
 std::uint64_t memory_kernel_bytes(const MemoryKernelShape& shape, int element_bytes);
 
-/// A preset model (model::preset_names()) with sequence length `seq_len`.
+/// A preset model (model::preset_names()) with sequence length `seq_len`, resolved; an
+/// unknown name throws lynx::Error listing the known ones.
 ModelSpec preset_model(const std::string& preset, int seq_len);
 
 /// What to derive shapes for.
 struct ShapeDerivationOptions {
-  std::vector<ModelSpec> models;  ///< presets or custom shapes, each with its seq_len
+  /// Resolved shapes (preset_model, or model::resolve_model for a custom one), each with its
+  /// seq_len.
+  std::vector<ModelSpec> models;
   std::vector<int> tp{1};
   std::vector<int> micro_batch{1};
   bool sequence_parallel = false;

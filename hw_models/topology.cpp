@@ -352,15 +352,12 @@ Topology::Topology(const HardwareSpec& hw) : impl_(std::make_unique<Impl>()) {
   if (hw.nodes < 1) fail("hardware '{}': nodes must be >= 1, got {}", profile, hw.nodes);
   if (hw.gpus_per_node < 1)
     fail("hardware '{}': gpus_per_node must be >= 1, got {}", profile, hw.gpus_per_node);
-  if (hw.intra_node != "nvswitch" && hw.intra_node != "pcie")
-    fail("hardware '{}': intra_node must be 'nvswitch' or 'pcie', got '{}'", profile,
-         hw.intra_node);
   if (hw.gpus_per_pcie_switch < 1)
     fail("hardware '{}': gpus_per_pcie_switch must be >= 1, got {}", profile,
          hw.gpus_per_pcie_switch);
   t.nodes = hw.nodes;
   t.gpus_per_node = hw.gpus_per_node;
-  t.nvswitch = hw.intra_node == "nvswitch";
+  t.nvswitch = hw.intra_node == IntraNode::kNvSwitch;
   t.gpus_per_pcie_switch = hw.gpus_per_pcie_switch;
   t.pcie_switches_per_node = (hw.gpus_per_node + hw.gpus_per_pcie_switch - 1) /
                              hw.gpus_per_pcie_switch;

@@ -16,7 +16,7 @@ using Rank = int;
 class Topology {
  public:
   /// Builds the link graph; throws lynx::Error for an invalid shape (nodes, gpus_per_node,
-  /// intra_node, gpus_per_pcie_switch, zero bandwidths of links that exist, no NICs on a
+  /// gpus_per_pcie_switch, zero bandwidths of links that exist, no NICs on a
   /// multi-node cluster). NICs and the fabric exist only when nodes > 1.
   explicit Topology(const HardwareSpec& hw);
   ~Topology();

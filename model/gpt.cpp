@@ -72,29 +72,51 @@ struct Dims {
   std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
 };
 
-void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
-  if (p.tp < 1) fail("parallel.tp must be >= 1, got {}", p.tp);
-  if (p.micro_batch < 1) fail("parallel.micro_batch must be >= 1, got {}", p.micro_batch);
-  if (m.heads % p.tp != 0)
-    fail("model.heads ({}) is not divisible by parallel.tp ({}): pick a tp that divides the "
-         "number of attention heads",
-         m.heads, p.tp);
-  if (m.ffn_hidden % p.tp != 0)
-    fail("model.ffn_hidden ({}) is not divisible by parallel.tp ({}): pick a tp that divides "
-         "ffn_hidden, or change ffn_hidden",
-         m.ffn_hidden, p.tp);
-  if (m.vocab % p.tp != 0)
-    fail("model.vocab ({}) is not divisible by parallel.tp ({}): pad the vocabulary to a "
-         "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
-         m.vocab, p.tp);
-  if (p.sequence_parallel && m.seq_len % p.tp != 0)
-    fail("model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence parallelism "
-         "needs: change seq_len or tp, or turn off parallel.sequence_parallel",
-         m.seq_len, p.tp);
+/// Throws LayoutError for `keys` (in the order the message names them).
+template <typename... Args>
+[[noreturn]] void fail_layout(std::vector<std::string> keys, fmt::format_string<Args...> format,
+                              Args&&... args) {
+  throw LayoutError(std::move(keys), fmt::format(format, std::forward<Args>(args)...));
 }
 
-Dims dims_of(const ModelSpec& spec, const ParallelSpec& p) {
-  const ModelSpec m = resolve_model(spec);
+/// Every function taking a ModelSpec needs it resolved (resolve_model / resolve_scenario).
+void require_resolved(const ModelSpec& m) {
+  LYNX_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.ffn_hidden > 0,
+             "model not resolved (layers {}, hidden {}, heads {}, ffn_hidden {}): call "
+             "model::resolve_model or model::resolve_scenario first",
+             m.layers, m.hidden, m.heads, m.ffn_hidden);
+}
+
+void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
+  require_resolved(m);
+  if (p.tp < 1) fail_layout({"parallel.tp"}, "parallel.tp must be >= 1, got {}", p.tp);
+  if (p.micro_batch < 1)
+    fail_layout({"parallel.micro_batch"}, "parallel.micro_batch must be >= 1, got {}",
+                p.micro_batch);
+  if (m.heads % p.tp != 0)
+    fail_layout({"model.heads", "parallel.tp"},
+                "model.heads ({}) is not divisible by parallel.tp ({}): pick a tp that divides "
+                "the number of attention heads",
+                m.heads, p.tp);
+  if (m.ffn_hidden % p.tp != 0)
+    fail_layout({"model.ffn_hidden", "parallel.tp"},
+                "model.ffn_hidden ({}) is not divisible by parallel.tp ({}): pick a tp that "
+                "divides ffn_hidden, or change ffn_hidden",
+                m.ffn_hidden, p.tp);
+  if (m.vocab % p.tp != 0)
+    fail_layout({"model.vocab", "parallel.tp"},
+                "model.vocab ({}) is not divisible by parallel.tp ({}): pad the vocabulary to a "
+                "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
+                m.vocab, p.tp);
+  if (p.sequence_parallel && m.seq_len % p.tp != 0)
+    fail_layout({"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
+                "model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence "
+                "parallelism needs: change seq_len or tp, or turn off "
+                "parallel.sequence_parallel",
+                m.seq_len, p.tp);
+}
+
+Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
   Dims d{};
   d.s = m.seq_len;
@@ -287,15 +309,17 @@ ModelSpec resolve_model(const ModelSpec& spec) {
     for (const Preset& preset : kPresets)
       if (preset.name == spec.preset) found = &preset;
     if (found == nullptr)
-      fail("model.preset: unknown preset '{}' (known: {})", spec.preset, joined_preset_names());
+      fail_layout({"model.preset"}, "unknown model preset '{}' (known: {})", spec.preset,
+                  joined_preset_names());
     // Explicit non-zero fields override the preset's shape.
     if (m.layers == 0) m.layers = found->layers;
     if (m.hidden == 0) m.hidden = found->hidden;
     if (m.heads == 0) m.heads = found->heads;
   } else if (m.layers == 0 || m.hidden == 0 || m.heads == 0) {
-    fail("model: a custom model (no preset) needs layers, hidden and heads (got layers {}, "
-         "hidden {}, heads {}); or name a preset: {}",
-         m.layers, m.hidden, m.heads, joined_preset_names());
+    fail_layout({"model"},
+                "a custom model (no model.preset) needs model.layers, model.hidden and "
+                "model.heads (got layers {}, hidden {}, heads {}); or name a preset: {}",
+                m.layers, m.hidden, m.heads, joined_preset_names());
   }
   if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;  // GPT convention: f = 4h
   const std::array<std::pair<const char*, int>, 6> positive{{{"layers", m.layers},
@@ -305,27 +329,33 @@ ModelSpec resolve_model(const ModelSpec& spec) {
                                                               {"seq_len", m.seq_len},
                                                               {"vocab", m.vocab}}};
   for (const auto& [field, value] : positive)
-    if (value <= 0) fail("model.{} must be positive, got {}", field, value);
+    if (value <= 0)
+      fail_layout({fmt::format("model.{}", field)}, "model.{} must be positive, got {}", field,
+                  value);
   if (m.hidden % m.heads != 0)
-    fail("model.hidden ({}) is not divisible by model.heads ({}): the head size must be whole",
-         m.hidden, m.heads);
+    fail_layout({"model.hidden", "model.heads"},
+                "model.hidden ({}) is not divisible by model.heads ({}): the head size must be "
+                "whole",
+                m.hidden, m.heads);
   return m;
 }
 
-void check_layout(const ModelSpec& spec, const ParallelSpec& p) {
-  const ModelSpec m = resolve_model(spec);
+void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
-  if (p.pp < 1) fail("parallel.pp must be >= 1, got {}", p.pp);
-  if (p.virtual_stages < 1) fail("parallel.virtual_stages must be >= 1, got {}", p.virtual_stages);
+  if (p.pp < 1) fail_layout({"parallel.pp"}, "parallel.pp must be >= 1, got {}", p.pp);
+  if (p.virtual_stages < 1)
+    fail_layout({"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",
+                p.virtual_stages);
   const int chunks = p.pp * p.virtual_stages;
   if (m.layers % chunks != 0)
-    fail("model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages ({} × {} = "
-         "{}): every model chunk needs the same number of layers",
-         m.layers, p.pp, p.virtual_stages, chunks);
+    fail_layout({"model.layers", "parallel.pp", "parallel.virtual_stages"},
+                "model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages "
+                "({} × {} = {}): every model chunk needs the same number of layers",
+                m.layers, p.pp, p.virtual_stages, chunks);
 }
 
-double parameter_count(const ModelSpec& spec) {
-  const ModelSpec m = resolve_model(spec);
+double parameter_count(const ModelSpec& m) {
+  require_resolved(m);
   const double l = m.layers, h = m.hidden, f = m.ffn_hidden, v = m.vocab, s = m.seq_len;
   // Per layer: QKV 3h²+3h, out-proj h²+h, FC1 hf+f, FC2 fh+h, two LayerNorms 4h
   // = 4h² + 2hf + 9h + f, which is 12h² + 13h for f = 4h (Narayanan et al. 2021, Eq. 2).
@@ -333,20 +363,20 @@ double parameter_count(const ModelSpec& spec) {
   return l * per_layer + (v + s) * h;
 }
 
-double model_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
-  const ModelSpec m = resolve_model(spec);
+double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+  require_resolved(m);
   const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
   return 72.0 * big_b * l * s * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
 }
 
-double selective_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
-  const ModelSpec m = resolve_model(spec);
+double selective_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+  require_resolved(m);
   const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
   return 72.0 * big_b * l * s * h * h * (1.0 + s / (3.0 * h) + v / (12.0 * l * h));
 }
 
-double full_recompute_flops_per_iteration(const ModelSpec& spec, std::int64_t global_batch) {
-  const ModelSpec m = resolve_model(spec);
+double full_recompute_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+  require_resolved(m);
   const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
   return 96.0 * big_b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
@@ -378,9 +408,9 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.h / d.t);
   ops.push_back(std::move(out_proj));
   if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
-  ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kLayerNorm));
+  ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kPost));
 
-  ops.push_back(layer_norm_op(d, "ln2", OpGroup::kLayerNorm));
+  ops.push_back(layer_norm_op(d, "ln2", OpGroup::kPost));
   if (tp) ops.push_back(tp_region_entry(d, "mlp", OpGroup::kMlp));
 
   const std::int64_t ffn_local = d.f / d.t;
@@ -398,7 +428,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   fc2.saved_bytes = u64(ffn_act);
   ops.push_back(std::move(fc2));
   if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
-  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kLayerNorm));
+  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kPost));
   return ops;
 }
 

@@ -3,6 +3,7 @@
 /// graph (FLOPs, HBM bytes, activation bytes saved for backward, TP/SP collectives) for one
 /// pipeline-stage GPU (tensor-parallel degree t, micro-batch b). All sizes in bytes, 16-bit
 /// training (bf16/fp16 activations, 1-byte dropout masks).
+#include "common/error.hpp"
 #include "scenarios/scenario.hpp"
 
 #include <cstdint>
@@ -11,14 +12,28 @@
 
 namespace lynx::model {
 
+/// A model shape or parallel layout that cannot be simulated. keys(): the scenario keys
+/// involved, in the order the message names them (resolve_scenario points at one of them).
+class LayoutError : public Error {
+ public:
+  LayoutError(std::vector<std::string> keys, const std::string& message)
+      : Error(message), keys_(std::move(keys)) {}
+  /// The scenario keys involved, in the order the message names them.
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  std::vector<std::string> keys_;
+};
+
 /// Fills layers/hidden/heads/ffn_hidden from spec.preset (if set) and checks the shape;
-/// throws lynx::Error naming the preset or field. Known names: preset_names().
+/// throws LayoutError naming the preset or field. Known names: preset_names(). Scenarios get
+/// this once, from resolve_scenario; every other function here takes a resolved ModelSpec.
 ModelSpec resolve_model(const ModelSpec& spec);
 std::vector<std::string> preset_names();
 
-/// Checks that the model shards over `p`: heads, ffn_hidden and vocab divisible by tp, seq_len
-/// divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages. Throws
-/// lynx::Error with one message per problem (the first found). Resolves the preset first.
+/// Checks that a resolved model shards over `p`: heads, ffn_hidden and vocab divisible by tp,
+/// seq_len divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages.
+/// Throws LayoutError with one message per problem (the first found).
 void check_layout(const ModelSpec& m, const ParallelSpec& p);
 
 /// 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) — Narayanan et al. 2021, Eq. 2 (incl. position emb.).
@@ -44,7 +59,7 @@ enum class OpKind : std::uint8_t {
 
 /// The op groups a recomputation plan decides about (DESIGN.md "Decision").
 enum class OpGroup : std::uint8_t {
-  kLayerNorm,      ///< the small post-collective tensors: LN2 input and both residual dropout
+  kPost,           ///< the small post-collective tensors: LN2 input and both residual dropout
                    ///< masks — keeping them makes every other group's recompute local
   kAttnProjInput,  ///< QKV GEMM input and its outputs Q, K, V (saved on the QKV GEMM: the
                    ///< core's backward reads them, and selective recomputation keeps them),

@@ -89,8 +89,7 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
     const auto dash = stem.find('-');
     if (dash == std::string::npos) fail("{}: paper scenario names are CLUSTER-MODEL.yaml", file.string());
     const std::string cluster = stem.substr(0, dash);
-    Scenario sc = load_scenario_file(file.string());
-    sc.model = model::resolve_model(sc.model);
+    const Scenario sc = model::load_scenario_file(file.string()).scenario();
     seen_clusters.insert(cluster);
     seen_models.insert(sc.model.preset);
     if (!wanted(selection.clusters, cluster) || !wanted(selection.models, sc.model.preset)) continue;
@@ -109,8 +108,8 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
   for (const auto& [cluster, base] : scenarios)
     for (const auto& strategy : strategies)
       runs.push_back({cluster,
-                      load_scenario_text(scenario_to_yaml(base), base.source_file,
-                                         {"recompute.strategy=" + strategy}),
+                      model::load_scenario_text(scenario_to_yaml(base), base.source_file,
+                                                {"recompute.strategy=" + strategy}),
                       strategy});
   return runs;
 }

@@ -25,7 +25,7 @@ struct PaperSelection {
 /// One simulation to run: a paper scenario with the strategy to request.
 struct PaperRun {
   std::string cluster;  ///< the file name's prefix (nvlink, pcie)
-  Scenario scenario;    ///< recompute.strategy set to `strategy`
+  model::ResolvedScenario scenario;  ///< recompute.strategy set to `strategy`
   std::string strategy;
 };
 

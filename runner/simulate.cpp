@@ -53,11 +53,9 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const si
 
 }  // namespace
 
-SimRun simulate(const Scenario& input, const SimOptions& options) {
+SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& options) {
   SimRun run;
-  Scenario sc = input;
-  sc.model = model::resolve_model(sc.model);
-  model::check_layout(sc.model, sc.parallel);
+  const Scenario& sc = resolved.scenario();
   const ParallelSpec& p = sc.parallel;
 
   const hw::Topology topo(sc.hardware);

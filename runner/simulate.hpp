@@ -1,6 +1,7 @@
 #pragma once
 /// One simulated training iteration of a scenario: builds the workload, the recomputation plan
 /// and the per-GPU programs, runs them on the event engine, and derives the metrics users read.
+#include "model/resolved_scenario.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/executor.hpp"
 #include "strategies/lynx_planner.hpp"
@@ -102,10 +103,9 @@ struct SimRun {
   std::size_t reported_run = 0;               ///< the one whose result is reported
 };
 
-/// Resolves the model, checks the layout (clear lynx::Error on an impossible one), plans,
-/// builds and executes; the winning plan's run is the result (executed once). An
-/// out-of-memory plan is a result (oom = true), not an error.
-SimRun simulate(const Scenario& scenario, const SimOptions& options = {});
+/// Plans, builds and executes a resolved scenario. An out-of-memory plan is a result
+/// (oom = true), not an error.
+SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& options = {});
 
 /// The overlap windows of a kept run, as trace annotations.
 std::vector<sim::TraceSpan> trace_annotations(const SimRun& run);

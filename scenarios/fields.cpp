@@ -394,8 +394,10 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(integer_field(
       "gpus_per_node", kHw, 1, "GPUs per node",
       [](auto& s) -> auto& { return s.hardware.gpus_per_node; }));
-  t.push_back(choice_field<std::string>(
-      "node.intra", kHw, {{"nvswitch", "nvswitch"}, {"pcie", "pcie"}},
+  t.push_back(choice_field<IntraNode>(
+      "node.intra", kHw,
+      {{std::string(to_string(IntraNode::kNvSwitch)), IntraNode::kNvSwitch},
+       {std::string(to_string(IntraNode::kPcie)), IntraNode::kPcie}},
       "how GPUs of a node talk: NVLink through NVSwitch, or PCIe only",
       [](auto& s) -> auto& { return s.hardware.intra_node; }));
   add_link(

@@ -1,5 +1,6 @@
 #pragma once
-/// A resolved, checked scenario: plain structs with units resolved to SI integers.
+/// A scenario: plain structs with units resolved to SI integers (model::ResolvedScenario marks
+/// one whose model preset is filled in and whose layout is checked).
 /// Every field is documented (name, unit, default, meaning) in scenarios/fields.cpp, which is
 /// also what `lynxsim show`, the loader and docs/scenario.md use — one place only.
 #include "sim/time.hpp"
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lynx {
@@ -52,6 +54,17 @@ struct LinkSpec {
   TimePs latency_ps = 0;
 };
 
+/// How the GPUs of a node talk to each other (profile key `node.intra`).
+enum class IntraNode : std::uint8_t {
+  kNvSwitch,  ///< NVLink through an NVSwitch
+  kPcie,      ///< PCIe only, through PCIe switches and the host
+};
+
+/// The YAML spelling of an IntraNode: "nvswitch" or "pcie".
+constexpr std::string_view to_string(IntraNode kind) {
+  return kind == IntraNode::kNvSwitch ? "nvswitch" : "pcie";
+}
+
 /// One hardware profile (hw_models/profiles/NAME.yaml) after overrides.
 struct HardwareSpec {
   std::string profile;                ///< profile name
@@ -71,7 +84,7 @@ struct HardwareSpec {
   // Node and cluster
   int nodes = 1;
   int gpus_per_node = 8;
-  std::string intra_node = "nvswitch";    ///< "nvswitch" or "pcie"
+  IntraNode intra_node = IntraNode::kNvSwitch;
   LinkSpec nvlink;                        ///< per GPU per direction, to the NVSwitch
   LinkSpec pcie;                          ///< per GPU per direction, to its host bridge
   int gpus_per_pcie_switch = 2;           ///< GPUs sharing one bridge uplink (pcie nodes)

@@ -41,31 +41,19 @@ struct KeySet {
 /// What a file (plus overrides) says, before anything is applied to a Scenario.
 struct FileValues {
   std::string label;
-  std::map<std::string, Assignment> values;            ///< by key path
-  std::map<std::string, std::string> section_origins;  ///< "parallel" -> its position
+  std::map<std::string, Assignment> values;  ///< by key path
+  KeyOrigins origins;                        ///< where each value and section was given
 
+  explicit FileValues(const std::string& file_label)
+      : label(file_label), origins(file_label + ":1:1") {}
+  /// Records `key = text`, given at `origin` (in the file, or by an override).
+  void assign(const std::string& key, std::string text, const std::string& origin,
+              bool by_override) {
+    values[key] = Assignment{std::move(text), origin};
+    origins.set_value(key, origin, by_override);
+  }
   /// Where `key` was given; else the nearest enclosing section; else the top of the file.
-  std::string origin_of(const std::string& key) const {
-    if (const auto it = values.find(key); it != values.end()) return it->second.origin;
-    std::string section = key;
-    while (true) {
-      const std::size_t dot = section.rfind('.');
-      if (dot == std::string::npos) break;
-      section.resize(dot);
-      if (const auto it = section_origins.find(section); it != section_origins.end()) {
-        return it->second;
-      }
-    }
-    if (const auto it = section_origins.find(key); it != section_origins.end()) return it->second;
-    return label + ":1:1";
-  }
-  /// origin_of the first of `keys` that was given explicitly, else origin_of(keys.front()).
-  std::string origin_of_any(std::initializer_list<std::string> keys) const {
-    for (const std::string& key : keys) {
-      if (const auto it = values.find(key); it != values.end()) return it->second.origin;
-    }
-    return origin_of(*keys.begin());
-  }
+  std::string origin_of(const std::string& key) const { return origins.origin_of(key); }
   /// The value of `key` if it was given and is non-empty.
   const Assignment* given(const std::string& key) const {
     const auto it = values.find(key);
@@ -191,9 +179,9 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
       }
       const std::string value_origin =
           value.Mark().is_null() ? key_origin : position(out.label, value.Mark());
-      out.values[key] = Assignment{value.Scalar(), value_origin};
+      out.assign(key, value.Scalar(), value_origin, false);
     } else if (keys.sections.count(key) != 0) {
-      out.section_origins[key] = key_origin;
+      out.origins.set_section(key, key_origin);
       if (value.IsNull()) continue;  // an empty section
       if (!value.IsMap()) {
         fail("{}: key '{}': expected a section of keys (a map), got {}", key_origin, key,
@@ -208,8 +196,7 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
 
 /// Parses YAML text (file:line:col on syntax errors) and collects its keys.
 FileValues read_values(std::string_view text, const std::string& label, const KeySet& keys) {
-  FileValues out;
-  out.label = label;
+  FileValues out(label);
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -255,7 +242,7 @@ void apply_overrides(const std::vector<std::string>& overrides, const KeySet& ke
     if (value.IsMap() || value.IsSequence()) {
       fail("{}: key '{}': expected a single value, got {}", origin, key, node_kind(value));
     }
-    values.values[key] = Assignment{value.IsNull() ? std::string() : value.Scalar(), origin};
+    values.assign(key, value.IsNull() ? std::string() : value.Scalar(), origin, true);
   }
 }
 
@@ -305,13 +292,13 @@ void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeyS
   require_positive("gpu.attention_efficiency.max", hw.attention.max > 0);
   require_positive("gpu.memory_bound_efficiency.max", hw.memory_bound.max > 0);
   require_positive("collective_efficiency", hw.collective_efficiency > 0);
-  if (hw.intra_node == "nvswitch" && hw.nvlink.bw_bytes_per_s == 0) {
+  if (hw.intra_node == IntraNode::kNvSwitch && hw.nvlink.bw_bytes_per_s == 0) {
     fail_at("node.nvlink.bw", "must be > 0 when node.intra is nvswitch");
   }
   require_positive("node.pcie.bw", hw.pcie.bw_bytes_per_s > 0);
   require_positive("node.pcie_host.bw", hw.pcie_host.bw_bytes_per_s > 0);
   require_positive("node.nic.bw", hw.nic.bw_bytes_per_s > 0);
-  if (hw.intra_node == "pcie" && hw.gpus_per_node % hw.gpus_per_pcie_switch != 0) {
+  if (hw.intra_node == IntraNode::kPcie && hw.gpus_per_node % hw.gpus_per_pcie_switch != 0) {
     fail_at("node.gpus_per_pcie_switch",
             fmt::format("{} GPUs per node do not split evenly over switches of {} GPUs",
                         hw.gpus_per_node, hw.gpus_per_pcie_switch));
@@ -443,44 +430,6 @@ HardwareSpec base_hardware(const FileValues& values) {
       values.origin_of("hardware.profile"), builtin_names_text());
 }
 
-/// Layout checks that need only the scenario (model-dependent ones live in model/strategies).
-void check_layout(const Scenario& s, const FileValues& values, const KeySet& keys) {
-  for (const char* key :
-       {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
-        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes"}) {
-    known_key(keys, key);
-  }
-  const ParallelSpec& p = s.parallel;
-  const std::int64_t batch_divisor = static_cast<std::int64_t>(p.micro_batch) * p.dp;
-  if (p.global_batch % batch_divisor != 0) {
-    fail("{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
-         values.origin_of("parallel.global_batch"), p.global_batch, p.micro_batch, p.dp,
-         batch_divisor);
-  }
-  const std::int64_t gpus_needed = static_cast<std::int64_t>(p.tp) * p.pp * p.dp;
-  const std::int64_t gpus_present =
-      static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
-  if (gpus_needed > gpus_present) {
-    fail(
-        "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
-        "(hardware.nodes {} x hardware.gpus_per_node {})",
-        values.origin_of_any({"parallel.dp", "parallel.pp", "parallel.tp", "hardware.nodes"}), p.tp,
-        p.pp, p.dp, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
-  }
-  if (p.virtual_stages > 1 && p.schedule != ScheduleKind::kInterleaved) {
-    fail(
-        "{}: key 'parallel.virtual_stages': {} model chunks per GPU need schedule "
-        "'interleaved'",
-        values.origin_of("parallel.virtual_stages"), p.virtual_stages);
-  }
-  if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
-    fail(
-        "{}: key 'parallel.schedule': the interleaved schedule needs parallel.virtual_stages "
-        ">= 2",
-        values.origin_of_any({"parallel.schedule", "parallel.virtual_stages"}));
-  }
-}
-
 /// Nested YAML written from dotted key paths, keeping first-seen order.
 struct YamlTree {
   std::string key;
@@ -526,8 +475,8 @@ std::string emit_yaml(const YamlTree& tree, const std::string& comment) {
 
 }  // namespace
 
-Scenario load_scenario_text(std::string_view yaml_text, const std::string& file_label,
-                            const std::vector<std::string>& overrides) {
+UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
+                                      const std::vector<std::string>& overrides) {
   const std::vector<FieldDesc> table = scenario_field_table();
   const KeySet keys = key_set(table, FileKind::kScenario);
   FileValues values = read_values(yaml_text, file_label, keys);
@@ -539,19 +488,58 @@ Scenario load_scenario_text(std::string_view yaml_text, const std::string& file_
   scenario.hardware = base_hardware(values);
   apply_values(table, FileKind::kScenario, values, scenario);
   check_hardware(scenario.hardware, values, keys, "hardware.");
-  check_layout(scenario, values, keys);
-  return scenario;
+  return UnresolvedScenario{std::move(scenario), std::move(values.origins)};
 }
 
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return load_scenario_text(read_text_file(path, "scenario file"), path, overrides);
+UnresolvedScenario read_scenario_file(const std::string& path,
+                                      const std::vector<std::string>& overrides) {
+  return read_scenario_text(read_text_file(path, "scenario file"), path, overrides);
 }
 
-Scenario default_scenario(const std::vector<std::string>& overrides) {
+UnresolvedScenario read_default_scenario(const std::vector<std::string>& overrides) {
   const detail::EmbeddedFile file = detail::embedded_default_scenario();
-  Scenario scenario = load_scenario_text(file.text, "<built-in default scenario>", overrides);
-  scenario.source_file = "<built-in>";
-  return scenario;
+  UnresolvedScenario read = read_scenario_text(file.text, "<built-in default scenario>", overrides);
+  read.scenario.source_file = "<built-in>";
+  return read;
+}
+
+void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
+  const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
+  for (const char* key :
+       {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
+        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes"}) {
+    known_key(keys, key);
+  }
+  const ParallelSpec& p = s.parallel;
+  const std::int64_t batch_divisor = static_cast<std::int64_t>(p.micro_batch) * p.dp;
+  if (p.global_batch % batch_divisor != 0) {
+    fail("{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
+         origins.origin_of("parallel.global_batch"), p.global_batch, p.micro_batch, p.dp,
+         batch_divisor);
+  }
+  const std::int64_t gpus_needed = static_cast<std::int64_t>(p.tp) * p.pp * p.dp;
+  const std::int64_t gpus_present =
+      static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  if (gpus_needed > gpus_present) {
+    fail(
+        "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
+        "(hardware.nodes {} x hardware.gpus_per_node {})",
+        origins.origin_of(
+            origins.blame({"parallel.dp", "parallel.pp", "parallel.tp", "hardware.nodes"})), p.tp,
+        p.pp, p.dp, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
+  }
+  if (p.virtual_stages > 1 && p.schedule != ScheduleKind::kInterleaved) {
+    fail(
+        "{}: key 'parallel.virtual_stages': {} model chunks per GPU need schedule "
+        "'interleaved'",
+        origins.origin_of("parallel.virtual_stages"), p.virtual_stages);
+  }
+  if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
+    fail(
+        "{}: key 'parallel.schedule': the interleaved schedule needs parallel.virtual_stages "
+        ">= 2",
+        origins.origin_of(origins.blame({"parallel.schedule", "parallel.virtual_stages"})));
+  }
 }
 
 std::string scenario_to_yaml(const Scenario& scenario) {

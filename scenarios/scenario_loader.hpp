@@ -2,6 +2,7 @@
 /// The one place that reads scenario and hardware-profile YAML, parses quantities with units,
 /// applies `--set key.path=value` overrides and writes the resolved scenario back as YAML.
 /// Every error is a lynx::Error of one line: "FILE:LINE:COL: key 'a.b': what is wrong".
+#include "scenarios/key_origins.hpp"
 #include "scenarios/scenario.hpp"
 
 #include <string>
@@ -10,17 +11,30 @@
 
 namespace lynx {
 
-/// Reads a scenario file, applies overrides ("model.layers=48", "hardware.node.nic.bw=25GB/s"),
-/// resolves the hardware profile (built-in by name, or hardware.profile_file), and checks it.
-Scenario load_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
-/// Same, from YAML text; `file_label` is used in messages.
-Scenario load_scenario_text(std::string_view yaml_text, const std::string& file_label,
-                            const std::vector<std::string>& overrides = {});
-/// The built-in default scenario (what `lynxsim run` simulates with no file).
-Scenario default_scenario(const std::vector<std::string>& overrides = {});
+/// A scenario as read from a file and its --set overrides, with where each key was given. Not
+/// yet resolved: model::resolve_scenario fills the model preset and checks the whole layout
+/// (model::load_scenario_file does both steps).
+struct UnresolvedScenario {
+  Scenario scenario;
+  KeyOrigins origins;
+};
 
-/// The resolved scenario as YAML (all fields, units written out); loading it back gives the
-/// same Scenario.
+/// Reads a scenario file, applies overrides ("model.layers=48", "hardware.node.nic.bw=25GB/s"),
+/// resolves the hardware profile (built-in by name, or hardware.profile_file), and checks every
+/// value and the hardware.
+UnresolvedScenario read_scenario_file(const std::string& path,
+                                      const std::vector<std::string>& overrides = {});
+/// Same, from YAML text; `file_label` is used in messages.
+UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
+                                      const std::vector<std::string>& overrides = {});
+/// The built-in default scenario (what `lynxsim run` simulates with no file).
+UnresolvedScenario read_default_scenario(const std::vector<std::string>& overrides = {});
+/// The layout checks that need only the scenario (global batch, GPU count, schedule); errors
+/// point at `origins`. Called by model::resolve_scenario, with the model's own checks.
+void check_scenario_layout(const Scenario& scenario, const KeyOrigins& origins);
+
+/// The scenario as YAML (all fields, units written out); reading it back gives the same
+/// Scenario.
 std::string scenario_to_yaml(const Scenario& scenario);
 /// A hardware profile as YAML in the profile-file format (used by the fitter).
 std::string hardware_profile_to_yaml(const HardwareSpec& hardware);

@@ -23,7 +23,7 @@ using model::OpGroup;
 using model::Workload;
 
 /// The groups a plan may drop; the layer input always stays (every strategy keeps it).
-constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kLayerNorm, OpGroup::kAttnProjInput,
+constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kPost, OpGroup::kAttnProjInput,
                                                OpGroup::kAttnCore, OpGroup::kMlp};
 constexpr std::array<const char*, 4> kGroupLabel = {"post", "proj", "core", "mlp"};
 

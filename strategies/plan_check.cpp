@@ -167,10 +167,8 @@ const std::vector<std::string>& plan_scenario_keys() {
 
 void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
                          const std::string& plan_label, const std::string& scenario_label) {
-  Scenario a = made_for;
-  Scenario b = scenario;
-  a.model = model::resolve_model(a.model);
-  b.model = model::resolve_model(b.model);
+  const Scenario& a = made_for;
+  const Scenario& b = scenario;
   const std::vector<FieldDesc> table = scenario_field_table();
   for (const std::string& key : plan_scenario_keys()) {
     const auto field = std::find_if(table.begin(), table.end(), [&](const FieldDesc& f) {
@@ -183,7 +181,7 @@ void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
   }
 }
 
-Scenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
+model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
                            const std::string& scenario_file,
                            const std::vector<std::string>& overrides) {
   for (const std::string& o : overrides) {
@@ -193,20 +191,18 @@ Scenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
            "--plan to plan again, or drop this --set to run the plan",
            o, plan_label, file.plan.strategy);
   }
-  if (scenario_file.empty() && overrides.empty()) return file.scenario;
-  Scenario sc;
-  std::string label;
-  if (scenario_file.empty()) {
-    sc = load_scenario_text(scenario_to_yaml(file.scenario), plan_label, overrides);
-    label = "its scenario with --set";
-  } else {
-    sc = load_scenario_file(scenario_file, overrides);
-    label = overrides.empty() ? scenario_file : scenario_file + " with --set";
-  }
-  sc.model = model::resolve_model(sc.model);
+  // The embedded scenario was resolved when the plan was read; a file or --set is resolved here.
+  if (scenario_file.empty() && overrides.empty()) return model::resolve_scenario(file.scenario, plan_label);
+  const bool embedded = scenario_file.empty();
+  model::ResolvedScenario resolved =
+      embedded ? model::load_scenario_text(scenario_to_yaml(file.scenario), plan_label, overrides)
+               : model::load_scenario_file(scenario_file, overrides);
+  const std::string label = embedded ? "its scenario with --set"
+                            : overrides.empty() ? scenario_file : scenario_file + " with --set";
+  const Scenario& sc = resolved.scenario();
   check_plan_scenario(file.scenario, sc, plan_label, label);
   validate_plan(file.plan, sc, model::layer_ops(sc.model, sc.parallel), plan_label);
-  return sc;
+  return resolved;
 }
 
 }  // namespace lynx::strategy

@@ -3,6 +3,7 @@
 /// mode): does it fit the layout, can the program builder build every layer's decision, and
 /// was it made for the scenario it is about to run on.
 #include "model/gpt.hpp"
+#include "model/resolved_scenario.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "strategies/recompute_plan.hpp"
@@ -55,7 +56,7 @@ void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
 /// scenario, with `overrides` applied either way; refuses a `recompute.*` override (the plan
 /// fixes every recompute decision), a scenario the plan was not made for
 /// (check_plan_scenario) and a plan it cannot build (validate_plan).
-Scenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
+model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::string& plan_label,
                            const std::string& scenario_file,
                            const std::vector<std::string>& overrides);
 

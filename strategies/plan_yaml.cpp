@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "model/gpt.hpp"
+#include "model/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/json.hpp"
 #include "strategies/plan_check.hpp"
@@ -261,14 +262,8 @@ class Reader {
       fail_at(node, "scenario",
               fmt::format("expected the resolved scenario the plan was made for (a mapping, as "
                           "`lynxsim show` prints it), got {}", describe(node)));
-    Scenario sc = load_scenario_text(block_text(text, root, node), file_);
-    try {
-      sc.model = model::resolve_model(sc.model);
-      model::check_layout(sc.model, sc.parallel);
-    } catch (const Error& e) {
-      fail_at(node, "scenario", e.what());
-    }
-    return sc;
+    // Read and resolved like a scenario file: errors carry the plan file's own positions.
+    return model::load_scenario_text(block_text(text, root, node), file_).scenario();
   }
 
   LayerDecision layer(const YAML::Node& l, const std::string& at, int expected_layer) const {

@@ -54,7 +54,7 @@ Scenario validation_base_scenario(const BaseOptions& options) {
                         "parallel.global_batch=1"})
     overrides.emplace_back(o);
   for (const std::string& o : options.overrides) overrides.push_back(o);
-  return default_scenario(overrides);
+  return model::default_scenario(overrides).scenario();
 }
 
 Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const std::string& file_label) {
@@ -85,7 +85,8 @@ RowResult simulate_row(const Scenario& base, const std::vector<MeasuredRun>& run
                        std::size_t index, const std::string& file_label) {
   if (index >= runs.size()) fail("row index {} is out of range ({} rows)", index, runs.size());
   const MeasuredRun& run = runs[index];
-  const Scenario sc = scenario_for_run(base, run, file_label);
+  const model::ResolvedScenario sc = model::resolve_scenario(
+      scenario_for_run(base, run, file_label), fmt::format("{}:{}", file_label, run.line));
   SimRun sim;
   try {
     sim = simulate(sc);

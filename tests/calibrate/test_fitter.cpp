@@ -31,7 +31,7 @@ HardwareSpec base_profile() {
   hw.contention_factor = 0.3;
   hw.nodes = 1;
   hw.gpus_per_node = 8;
-  hw.intra_node = "nvswitch";
+  hw.intra_node = IntraNode::kNvSwitch;
   hw.nvlink = {450'000'000'000, 1'000'000};
   hw.pcie = {63'000'000'000, 500'000};
   hw.gpus_per_pcie_switch = 2;

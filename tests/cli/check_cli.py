@@ -59,6 +59,13 @@ def case_errors(b, tmp):
     check("bandwidth" in err, f"bad unit: {err}")
     err = run(b, "run", "--set", "parallel.tp=3", expect=1).stderr
     check("tp" in err, f"heads not divisible by tp: {err}")
+    # The README's promise: a layout error names the --set override that caused it.
+    err = run(b, "run", "scenarios/paper/pcie-gpt-13b.yaml", "--set", "model.layers=41",
+              expect=1).stderr.strip()
+    check(err == "lynxsim: error: scenarios/paper/pcie-gpt-13b.yaml: --set model.layers=41: "
+          "key 'model.layers': model.layers (41) is not divisible by parallel.pp × "
+          "parallel.virtual_stages (4 × 1 = 4): every model chunk needs the same number of layers",
+          f"layout error names the override: {err}")
     run(b, "frobnicate", expect=2)
     run(b, "run", "--format", "xml", expect=1)
     # An out-of-memory plan is a result, not an error.

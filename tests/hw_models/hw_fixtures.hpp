@@ -15,7 +15,7 @@ inline HardwareSpec nvswitch_cluster(int nodes) {
   hw.hbm_bw_bytes_per_s = 2'000'000'000'000;  // 2 TB/s
   hw.nodes = nodes;
   hw.gpus_per_node = 8;
-  hw.intra_node = "nvswitch";
+  hw.intra_node = IntraNode::kNvSwitch;
   hw.nvlink = {300'000'000'000, 1'000'000};    // 300 GB/s, 1 us
   hw.pcie = {32'000'000'000, 500'000};         // 32 GB/s, 0.5 us
   hw.gpus_per_pcie_switch = 2;
@@ -30,7 +30,7 @@ inline HardwareSpec nvswitch_cluster(int nodes) {
 inline HardwareSpec pcie_cluster(int nodes) {
   HardwareSpec hw = nvswitch_cluster(nodes);
   hw.profile = "test-pcie";
-  hw.intra_node = "pcie";
+  hw.intra_node = IntraNode::kPcie;
   hw.nvlink = {};
   hw.pcie_host = {16'000'000'000, 700'000};    // 16 GB/s uplink shared by two GPUs
   hw.nics_per_node = 2;

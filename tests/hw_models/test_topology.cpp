@@ -115,8 +115,6 @@ TEST_CASE("topology errors") {
   HardwareSpec hw = test::nvswitch_cluster(2);
   CHECK_THROWS_AS(hw::Topology(hw).path(0, 16), lynx::Error);
   CHECK_THROWS_AS(hw::Topology(hw).node_of(-1), lynx::Error);
-  hw.intra_node = "infiniband";
-  CHECK_THROWS_AS(hw::Topology{hw}, lynx::Error);
   hw = test::nvswitch_cluster(2);
   hw.nics_per_node = 0;
   CHECK_THROWS_AS(hw::Topology{hw}, lynx::Error);

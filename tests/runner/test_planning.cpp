@@ -13,14 +13,14 @@ using namespace lynx;
 
 namespace {
 
-Scenario paper(const std::string& name, const std::string& strategy) {
-  return load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name + ".yaml",
+model::ResolvedScenario paper(const std::string& name, const std::string& strategy) {
+  return model::load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name + ".yaml",
                             {"recompute.strategy=" + strategy});
 }
 
 /// Engine runs are distinct plans (identical plans give identical fingerprints), the reported
 /// result is one of them, and running the reported plan alone reproduces it.
-void check_runs(const Scenario& sc, const SimRun& run) {
+void check_runs(const model::ResolvedScenario& sc, const SimRun& run) {
   const SimResult& r = run.result;
   REQUIRE(static_cast<int>(run.engine_runs.size()) == r.engine_runs);
   std::set<std::uint64_t> fingerprints;
@@ -40,7 +40,7 @@ void check_runs(const Scenario& sc, const SimRun& run) {
 }  // namespace
 
 TEST_CASE("lynx-heu: baseline + confirmations + distinct alternatives, the winner not run again") {
-  const Scenario sc = paper("pcie-gpt-13b", "lynx-heu");
+  const auto sc = paper("pcie-gpt-13b", "lynx-heu");
   const SimRun run = simulate(sc);
   check_runs(sc, run);
   // Baseline, one run per confirmation round, and at most the four alternatives (no-forward-
@@ -56,7 +56,7 @@ TEST_CASE("lynx-heu: baseline + confirmations + distinct alternatives, the winne
 }
 
 TEST_CASE("checkmate: baseline, confirmations, selective and full") {
-  const Scenario sc = paper("pcie-gpt-13b", "checkmate");
+  const auto sc = paper("pcie-gpt-13b", "checkmate");
   const SimRun run = simulate(sc);
   check_runs(sc, run);
   CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 2);
@@ -65,7 +65,7 @@ TEST_CASE("checkmate: baseline, confirmations, selective and full") {
 TEST_CASE("a plan identical to the baseline reuses the baseline's run") {
   // GPT 1.3B fits without recomputation: the searched plan and its restricted forms keep
   // everything, so only the baseline, selective and full run.
-  const Scenario sc = paper("nvlink-gpt-1.3b", "lynx-heu");
+  const auto sc = paper("nvlink-gpt-1.3b", "lynx-heu");
   const SimRun run = simulate(sc);
   check_runs(sc, run);
   CHECK(run.result.engine_runs == 3);
@@ -75,7 +75,7 @@ TEST_CASE("a plan identical to the baseline reuses the baseline's run") {
 }
 
 TEST_CASE("a fixed strategy and a --plan run execute once") {
-  const Scenario sc = paper("pcie-gpt-13b", "selective");
+  const auto sc = paper("pcie-gpt-13b", "selective");
   const SimRun run = simulate(sc);
   CHECK(run.result.engine_runs == 1);
   CHECK(run.result.strategy == "selective");
@@ -87,7 +87,7 @@ TEST_CASE("strategy names the fallback that ran when a narrower plan wins") {
   // PCIe GPT 2.7B: the engine finds the searched plan without forward windows faster.
   for (const char* planner : {"lynx-heu", "lynx-opt"}) {
     CAPTURE(planner);
-    const Scenario sc = paper("pcie-gpt-2.7b", planner);
+    const auto sc = paper("pcie-gpt-2.7b", planner);
     const SimRun run = simulate(sc);
     check_runs(sc, run);
     CHECK(run.result.strategy == "no-forward-windows");

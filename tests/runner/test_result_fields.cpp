@@ -21,7 +21,7 @@ using namespace lynx;
 namespace {
 
 const SimResult& default_result() {
-  static const SimResult result = simulate(default_scenario()).result;
+  static const SimResult result = simulate(model::default_scenario()).result;
   return result;
 }
 
@@ -200,8 +200,8 @@ TEST_CASE("paper experiment: selection, normalisation to full, CSV columns by th
   const auto runs = paper_runs(sel);
   REQUIRE(runs.size() == 2);
   CHECK(runs[0].strategy == "full");
-  CHECK(runs[0].scenario.recompute.strategy == RecomputeKind::kFull);
-  CHECK(runs[1].scenario.recompute.strategy == RecomputeKind::kNone);
+  CHECK(runs[0].scenario->recompute.strategy == RecomputeKind::kFull);
+  CHECK(runs[1].scenario->recompute.strategy == RecomputeKind::kNone);
   size_t calls = 0;
   const auto rows = run_paper_experiment(runs, [&](size_t done, const PaperRun&) { CHECK(done == calls++); });
   CHECK(calls == 2);

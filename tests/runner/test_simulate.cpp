@@ -18,7 +18,7 @@ namespace {
 
 /// A small GPT on one DGX A100 node: s = 512, b = 2, h = 1024, a = 16.
 Scenario small_gpt(int layers, int tp, bool sp, RecomputeKind strategy) {
-  Scenario sc = default_scenario();
+  Scenario sc = model::default_scenario().scenario();
   sc.model = ModelSpec{};
   sc.model.layers = layers;
   sc.model.hidden = 1024;
@@ -34,12 +34,17 @@ Scenario small_gpt(int layers, int tp, bool sp, RecomputeKind strategy) {
   return sc;
 }
 
+/// Resolves a scenario built in this file (as every programmatic user must) and simulates it.
+SimRun run_scenario(const Scenario& sc, const SimOptions& options = {}) {
+  return simulate(model::resolve_scenario(sc, "small_gpt"), options);
+}
+
 /// Activation bytes one more layer adds to the simulated peak (static memory removed):
 /// peak(2 layers) − peak(1 layer), both measured by the executor's memory tracker.
 std::int64_t measured_layer_activation_bytes(int tp, bool sp, RecomputeKind strategy) {
   std::int64_t act[2];
   for (int layers = 1; layers <= 2; ++layers) {
-    const SimResult r = simulate(small_gpt(layers, tp, sp, strategy)).result;
+    const SimResult r = run_scenario(small_gpt(layers, tp, sp, strategy)).result;
     act[layers - 1] = r.stages[0].peak_memory_bytes - r.stages[0].static_memory_bytes;
   }
   return act[1] - act[0];
@@ -77,11 +82,11 @@ TEST_CASE("executed FLOPs equal Eq. 7 (none), Eq. 8 (selective) and Narayanan Eq
   sc.parallel.pp = 2;
   sc.parallel.dp = 2;
   sc.parallel.global_batch = 8;
-  const ModelSpec m = model::resolve_model(sc.model);
+  const ModelSpec m = model::resolve_scenario(sc, "small_gpt")->model;
   const auto run = [&](RecomputeKind k) {
     Scenario x = sc;
     x.recompute.strategy = k;
-    return simulate(x).result;
+    return run_scenario(x).result;
   };
   const SimResult none = run(RecomputeKind::kNone);
   const SimResult selective = run(RecomputeKind::kSelective);
@@ -108,17 +113,23 @@ TEST_CASE("executed FLOPs equal Eq. 7 (none), Eq. 8 (selective) and Narayanan Eq
   CHECK(full.hfu > full.mfu);
 }
 
-TEST_CASE("impossible layouts are clear errors") {
+TEST_CASE("impossible layouts are clear errors, from the one resolve step") {
   Scenario sc = small_gpt(4, 1, false, RecomputeKind::kNone);
   SUBCASE("heads not divisible by tp") {
-    sc.model.heads = 12;
-    sc.parallel.tp = 8;
-    CHECK_THROWS_WITH_AS(simulate(sc), doctest::Contains("heads"), Error);
+    sc.parallel.tp = 3;
+    CHECK_THROWS_WITH_AS(model::resolve_scenario(sc, "small_gpt"),
+                         "small_gpt: key 'model.heads': model.heads (16) is not divisible by "
+                         "parallel.tp (3): pick a tp that divides the number of attention heads",
+                         Error);
   }
   SUBCASE("layers not divisible by pp·v") {
     sc.model.layers = 6;
     sc.parallel.pp = 4;
-    CHECK_THROWS_WITH_AS(simulate(sc), doctest::Contains("layers"), Error);
+    CHECK_THROWS_WITH_AS(model::resolve_scenario(sc, "small_gpt"),
+                         "small_gpt: key 'model.layers': model.layers (6) is not divisible by "
+                         "parallel.pp × parallel.virtual_stages (4 × 1 = 4): every model chunk "
+                         "needs the same number of layers",
+                         Error);
   }
 }
 
@@ -127,7 +138,7 @@ TEST_CASE("an out-of-memory plan is a result naming the stage") {
   sc.parallel.pp = 2;
   sc.parallel.global_batch = 8;
   sc.hardware.memory_bytes = 1ull << 30;  // 1 GiB: far less than weights + activations
-  const SimResult r = simulate(sc).result;
+  const SimResult r = run_scenario(sc).result;
   CHECK(r.oom);
   CHECK(r.oom_stage == 0);
   CHECK(r.stages[0].oom);
@@ -143,7 +154,7 @@ TEST_CASE("determinism: the same scenario twice gives identical trace bytes") {
   opt.keep_trace_data = true;
   std::string traces[2];
   for (auto& t : traces) {
-    const SimRun run = simulate(sc, opt);
+    const SimRun run = run_scenario(sc, opt);
     std::ostringstream out;
     sim::write_chrome_trace(out, run.built.machine, run.built.program, run.exec);
     t = out.str();
@@ -160,9 +171,9 @@ TEST_CASE("the reduced simulation (one rank per stage) equals the full one exact
       sc.parallel.dp = 2;
       sc.parallel.global_batch = 8;
       sc.sim.exploit_symmetry = true;
-      const SimResult reduced = simulate(sc).result;
+      const SimResult reduced = run_scenario(sc).result;
       sc.sim.exploit_symmetry = false;
-      const SimResult full = simulate(sc).result;
+      const SimResult full = run_scenario(sc).result;
       REQUIRE(reduced.symmetric);
       REQUIRE_FALSE(full.symmetric);
       CHECK(reduced.iteration_time_s == full.iteration_time_s);
@@ -177,7 +188,7 @@ TEST_CASE("the reduced simulation (one rank per stage) equals the full one exact
 }
 
 TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1)·latency exactly") {
-  HardwareSpec hw = default_scenario().hardware;
+  HardwareSpec hw = model::default_scenario().scenario().hardware;
   hw.collective_efficiency = 1.0;
   const hw::Topology topo(hw);
   const int n = 8;

@@ -21,7 +21,7 @@ using lynx::test::error_of;
 
 /// The message of loading `yaml` (labelled "t.yaml") with `overrides`.
 std::string load_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
-  return error_of([&] { load_scenario_text(yaml, "t.yaml", overrides); });
+  return error_of([&] { read_scenario_text(yaml, "t.yaml", overrides); });
 }
 
 const std::string kHeader = "hardware:\n  profile: dgx-a100-80gb\n";  // lines 1-2
@@ -46,7 +46,7 @@ struct ScratchDir {
 }  // namespace
 
 TEST_CASE("a minimal scenario gets the documented defaults") {
-  const Scenario s = load_scenario_text(kHeader, "dir/my-run.yaml");
+  const Scenario s = read_scenario_text(kHeader, "dir/my-run.yaml").scenario;
   CHECK(s.name == "my-run");  // the file name without .yaml
   CHECK(s.source_file == "dir/my-run.yaml");
   CHECK(s.model.preset.empty());
@@ -109,7 +109,7 @@ recompute:
 sim:
   exploit_symmetry: false
 )";
-  const Scenario s = load_scenario_text(yaml, "x.yaml");
+  const Scenario s = read_scenario_text(yaml, "x.yaml").scenario;
   CHECK(s.name == "custom");
   CHECK(s.model.preset == "gpt-22b");
   CHECK(s.model.layers == 12);
@@ -155,7 +155,7 @@ sim:
 }
 
 TEST_CASE("the default scenario is scenarios/examples/default.yaml") {
-  const Scenario s = default_scenario();
+  const Scenario s = read_default_scenario().scenario;
   CHECK(s.name == "default");
   CHECK(s.source_file == "<built-in>");
   CHECK(s.model.preset == "gpt-1.3b");
@@ -171,21 +171,21 @@ TEST_CASE("the default scenario is scenarios/examples/default.yaml") {
   CHECK(s.hardware.nodes == 1);
   CHECK(s.hardware.gpus_per_node == 8);
   const Scenario from_file =
-      load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/examples/default.yaml");
+      read_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/examples/default.yaml").scenario;
   CHECK(scenario_to_yaml(s) == scenario_to_yaml(from_file));
 
-  const Scenario changed = default_scenario({"parallel.tp=4", "parallel.dp=1"});
+  const Scenario changed = read_default_scenario({"parallel.tp=4", "parallel.dp=1"}).scenario;
   CHECK(changed.parallel.tp == 4);
   CHECK(changed.parallel.dp == 1);
 }
 
 TEST_CASE("--set overrides change values, after the file and before the checks") {
   const std::string yaml = kHeader + "parallel:\n  tp: 2\n  pp: 2\n  dp: 2\n";
-  const Scenario s = load_scenario_text(
+  const Scenario s = read_scenario_text(
       yaml, "t.yaml",
       {"parallel.tp=4", "model.layers=48", "hardware.node.nic.bw=25GB/s", "parallel.schedule=gpipe",
        "model.preset=gpt-175b", " hardware.gpu.memory = 40GiB", "recompute.strategy=lynx-opt",
-       "parallel.dp=1"});
+       "parallel.dp=1"}).scenario;
   CHECK(s.parallel.tp == 4);
   CHECK(s.parallel.pp == 2);
   CHECK(s.parallel.dp == 1);
@@ -197,15 +197,15 @@ TEST_CASE("--set overrides change values, after the file and before the checks")
   CHECK(s.recompute.strategy == RecomputeKind::kLynxOpt);
 
   // The profile itself can be overridden; fields given in the file still apply on top of it.
-  const Scenario h = load_scenario_text(kHeader + "  gpu: {reserve: 5GiB}\n", "t.yaml",
-                                        {"hardware.profile=h200-sxm-141gb"});
+  const Scenario h = read_scenario_text(kHeader + "  gpu: {reserve: 5GiB}\n", "t.yaml",
+                                        {"hardware.profile=h200-sxm-141gb"}).scenario;
   CHECK(h.hardware.profile == "h200-sxm-141gb");
   CHECK(h.hardware.hbm_bw_bytes_per_s == 4'800'000'000'000ULL);
   CHECK(h.hardware.memory_reserve_bytes == 5'368'709'120ULL);  // 5 * 2^30
 
-  // Later overrides win; an override makes an otherwise invalid file valid (checks run last).
-  const Scenario last = load_scenario_text(kHeader + "parallel: {tp: 16}\n", "t.yaml",
-                                           {"parallel.tp=2", "parallel.tp=8"});
+  // Later overrides win.
+  const Scenario last = read_scenario_text(kHeader + "parallel: {tp: 16}\n", "t.yaml",
+                                           {"parallel.tp=2", "parallel.tp=8"}).scenario;
   CHECK(last.parallel.tp == 8);
 }
 
@@ -338,25 +338,9 @@ TEST_CASE("--set errors name the override") {
                    0) == 0);
 }
 
-TEST_CASE("layout checks that need only the scenario") {
-  // 32 sequences over micro-batches of 3 on 2 replicas: 32 % 6 = 2.
-  CHECK(load_error(kHeader + "parallel:\n  dp: 2\n  micro_batch: 3\n  global_batch: 32\n") ==
-        "t.yaml:6:17: key 'parallel.global_batch': 32 is not divisible by micro_batch * dp = 3 * "
-        "2 = 6");
-  // 8 * 2 * 1 = 16 GPUs on one 8-GPU node.
-  CHECK(load_error(kHeader + "parallel:\n  tp: 8\n  pp: 2\n") ==
-        "t.yaml:5:7: key 'parallel': tp * pp * dp = 8 * 2 * 1 needs 16 GPUs, the cluster has 8 "
-        "(hardware.nodes 1 x hardware.gpus_per_node 8)");
-  // Fewer GPUs than the cluster has is fine; two nodes make room for 16.
-  CHECK_NOTHROW(load_scenario_text(kHeader + "parallel:\n  tp: 4\n", "t.yaml"));
-  CHECK_NOTHROW(
-      load_scenario_text(kHeader + "  nodes: 2\nparallel:\n  tp: 8\n  pp: 2\n", "t.yaml"));
-  CHECK(load_error(kHeader + "parallel:\n  virtual_stages: 2\n") ==
-        "t.yaml:4:19: key 'parallel.virtual_stages': 2 model chunks per GPU need schedule "
-        "'interleaved'");
-  CHECK(load_error(kHeader + "parallel:\n  schedule: interleaved\n") ==
-        "t.yaml:4:13: key 'parallel.schedule': the interleaved schedule needs "
-        "parallel.virtual_stages >= 2");
+// The layout checks (batch, GPU count, schedule, model shape) run when the scenario is resolved:
+// tests/model/test_resolved_scenario.cpp.
+TEST_CASE("hardware checks, after the overrides") {
   // A hardware override that breaks the profile's consistency: reserve >= memory.
   CHECK(load_error(kHeader + "  gpu:\n    reserve: 80GiB\n") ==
         "t.yaml:4:14: key 'hardware.gpu.reserve': the reserve (85899345920 bytes) must be "
@@ -391,7 +375,7 @@ recompute: {strategy: selective}
   for (const std::string& input : inputs) {
     CAPTURE(input);
     try {
-      load_scenario_text(input, "fuzz.yaml");
+      read_scenario_text(input, "fuzz.yaml");
       ++loaded;
     } catch (const Error& e) {
       const std::string message = e.what();
@@ -411,17 +395,17 @@ TEST_CASE("round trip: scenario_to_yaml then load gives the same YAML") {
   REQUIRE(files.size() >= 5);
   for (const std::string& file : files) {
     CAPTURE(file);
-    const std::string first = scenario_to_yaml(load_scenario_file(file));
-    const std::string second = scenario_to_yaml(load_scenario_text(first, "again.yaml"));
+    const std::string first = scenario_to_yaml(read_scenario_file(file).scenario);
+    const std::string second = scenario_to_yaml(read_scenario_text(first, "again.yaml").scenario);
     CHECK(first == second);
   }
   // Changed values survive too (units that are not the profile's spelling).
   const Scenario changed =
-      default_scenario({"hardware.gpu.kernel_launch=1.25us", "hardware.node.nic.bw=12b/s",
+      read_default_scenario({"hardware.gpu.kernel_launch=1.25us", "hardware.node.nic.bw=12b/s",
                         "hardware.gpu.memory_bound_efficiency.half_bytes=1536B",
-                        "hardware.gpu.gemm_efficiency.max=0.1", "model.preset="});
+                        "hardware.gpu.gemm_efficiency.max=0.1", "model.preset="}).scenario;
   const std::string yaml = scenario_to_yaml(changed);
-  const Scenario back = load_scenario_text(yaml, "back.yaml");
+  const Scenario back = read_scenario_text(yaml, "back.yaml").scenario;
   CHECK(back.hardware.kernel_launch_ps == 1'250'000);
   CHECK(back.hardware.nic.bw_bytes_per_s == 2);  // 12 bit/s = 1.5 B/s, rounded up to 2
   CHECK(back.hardware.memory_bound.half_work == 1536.0);
@@ -438,7 +422,7 @@ TEST_CASE("profile_file: relative to the scenario file, and round trip") {
   const std::string profile_path = dir.write("hw/my-cluster.yaml", hardware_profile_to_yaml(mine));
   const std::string scenario_path =
       dir.write("runs/s.yaml", "hardware:\n  profile_file: ../hw/my-cluster.yaml\n  nodes: 2\n");
-  const Scenario s = load_scenario_file(scenario_path);
+  const Scenario s = read_scenario_file(scenario_path).scenario;
   CHECK(s.hardware.profile == "my-cluster");
   CHECK(s.hardware.profile_file ==
         std::filesystem::absolute(profile_path).lexically_normal().string());
@@ -447,34 +431,34 @@ TEST_CASE("profile_file: relative to the scenario file, and round trip") {
   const std::string yaml = scenario_to_yaml(s);
   CHECK(yaml.find("profile_file: ") != std::string::npos);
   CHECK(yaml.find("  profile: ") == std::string::npos);
-  CHECK(scenario_to_yaml(load_scenario_text(yaml, dir.write("elsewhere/s2.yaml", yaml))) == yaml);
+  CHECK(scenario_to_yaml(read_scenario_text(yaml, dir.write("elsewhere/s2.yaml", yaml)).scenario) == yaml);
 
   // Errors inside the profile file are reported at the profile file's own position.
   const std::string bad = dir.write("hw/bad.yaml", "gpu:\n  peek: 1TFLOPS\n");
   const std::string scenario_bad =
       dir.write("runs/bad.yaml", "hardware:\n  profile_file: ../hw/bad.yaml\n");
-  CHECK(error_of([&] { load_scenario_file(scenario_bad); }) ==
+  CHECK(error_of([&] { read_scenario_file(scenario_bad); }) ==
         std::filesystem::absolute(bad).lexically_normal().string() +
             ":2:3: unknown key 'gpu.peek'; did you mean 'gpu.peak'?");
 }
 
 TEST_CASE("scenario files that cannot be read") {
-  CHECK(error_of([] { load_scenario_file("/nonexistent/lynxsim/s.yaml"); }) ==
+  CHECK(error_of([] { read_scenario_file("/nonexistent/lynxsim/s.yaml"); }) ==
         "/nonexistent/lynxsim/s.yaml: cannot open the scenario file: no such file");
   // A directory is not read as an empty scenario, nor /dev/zero until memory runs out.
-  CHECK(error_of([] { load_scenario_file(LYNXSIM_SOURCE_DIR); }) ==
+  CHECK(error_of([] { read_scenario_file(LYNXSIM_SOURCE_DIR); }) ==
         std::string(LYNXSIM_SOURCE_DIR) + ": cannot read the scenario file: not a regular file");
-  CHECK(error_of([] { load_scenario_file("/dev/zero"); }) ==
+  CHECK(error_of([] { read_scenario_file("/dev/zero"); }) ==
         "/dev/zero: cannot read the scenario file: not a regular file");
 }
 
-TEST_CASE("every example in scenarios/examples loads") {
+TEST_CASE("every example in scenarios/examples reads") {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(LYNXSIM_SOURCE_DIR) +
                                                                "/scenarios/examples")) {
     if (entry.path().extension() != ".yaml") continue;
     CAPTURE(entry.path().string());
-    const Scenario s = load_scenario_file(entry.path().string());
+    const Scenario s = read_scenario_file(entry.path().string()).scenario;
     CHECK(s.name == entry.path().stem().string());  // each example names itself after its file
     ++count;
   }
@@ -482,8 +466,8 @@ TEST_CASE("every example in scenarios/examples loads") {
 }
 
 TEST_CASE("the 1024-GPU example uses every GPU of 128 nodes") {
-  const Scenario s = load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) +
-                                        "/scenarios/examples/gpt175b-1024gpu.yaml");
+  const Scenario s = read_scenario_file(std::string(LYNXSIM_SOURCE_DIR) +
+                                        "/scenarios/examples/gpt175b-1024gpu.yaml").scenario;
   // tp 8 * pp 16 * dp 8 = 1024 = 128 nodes * 8 GPUs; 1536 / (1 * 8) = 192 micro-batches.
   CHECK(s.parallel.tp * s.parallel.pp * s.parallel.dp == 1024);
   CHECK(s.hardware.nodes * s.hardware.gpus_per_node == 1024);
@@ -505,7 +489,7 @@ TEST_CASE("the field table: unique keys, defaults that read back, a docs row eac
         fmt::format("`{}`", f.in_scenario() ? f.scenario_key() : f.profile_key());
     CHECK(markdown.find(quoted) != std::string::npos);
     // A value written by `get` reads back through `set` to the same text.
-    Scenario s = default_scenario();
+    Scenario s = read_default_scenario().scenario;
     const std::string text = f.get(s);
     if (!text.empty()) {
       f.set(s, text);
@@ -554,7 +538,7 @@ TEST_CASE("docs/scenario.md contains the current field table") {
     const std::size_t begin = at + 8;
     const std::size_t end = docs.find("```", begin);
     REQUIRE(end != std::string::npos);
-    CHECK_NOTHROW(load_scenario_text(docs.substr(begin, end - begin), "docs-example.yaml"));
+    CHECK_NOTHROW(read_scenario_text(docs.substr(begin, end - begin), "docs-example.yaml"));
     ++examples;
   }
   CHECK(examples == 2);

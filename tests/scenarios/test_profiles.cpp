@@ -90,7 +90,7 @@ TEST_CASE("dgx-a100-80gb: A100-SXM4-80GB in a DGX A100") {
   CHECK(hw.hbm_bw_bytes_per_s == 2'039'000'000'000ULL);  // 2039 GB/s
   CHECK(hw.memory_bytes == 80 * kGiB);
   CHECK(hw.gpus_per_node == 8);
-  CHECK(hw.intra_node == "nvswitch");
+  CHECK(hw.intra_node == IntraNode::kNvSwitch);
   CHECK(hw.nvlink.bw_bytes_per_s == 300'000'000'000ULL);  // 12 links x 25 GB/s per direction
   CHECK(hw.pcie.bw_bytes_per_s == 31'500'000'000ULL);     // gen4 x16
   CHECK(hw.nics_per_node == 8);
@@ -106,7 +106,7 @@ TEST_CASE("a100-pcie-40gb: PCIe only, two GPUs per switch") {
   CHECK(hw.peak_flops_per_s == 312'000'000'000'000ULL);
   CHECK(hw.hbm_bw_bytes_per_s == 1'555'000'000'000ULL);
   CHECK(hw.memory_bytes == 40 * kGiB);
-  CHECK(hw.intra_node == "pcie");
+  CHECK(hw.intra_node == IntraNode::kPcie);
   CHECK(hw.nvlink.bw_bytes_per_s == 0);
   CHECK(hw.gpus_per_pcie_switch == 2);
   CHECK(hw.pcie.bw_bytes_per_s == 31'500'000'000ULL);
@@ -132,7 +132,7 @@ TEST_CASE("dgx-h100-80gb and h200-sxm-141gb: Hopper, NVLink4, NDR") {
   CHECK(h200.nvlink.bw_bytes_per_s == 450'000'000'000ULL);
   CHECK(h200.nic.bw_bytes_per_s == 50'000'000'000ULL);
   CHECK(h200.nics_per_node == 8);
-  CHECK(h200.intra_node == "nvswitch");
+  CHECK(h200.intra_node == IntraNode::kNvSwitch);
 }
 
 TEST_CASE("unknown built-in profile lists the known ones") {
@@ -219,7 +219,7 @@ TEST_CASE("a profile with base inherits every field it does not give") {
       "base: a100-pcie-40gb\nname: lab\nsource: our measurements\n", "x.yaml");
   CHECK(named.profile == "lab");
   CHECK(named.source == "our measurements");
-  CHECK(named.intra_node == "pcie");
+  CHECK(named.intra_node == IntraNode::kPcie);
   // A written profile is complete and names no base; it loads back to the same profile.
   const std::string yaml = hardware_profile_to_yaml(site);
   CHECK(yaml.find("base:") == std::string::npos);
@@ -235,7 +235,7 @@ TEST_CASE("a profile with base inherits every field it does not give") {
                    "dgx-a100-80gb, ",
                    0) == 0);
   // base is a profile-file key, not a scenario key.
-  CHECK(error_of([] { load_scenario_text("hardware:\n  profile: dgx-a100-80gb\n  base: x\n", "s.yaml"); })
+  CHECK(error_of([] { read_scenario_text("hardware:\n  profile: dgx-a100-80gb\n  base: x\n", "s.yaml"); })
             .rfind("s.yaml:3:3: unknown key 'hardware.base'", 0) == 0);
 }
 
@@ -246,8 +246,8 @@ TEST_CASE("a scenario's profile_file may be a short profile with base") {
   {
     std::ofstream(profile) << "base: dgx-h100-80gb\nnode:\n  nic:\n    bw: 100Gb/s\n";
   }
-  const Scenario s = load_scenario_text("hardware:\n  profile_file: small.yaml\n  nodes: 2\n",
-                                        dir + "/s.yaml");
+  const Scenario s = read_scenario_text("hardware:\n  profile_file: small.yaml\n  nodes: 2\n",
+                                        dir + "/s.yaml").scenario;
   CHECK(s.hardware.profile == "small");
   CHECK(s.hardware.nic.bw_bytes_per_s == 12'500'000'000ULL);
   CHECK(s.hardware.peak_flops_per_s == builtin_hardware_profile("dgx-h100-80gb").peak_flops_per_s);

@@ -23,7 +23,7 @@ inline HardwareSpec synthetic_hardware(int gpus) {
   hw.memory_bound = {1.0, 0.0};
   hw.nodes = 1;
   hw.gpus_per_node = gpus;
-  hw.intra_node = "nvswitch";
+  hw.intra_node = IntraNode::kNvSwitch;
   hw.nvlink = {100'000'000'000, 0};
   hw.pcie = {32'000'000'000, 0};
   hw.pcie_host = {32'000'000'000, 0};

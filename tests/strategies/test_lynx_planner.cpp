@@ -27,7 +27,7 @@ namespace {
 /// GPT 2.7B on one DGX A100 node, tp 4 × pp 2, with a 24 GiB budget: the "none" plan does not
 /// fit, so recomputation is needed.
 Scenario tight_gpt(RecomputeKind strategy, bool sp = false) {
-  Scenario sc = default_scenario();
+  Scenario sc = model::default_scenario().scenario();
   sc.model = ModelSpec{};
   sc.model.preset = "gpt-2.7b";
   sc.parallel = ParallelSpec{};
@@ -41,7 +41,7 @@ Scenario tight_gpt(RecomputeKind strategy, bool sp = false) {
   return sc;
 }
 
-SimResult run(const Scenario& sc) { return simulate(sc).result; }
+SimResult run(const Scenario& sc) { return simulate(model::resolve_scenario(sc, sc.name)).result; }
 
 }  // namespace
 
@@ -72,8 +72,8 @@ TEST_CASE("planned plans fit the memory budget in simulation and are never slowe
 TEST_CASE("lynx-heu equals lynx-opt and the brute-force optimum on a small stage") {
   // A real stage problem (options and costs from the 2.7B workload), cut to 3 layers so all
   // assignments can be enumerated; budgets from roomy to impossible.
-  Scenario sc = tight_gpt(RecomputeKind::kLynxHeu);
-  sc.model = model::resolve_model(sc.model);
+  const Scenario sc =
+      model::resolve_scenario(tight_gpt(RecomputeKind::kLynxHeu), "tight_gpt").scenario();
   const hw::Topology topo(sc.hardware);
   const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
   StageProblem p;
@@ -115,7 +115,7 @@ TEST_CASE("an overlapped recompute ends before the backward that consumes it sta
   // all-reduces of the preceding forward step are used (fwd-tp windows).
   for (const char* name : {"pcie-gpt-2.7b", "nvlink-gpt-13b"}) {
     CAPTURE(name);
-    const Scenario sc = load_scenario_file(
+    const auto sc = model::load_scenario_file(
         std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name + ".yaml", {"recompute.strategy=lynx-heu"});
     SimOptions opt;
     opt.keep_trace_data = true;

@@ -26,9 +26,7 @@ const char* kScenario =
     "hardware: {profile: dgx-a100-80gb}\n";
 
 Scenario unit_scenario(const std::vector<std::string>& overrides = {}) {
-  Scenario sc = load_scenario_text(kScenario, "unit.yaml", overrides);
-  sc.model = model::resolve_model(sc.model);
-  return sc;
+  return model::load_scenario_text(kScenario, "unit.yaml", overrides).scenario();
 }
 
 LayerDecision dropping(std::initializer_list<OpGroup> groups, Action action, Window window = Window::kNone) {
@@ -52,7 +50,7 @@ RecomputePlan sample_plan() {
   LayerDecision selective = dropping({OpGroup::kAttnCore}, Action::kRecompute);
   selective.rerun_whole_groups = true;
   s1.layers = {selective, dropping({OpGroup::kAttnProjInput}, Action::kOverlap, Window::kFwdTpComm),
-               dropping({OpGroup::kLayerNorm, OpGroup::kMlp}, Action::kRecompute)};
+               dropping({OpGroup::kPost, OpGroup::kMlp}, Action::kRecompute)};
   plan.stages = {s0, s1};
   return plan;
 }
@@ -359,14 +357,12 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
   }
   SUBCASE("a scenario file is compared with the plan") {
     const std::string dir = LYNXSIM_SOURCE_DIR "/scenarios/paper/";
-    const Scenario made_for = load_scenario_file(dir + "pcie-gpt-2.7b.yaml");
     PlanFile f;
-    f.scenario = made_for;
-    f.scenario.model = model::resolve_model(f.scenario.model);
+    f.scenario = model::load_scenario_file(dir + "pcie-gpt-2.7b.yaml").scenario();
     f.plan = plan_fixed_strategy(RecomputeSpec{RecomputeKind::kSelective}, uniform_partition(32, 4));
     const PlanFile plan = read_plan_text(plan_to_yaml(f), "p.yaml");
     CHECK(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"hardware.node.nic.bw=10GB/s"})
-              .hardware.nic.bw_bytes_per_s == 10'000'000'000ull);
+              ->hardware.nic.bw_bytes_per_s == 10'000'000'000ull);
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-1.3b.yaml", {}),
                          fmt::format("p.yaml: made for model.layers 32, {}pcie-gpt-1.3b.yaml has 24", dir).c_str(), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"parallel.micro_batch=2"}),
@@ -380,18 +376,17 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
                          doctest::Contains("--set  recompute.time_limit = 1s: not allowed with --plan"), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"parallel.tp=1"}),
                          "p.yaml: made for parallel.tp 2, its scenario with --set has 1", Error);
-    const Scenario what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
-    CHECK(what_if.hardware.nvlink.bw_bytes_per_s == 100'000'000'000ull);
-    CHECK(what_if.name == "unit");
+    const auto what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
+    CHECK(what_if->hardware.nvlink.bw_bytes_per_s == 100'000'000'000ull);
+    CHECK(what_if->name == "unit");
   }
   SUBCASE("the embedded scenario alone runs the plan, as the planned run did") {
-    const Scenario planned_on = unit_scenario({"recompute.strategy=lynx-heu"});
-    const SimRun planned = simulate(planned_on);
+    const SimRun planned = simulate(model::load_scenario_text(kScenario, "unit.yaml", {"recompute.strategy=lynx-heu"}));
     PlanFile made;
     made.plan = planned.plan;
     made.scenario = planned.result.scenario;
     const PlanFile back = read_plan_text(plan_to_yaml(made), "p.yaml");
-    const Scenario sc = scenario_for_plan(back, "p.yaml", "", {});
+    const auto sc = scenario_for_plan(back, "p.yaml", "", {});
     SimOptions options;
     options.plan = &back.plan;
     const SimRun replay = simulate(sc, options);

@@ -52,7 +52,7 @@ std::vector<MeasuredRun> synthetic_runs(const Scenario& base, std::size_t count)
                                    make_run(6, 2, 1, 2, 2, 8, 1024, 12)};
   runs.resize(count);
   for (auto& r : runs)
-    r.iteration_ms = simulate(scenario_for_run(truth, r, "synthetic")).result.iteration_time_s * 1e3;
+    r.iteration_ms = simulate(model::resolve_scenario(scenario_for_run(truth, r, "synthetic"), "synthetic")).result.iteration_time_s * 1e3;
   return runs;
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("a measured row maps to a scenario with its shape, layout and the fixe
   SUBCASE("simulate_runs predicts what lynx::simulate predicts, with the signed error") {
     const auto rows = simulate_runs(base, {run}, {0}, "runs.csv");
     REQUIRE(rows.size() == 1);
-    const double expected_ms = simulate(sc).result.iteration_time_s * 1e3;
+    const double expected_ms = simulate(model::resolve_scenario(sc, sc.name)).result.iteration_time_s * 1e3;
     CHECK(rows[0].predicted_ms == doctest::Approx(expected_ms));
     // error = 100 · (predicted − 100 ms) / 100 ms.
     CHECK(rows[0].error_percent == doctest::Approx(expected_ms - 100.0));
