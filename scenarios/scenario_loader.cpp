@@ -393,7 +393,17 @@ HardwareSpec builtin_profile(const std::string& name, int depth) {
   fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
 }
 
-/// The hardware a scenario starts from: a built-in profile or a profile file.
+/// True when the scenario writes every profile field under hardware. itself, as the resolved
+/// scenario embedded in a plan file does: it is then complete and needs no base profile.
+bool gives_every_hardware_field(const FileValues& values) {
+  for (const FieldDesc& field : scenario_field_table())
+    if (field.place == FieldPlace::kHardware && values.values.count(field.scenario_key()) == 0) return false;
+  return true;
+}
+
+/// The hardware a scenario starts from: a built-in profile or a profile file, or nothing when
+/// the scenario gives every hardware field (hardware.profile / profile_file then only name it,
+/// so a plan file runs without the profile file it was made from).
 HardwareSpec base_hardware(const FileValues& values) {
   const Assignment* profile = values.given("hardware.profile");
   const Assignment* profile_file = values.given("hardware.profile_file");
@@ -402,6 +412,14 @@ HardwareSpec base_hardware(const FileValues& values) {
         "{}: key 'hardware.profile_file': give either hardware.profile or "
         "hardware.profile_file, not both",
         profile_file->origin);
+  }
+  if (gives_every_hardware_field(values)) {
+    HardwareSpec hw;  // every field is applied from the scenario next
+    hw.profile = profile != nullptr        ? profile->text
+                 : profile_file != nullptr ? file_stem(profile_file->text)
+                                           : file_stem(values.label);
+    if (profile_file != nullptr) hw.profile_file = profile_file->text;
+    return hw;
   }
   if (profile != nullptr) {
     try {

@@ -252,3 +252,22 @@ TEST_CASE("a scenario's profile_file may be a short profile with base") {
   CHECK(s.hardware.nic.bw_bytes_per_s == 12'500'000'000ULL);
   CHECK(s.hardware.peak_flops_per_s == builtin_hardware_profile("dgx-h100-80gb").peak_flops_per_s);
 }
+
+TEST_CASE("a scenario that gives every hardware field needs no profile (plans run alone)") {
+  const std::string dir = std::string(LYNXSIM_BINARY_DIR) + "/test-profile-complete";
+  std::filesystem::create_directories(dir);
+  const std::string profile = dir + "/lab.yaml";
+  { std::ofstream(profile) << "base: dgx-a100-80gb\ngpu:\n  memory: 40GiB\n"; }
+  const Scenario made = read_scenario_text("hardware:\n  profile_file: lab.yaml\n", dir + "/s.yaml").scenario;
+  const std::string written = scenario_to_yaml(made);
+  std::filesystem::remove(profile);
+  // The resolved scenario (as a plan file embeds it) still reads, without its profile file.
+  const Scenario again = read_scenario_text(written, "plan.yaml").scenario;
+  CHECK(scenario_to_yaml(again) == written);
+  CHECK(again.hardware.memory_bytes == 40ull << 30);
+  // One hardware field fewer, and the missing profile file is needed again.
+  const std::string partial = written.substr(0, written.find("    reserve:")) +
+                              written.substr(written.find('\n', written.find("    reserve:")) + 1);
+  CHECK(error_of([&] { read_scenario_text(partial, "plan.yaml"); }).find("cannot open the hardware profile") !=
+        std::string::npos);
+}
