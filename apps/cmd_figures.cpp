@@ -2,6 +2,7 @@
 // paper-style PNG figures (results/plot_paper.py). By default into results/out/paper/, which
 // git ignores; --update-committed regenerates the committed set in results/paper/.
 #include "apps/cli.hpp"
+#include "common/files.hpp"
 #include "common/error.hpp"
 #include "common/progress.hpp"
 #include "common/text.hpp"
@@ -79,11 +80,9 @@ int cmd_figures(const std::vector<std::string>& argv) {
 
   fs::create_directories(out_dir);
   const std::string csv_path = (fs::path(out_dir) / "paper_results.csv").string();
-  std::ofstream csv(csv_path);
-  if (!csv) fail("cannot write '{}'", csv_path);
-  write_paper_csv(csv, rows);
+  OutputFile csv(csv_path, "figures CSV");
+  write_paper_csv(csv.stream(), rows);
   csv.close();
-  if (!csv) fail("cannot write '{}'", csv_path);
   fmt::print("wrote {} ({} runs)\n", csv_path, rows.size());
   if (no_plot) return 0;
   const std::string command = fmt::format("/usr/bin/python3 '{}' '{}' '{}'", plot_script, csv_path, out_dir);

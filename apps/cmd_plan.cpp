@@ -1,5 +1,6 @@
 // `lynxsim plan`: plan a scenario's recomputation and write the plan file.
 #include "apps/cli.hpp"
+#include "common/files.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
 #include "common/error.hpp"
@@ -59,9 +60,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   if (output_path.empty()) {
     std::cout << yaml;
   } else {
-    std::ofstream out(output_path);
-    if (!out) fail("-o: cannot write '{}'", output_path);
-    out << yaml;
+    write_text_file(output_path, yaml, "-o");
   }
   fmt::print(std::cerr, "{}: {} plan, simulated iteration {:.4f} s, {:.0f} tokens/s{}{}\n",
              resolved->name, run.result.strategy, run.result.iteration_time_s, run.result.tokens_per_s,

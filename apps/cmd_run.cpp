@@ -1,5 +1,6 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
+#include "common/files.hpp"
 #include "apps/trace_options.hpp"
 #include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
@@ -50,9 +51,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (output_path.empty()) {
     write_report(std::cout, run.result, report_format);
   } else {
-    std::ofstream out(output_path);
-    if (!out) fail("-o: cannot write '{}'", output_path);
-    write_report(out, run.result, report_format);
+    OutputFile out(output_path, "-o");
+    write_report(out.stream(), run.result, report_format);
+    out.close();
   }
   if (!trace.path.empty()) fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", trace.path);
   return 0;

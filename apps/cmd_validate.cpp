@@ -3,6 +3,7 @@
 // check, then on all rows, and optionally write the fitted hardware profile. The workflow is
 // validate/fit_workflow.hpp; this file parses options and prints.
 #include "apps/cli.hpp"
+#include "common/files.hpp"
 #include "common/progress.hpp"
 #include "runner/report.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -181,10 +182,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   if (!write_profile.empty()) {
     const std::string text =
         val::fitted_profile_file_text(val::fitted_profile(input, result, fitted_name));
-    std::ofstream out(write_profile);
-    if (!out) fail("--write-profile: cannot write '{}'", write_profile);
-    out << text;
-    if (!out) fail("--write-profile: error writing '{}'", write_profile);
+    write_text_file(write_profile, text, "--write-profile");
     fmt::print(fit_text, "  profile written to {}\n", write_profile);
   }
 

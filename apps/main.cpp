@@ -1,6 +1,7 @@
 /// lynxsim command-line interface. The only place that exits: every other component throws
 /// lynx::Error, which is printed here as one line.
 #include "apps/cli.hpp"
+#include "common/files.hpp"
 #include "runner/report.hpp"
 #include "common/error.hpp"
 
@@ -63,7 +64,9 @@ int main(int argc, char** argv) {
       print_usage(std::cerr);
       return 2;
     }
-    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+    const int status = it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+    lynx::check_stdout();  // a full disk or closed pipe under stdout is an error, not exit 0
+    return status;
   } catch (const lynx::Error& e) {
     fmt::print(std::cerr, "lynxsim: error: {}\n", e.what());
     return 1;

@@ -1,4 +1,5 @@
 #include "apps/trace_options.hpp"
+#include "common/files.hpp"
 
 #include "common/error.hpp"
 #include "common/text.hpp"
@@ -98,10 +99,9 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
   if (request.from_ps > run.exec.makespan_ps)
     fmt::print(std::cerr, "note: --trace-window starts after the iteration ends ({}), so the trace holds no slices\n",
                units::format_time(run.exec.makespan_ps));
-  std::ofstream trace(request.path);
-  if (!trace) fail("--trace: cannot write '{}'", request.path);
-  sim::write_chrome_trace(trace, run.built.machine, run.built.program, run.exec, trace_annotations(run), options);
-  if (!trace) fail("--trace: writing '{}' failed", request.path);
+  OutputFile trace(request.path, "--trace");
+  sim::write_chrome_trace(trace.stream(), run.built.machine, run.built.program, run.exec, trace_annotations(run), options);
+  trace.close();
 }
 
 }  // namespace lynx::cli

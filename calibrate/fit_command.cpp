@@ -5,6 +5,7 @@
 #include "hw_models/topology.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 
 #include <fmt/format.h>
 
@@ -221,11 +222,7 @@ FitCommandResult run_fit_command(const FitCommandOptions& options) {
   (void)load_hardware_profile_text(result.profile_yaml, "<fitted profile>");
 
   if (!options.output_path.empty()) {
-    std::ofstream out(options.output_path);
-    if (!out) fail("lynxsim fit: cannot open '{}' for writing", options.output_path);
-    out << result.profile_yaml;
-    out.flush();
-    if (!out) fail("lynxsim fit: error writing '{}'", options.output_path);
+    write_text_file(options.output_path, result.profile_yaml, "lynxsim fit -o");
   }
 
   result.text = format_fit_report(result.report);

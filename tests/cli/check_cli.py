@@ -324,6 +324,25 @@ def case_figures_flags(b, tmp):
 
 
 
+def case_write_errors(b, tmp):
+    """A write that fails (a full disk: /dev/full) is an error naming the output, never exit 0
+    with the output lost: -o, --trace, plan -o and standard output itself."""
+    def fails(args, stdout, has):
+        p = subprocess.run([b, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=600)
+        err = p.stderr.strip()
+        check(p.returncode == 1 and err.count("\n") == 0 and has in err,
+              f"lynxsim {' '.join(args)}: exit {p.returncode}, {err!r}")
+    devnull = subprocess.DEVNULL
+    fails(["run", "-o", "/dev/full"], devnull, "-o: cannot write '/dev/full'")
+    fails(["run", "--trace", "/dev/full"], devnull, "--trace: cannot write '/dev/full'")
+    fails(["plan", "scenarios/examples/default.yaml", "-o", "/dev/full"], devnull,
+          "-o: cannot write '/dev/full'")
+    with open("/dev/full", "w") as full:
+        for args in (["run"], ["show"], ["fields"], ["run", "--format", "json"]):
+            fails(args, full, "cannot write to standard output")
+    fails(["run", "-o", os.path.join(tmp, "no-such-dir", "r.txt")], devnull, "-o: cannot open")
+
+
 # Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
 def case_fields_and_presets(b, tmp):
     node = run(b, "fields", "hardware.node").stdout

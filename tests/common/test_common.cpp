@@ -48,3 +48,15 @@ TEST_CASE("read_text_file: regular files only, up to a size limit") {
   CHECK(error_of([] { read_text_file("/dev/null", "CSV"); }) ==
         "/dev/null: cannot read the CSV: not a regular file");
 }
+
+TEST_CASE("OutputFile and write_text_file report failed writes") {
+  // /dev/full accepts the open and refuses every write with ENOSPC.
+  CHECK(error_of([] { write_text_file("/dev/full", std::string(100, 'x'), "-o"); }) ==
+        "-o: cannot write '/dev/full': No space left on device");
+  CHECK(error_of([] { OutputFile("/nonexistent/dir/x.txt", "--trace"); })
+            .rfind("--trace: cannot open '/nonexistent/dir/x.txt' for writing", 0) == 0);
+  const auto path = std::filesystem::temp_directory_path() / "lynxsim_test_output_file.txt";
+  write_text_file(path.string(), "ok\n", "-o");
+  CHECK(read_text_file(path.string(), "test file") == "ok\n");
+  std::filesystem::remove(path);
+}
