@@ -56,21 +56,21 @@ class StageBars {
 
 int cmd_validate(const std::vector<std::string>& argv) {
   std::string csv;
-  std::string profile = "dgx-a100-80gb";
+  std::string profile;  // dgx-a100-80gb unless --profile-file is given
   std::string profile_file;
   std::vector<std::string> overrides;
   std::string format = "table";
   bool fit = false;
   std::vector<std::string> fit_keys;
-  std::size_t inner_stride = 4;
+  int inner_stride = 4;  // signed, so "-1" is refused instead of wrapping
   int sweeps = 3;
   int golden_steps = 12;
   std::string write_profile;
   std::string fitted_name = "dgx-a100-80gb-vtrain-fit";
-  std::size_t worst = 10;
+  int worst = 10;
   bool no_rows = false;
   bool skip_folds = false;
-  unsigned threads = 2;
+  int threads = 2;
 
   po::options_description desc("validate options");
   desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV: 11 columns per row)")(
@@ -103,7 +103,13 @@ int cmd_validate(const std::vector<std::string>& argv) {
     return 0;
   if (csv.empty())
     fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
-  if (threads < 1) fail("--threads must be >= 1");
+  // A thread per core is what helps; the cap keeps a typo from asking the OS for millions.
+  if (threads < 1 || threads > 256) fail("--threads: {} is not between 1 and 256", threads);
+  if (worst < 0) fail("--worst: {} is negative", worst);
+  if (inner_stride < 1) fail("--inner-stride: {} is not >= 1", inner_stride);
+  if (!profile.empty() && !profile_file.empty())
+    fail("--profile {} and --profile-file {}: give one of them", profile, profile_file);
+  if (profile.empty() && profile_file.empty()) profile = "dgx-a100-80gb";
   if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
     fail("--write-profile needs the held-out check: drop --skip-folds");
@@ -111,7 +117,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   val::ReportOptions report;
   report.format = val::parse_validation_format(format);
   report.per_row = !no_rows;
-  report.worst_count = worst;
+  report.worst_count = static_cast<std::size_t>(worst);
   const auto runs = val::load_measured_runs(csv);
   const Scenario base = val::validation_base_scenario({profile, profile_file, overrides});
   const std::string profile_label =
@@ -121,7 +127,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   if (!fit) {
     StageBars bars;
     const auto rows =
-        val::simulate_stage(base, runs, all, csv, threads, "simulating", bars.progress());
+        val::simulate_stage(base, runs, all, csv, static_cast<unsigned>(threads), "simulating", bars.progress());
     report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
                                runs.size(), profile_label);
     val::write_validation_report(std::cout, rows, report);
@@ -133,10 +139,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
   input.runs = runs;
   input.file_label = csv;
   if (!fit_keys.empty()) input.fit.keys = fit_keys;
-  input.fit.inner_stride = inner_stride;
+  input.fit.inner_stride = static_cast<std::size_t>(inner_stride);
   input.fit.sweeps = sweeps;
   input.fit.golden_steps = golden_steps;
-  input.fit.threads = threads;
+  input.fit.threads = static_cast<unsigned>(threads);
   input.folds = !skip_folds;
   // The fit report goes to stdout as it is made: '#' comment lines in CSV mode.
   const char* c = report.format == val::ValidationFormat::kCsv ? "# " : "";
@@ -152,7 +158,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
              "objective: mean |ln(predicted / measured)| over the training rows (the optimiser "
              "scores {} of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
              "coordinate over a fixed interval\n",
-             lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(inner_stride),
+             lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(static_cast<std::size_t>(inner_stride)),
              sweeps, golden_steps);
   flush_fit_text();
 

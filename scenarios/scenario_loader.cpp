@@ -1,4 +1,5 @@
 #include "scenarios/scenario_loader.hpp"
+#include "scenarios/yaml_document.hpp"
 
 #include "common/files.hpp"
 
@@ -197,12 +198,7 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
 /// Parses YAML text (file:line:col on syntax errors) and collects its keys.
 FileValues read_values(std::string_view text, const std::string& label, const KeySet& keys) {
   FileValues out(label);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    fail("{}: malformed YAML: {}", position(label, e.mark), e.msg);
-  }
+  const YAML::Node root = load_single_document(std::string(text), label);
   if (root.IsNull()) return out;
   if (!root.IsMap())
     fail("{}:1:1: expected a map of keys at the top, got {}", label, node_kind(root));

@@ -5,6 +5,7 @@
 #include "model/gpt.hpp"
 #include "model/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "scenarios/yaml_document.hpp"
 #include "sim/json.hpp"
 #include "strategies/plan_check.hpp"
 
@@ -387,12 +388,7 @@ std::string plan_to_yaml(const PlanFile& file) {
 }
 
 PlanFile read_plan_text(const std::string& text, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    fail("{}:{}:{}: malformed YAML: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg);
-  }
+  const YAML::Node root = load_single_document(text, file);
   const Reader r(file);
   if (!root.IsMap())
     fail("{}: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, "

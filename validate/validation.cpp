@@ -11,6 +11,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace lynx::validate {
@@ -132,7 +133,13 @@ std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<Mea
     work(0, 1);
   } else {
     std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t, workers);
+    try {
+      for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t, workers);
+    } catch (const std::system_error& e) {
+      // Not std::terminate: join the threads already started, then report.
+      for (std::thread& th : pool) th.join();
+      fail("cannot start {} simulation threads ({}); use fewer with --threads", workers, e.what());
+    }
     work(0, workers);
     for (std::thread& th : pool) th.join();
   }

@@ -343,6 +343,26 @@ def case_write_errors(b, tmp):
     fails(["run", "-o", os.path.join(tmp, "no-such-dir", "r.txt")], devnull, "-o: cannot open")
 
 
+def case_silent_inputs(b, tmp):
+    """Inputs that used to be silently wrong or silently ignored are one-line errors: a second
+    YAML document, options that wrap when negative, two profiles at once."""
+    two = os.path.join(tmp, "two.yaml")
+    with open(two, "w") as f:
+        f.write("name: x\nhardware: {profile: dgx-a100-80gb}\n---\nparallel: {tp: 4}\n")
+    err = run(b, "run", two, expect=1).stderr.strip()
+    check(err == f"lynxsim: error: {two}:4:1: a second YAML document (after '---') would be "
+          "ignored: keep one document per file", f"second document: {err}")
+    csv_path = "validate/data/vtrain_single_node.csv"
+    for args, has in ((["--threads", "-1"], "--threads: -1 is not between 1 and 256"),
+                      (["--threads", "100000"], "--threads: 100000 is not between 1 and 256"),
+                      (["--worst", "-1"], "--worst: -1 is negative"),
+                      (["--inner-stride", "0"], "--inner-stride: 0 is not >= 1"),
+                      (["--profile", "dgx-a100-80gb", "--profile-file", "x.yaml"],
+                       "--profile dgx-a100-80gb and --profile-file x.yaml: give one of them")):
+        err = run(b, "validate", csv_path, *args, expect=1).stderr.strip()
+        check(err == "lynxsim: error: " + has, f"validate {' '.join(args)}: {err}")
+
+
 # Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
 def case_fields_and_presets(b, tmp):
     node = run(b, "fields", "hardware.node").stdout
