@@ -1,9 +1,11 @@
 // Golden fingerprints (OMNeT++'s fingerprint tests): each scenario in tests/golden/scenarios/
-// is simulated and its summary — the headline metrics, the per-stage breakdown and memory, and
-// a hash of the engine's (time, sequence) event stream and of every task's start and end — is
+// is simulated and its summary — every result field (the headline metrics, the per-stage
+// breakdown and memory, and a hash of the engine's (time, sequence) event stream and of every
+// task's start and end) but wall-clock times — is
 // compared with tests/golden/expected/NAME.txt. A change that alters a summary must be
 // deliberate: regenerate with `LYNXSIM_UPDATE_GOLDEN=1 build/tests/golden/test_golden` and give
 // the reason in the commit message.
+#include "runner/result_fields.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
 
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace lynx;
@@ -22,34 +25,30 @@ namespace {
 
 const std::filesystem::path kGoldenDir = std::filesystem::path(LYNXSIM_SOURCE_DIR) / "tests" / "golden";
 
-/// The summary compared line by line; 12 significant digits keep it readable and are far
-/// below any change a model edit makes.
+/// Fields that measure the machine or name the release, not the simulation.
+const std::set<std::string> kNotSimulated = {"lynxsim_version", "search_seconds", "baseline_seconds",
+                                             "confirm_seconds", "simulate_seconds"};
+
+/// A value as the summary prints it: reals to 12 significant digits (readable, and far below
+/// any change a model edit makes), everything else as its CSV cell.
+std::string summary_cell(const FieldValue& value) {
+  return value.kind == FieldValue::Kind::kReal ? fmt::format("{:.12g}", value.real) : csv_cell(value);
+}
+
+/// The summary compared line by line: every result field of the one field table
+/// (runner/result_fields.hpp) except wall-clock times and the version — one line per run field,
+/// one line per stage.
 std::string summary(const SimResult& r) {
   std::string s;
-  auto line = [&](std::string_view key, const auto& value) { s += fmt::format("{} {}\n", key, value); };
-  auto real = [&](std::string_view key, double value) { s += fmt::format("{} {:.12g}\n", key, value); };
-  line("strategy", r.strategy);
-  real("iteration_time_s", r.iteration_time_s);
-  real("tokens_per_s", r.tokens_per_s);
-  real("mfu", r.mfu);
-  real("hfu", r.hfu);
-  line("oom", r.oom);
-  line("oom_stage", r.oom_stage);
-  line("gpus", r.gpus);
-  line("micro_batches", r.micro_batches);
-  line("symmetric", r.symmetric);
-  line("layers_per_stage", fmt::format("{}", fmt::join(r.layers_per_stage, " ")));
-  line("events", r.events);
-  line("tasks", r.tasks);
-  line("event_fingerprint", fmt::format("{:016x}", r.event_fingerprint));
+  const StageBreakdown no_stage;
+  for (const ResultField* f : fields_of(FieldLevel::kRun, /*csv_only=*/true))
+    if (kNotSimulated.count(f->name) == 0)
+      s += fmt::format("{} {}\n", f->name, summary_cell(f->value(r, no_stage)));
   for (const StageBreakdown& b : r.stages) {
-    s += fmt::format(
-        "stage {} peak_bytes {} static_bytes {} oom {} compute_s {:.12g} recompute_s {:.12g} "
-        "recompute_overlapped_s {:.12g} tp_exposed_s {:.12g} pp_exposed_s {:.12g} "
-        "dp_exposed_s {:.12g} bubble_s {:.12g} contention_s {:.12g}\n",
-        b.stage, b.peak_memory_bytes, b.static_memory_bytes, b.oom, b.compute_s, b.recompute_s,
-        b.recompute_overlapped_s, b.tp_exposed_s, b.pp_exposed_s, b.dp_exposed_s, b.bubble_s,
-        b.contention_s);
+    std::string line;
+    for (const ResultField* f : fields_of(FieldLevel::kStage, /*csv_only=*/true))
+      line += fmt::format("{}{} {}", line.empty() ? "" : " ", f->name, summary_cell(f->value(r, b)));
+    s += line + "\n";
   }
   return s;
 }
