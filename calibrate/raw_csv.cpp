@@ -1,6 +1,7 @@
 #include "calibrate/raw_csv.hpp"
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 #include <fmt/format.h>
@@ -265,11 +266,7 @@ RawMeasurements parse_raw_csv(std::string_view text, const std::string& label) {
 }
 
 RawMeasurements read_raw_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open raw measurements '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_raw_csv(text.str(), path);
+  return parse_raw_csv(read_text_file(path, "raw measurements CSV"), path);
 }
 
 RawMeasurements merge_raw(const std::vector<RawMeasurements>& parts) {

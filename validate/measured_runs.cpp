@@ -1,6 +1,7 @@
 #include "validate/measured_runs.hpp"
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 #include <array>
@@ -89,12 +90,7 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
 }
 
 std::vector<MeasuredRun> load_measured_runs(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open the measurements CSV", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read the measurements CSV", path);
-  return parse_measured_runs(text.str(), path);
+  return parse_measured_runs(read_text_file(path, "measurements CSV"), path);
 }
 
 }  // namespace lynx::validate

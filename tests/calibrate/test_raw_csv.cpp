@@ -178,5 +178,5 @@ TEST_CASE("raw CSV: malformed input names the line") {
   CHECK(parse(head + "gemm,,bf16,1,2,3,1,12,1,1,device,5,4,6,1\n")
             .find("bad.csv:4: column 'name' is empty") != std::string::npos);
   CHECK(error_of([] { (void)read_raw_csv("/nonexistent/raw.csv"); })
-            .find("cannot open raw measurements '/nonexistent/raw.csv'") != std::string::npos);
+            .find("/nonexistent/raw.csv: cannot open the raw measurements CSV: no such file") != std::string::npos);
 }

@@ -104,6 +104,6 @@ TEST_CASE("a missing measurements file is an error naming the path") {
     lynx::validate::load_measured_runs("/nonexistent/runs.csv");
     FAIL("no error for a missing file");
   } catch (const lynx::Error& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/runs.csv: cannot open the measurements CSV");
+    CHECK(std::string(e.what()) == "/nonexistent/runs.csv: cannot open the measurements CSV: no such file");
   }
 }
