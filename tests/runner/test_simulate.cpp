@@ -113,6 +113,26 @@ TEST_CASE("executed FLOPs equal Eq. 7 (none), Eq. 8 (selective) and Narayanan Eq
   CHECK(full.hfu > full.mfu);
 }
 
+TEST_CASE("MFU equals HFU with no recomputation for any ffn_hidden (regression: f = 4h wired)") {
+  // Model FLOPs used to assume f = 4h: gpt-1.3b with ffn_hidden 4096 (2h) reported MFU 0.477
+  // above HFU 0.350. Here h = 1024: f = 2h, 3h and 8h.
+  for (int f : {2 * 1024, 3 * 1024, 8 * 1024}) {
+    CAPTURE(f);
+    Scenario sc = small_gpt(4, 2, true, RecomputeKind::kNone);
+    sc.model.ffn_hidden = f;
+    sc.parallel.pp = 2;
+    sc.parallel.dp = 2;
+    sc.parallel.global_batch = 8;
+    const SimResult none = run_scenario(sc).result;
+    CHECK(none.model_flops == doctest::Approx(none.executed_flops).epsilon(1e-12));
+    CHECK(none.mfu == doctest::Approx(none.hfu).epsilon(1e-12));
+    sc.recompute.strategy = RecomputeKind::kFull;
+    const SimResult full = run_scenario(sc).result;
+    CHECK(full.mfu < full.hfu);
+    CHECK(full.model_flops == none.model_flops);
+  }
+}
+
 TEST_CASE("impossible layouts are clear errors, from the one resolve step") {
   Scenario sc = small_gpt(4, 1, false, RecomputeKind::kNone);
   SUBCASE("heads not divisible by tp") {
