@@ -14,12 +14,17 @@ namespace {
 /// The previous task on the same (gpu, stream) of every task, -1 for the first: stream order
 /// is a dependency the program does not list.
 std::vector<sim::TaskId> stream_predecessors(const sim::Program& prog) {
-  std::map<std::pair<sim::GpuId, sim::StreamId>, sim::TaskId> last;
+  size_t gpus = 0, streams = 0;
+  for (const sim::Task& t : prog.tasks) {
+    gpus = std::max(gpus, static_cast<size_t>(t.gpu) + 1);
+    streams = std::max(streams, static_cast<size_t>(t.stream) + 1);
+  }
+  std::vector<sim::TaskId> last(gpus * streams, -1);
   std::vector<sim::TaskId> prev(prog.tasks.size(), -1);
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const sim::Task& t = prog.tasks[i];
-    auto [it, inserted] = last.try_emplace({t.gpu, t.stream}, static_cast<sim::TaskId>(i));
-    if (!inserted) prev[i] = std::exchange(it->second, static_cast<sim::TaskId>(i));
+    const size_t slot = static_cast<size_t>(t.gpu) * streams + static_cast<size_t>(t.stream);
+    prev[i] = std::exchange(last[slot], static_cast<sim::TaskId>(i));
   }
   return prev;
 }
@@ -30,11 +35,11 @@ class GapCommunication {
   GapCommunication(const sim::Program& prog, const sim::ExecResult& ex)
       : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog)) {}
 
-  /// `gpu`: the GPU whose compute stream idles.
-  void attribute(sim::GpuId gpu, IdleGap& gap) {
+  /// `next`: the compute-stream task the gap precedes.
+  void attribute(const sim::Task& next, IdleGap& gap) {
     chain_.clear();
     stack_.clear();
-    if (gap.gate >= 0) stack_.push_back(gap.gate);
+    push_deps(next);
     while (!stack_.empty()) {
       const sim::TaskId id = stack_.back();
       stack_.pop_back();
@@ -44,9 +49,7 @@ class GapCommunication {
       chain_.push_back(id);
       const sim::TaskId before = stream_prev_[static_cast<size_t>(id)];
       if (before >= 0) stack_.push_back(before);
-      if (t.gpu != gpu) continue;
-      for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d)
-        stack_.push_back(prog_.deps[d]);
+      if (t.gpu == next.gpu) push_deps(t);
     }
     std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {
       return std::pair(start(a), a) < std::pair(start(b), b);
@@ -63,6 +66,10 @@ class GapCommunication {
   }
 
  private:
+  void push_deps(const sim::Task& t) {
+    for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d)
+      stack_.push_back(prog_.deps[d]);
+  }
   TimePs start(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
   TimePs end(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
   static TimePs& slot(IdleGap& gap, sim::Category category) {
@@ -102,7 +109,7 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
         if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
           g.gate = dep;
       }
-      communication.attribute(t.gpu, g);
+      communication.attribute(t, g);
       gaps[gpu].push_back(g);
     }
     prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
@@ -154,8 +161,8 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
       samples[{s.virtual_stage, s.layer - 1}].push_back(tp_idle_in(s.first_task, s.end_task));
     if (s.layer == layer_range[s.virtual_stage].second) {
       // Top layer: the idle wait before its backward step (the step marker is the first
-      // compute task of the step), plus the idle on TP communication of anything before it in the step
-      // (the LM head's backward on the last stage).
+      // compute task of the step), plus the idle on TP communication of anything before it in
+      // the step (the LM head's backward on the last stage).
       TimePs w = 0;
       const auto marker = gap_before.find(s.step_marker);
       if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;

@@ -16,8 +16,8 @@ struct IdleGap {
   sim::TaskId next_task = -1;
   /// The dependency of next_task that finished last (what the stream waited for), -1 if none.
   sim::TaskId gate = -1;
-  /// The part of the gap during which the communication the gate stands for was in flight
-  /// (0 if the gate is not communication; rule at compute_stream_gaps); the rest is bubble.
+  /// The part of the gap during which communication the stream waited for was in flight (rule
+  /// at compute_stream_gaps); the rest is bubble.
   TimePs comm_in_flight_ps = 0;
   /// comm_in_flight_ps by the category of what was in flight; other_comm_ps: the collectives
   /// of an on-demand recompute (sim::Category::kRecompute).
@@ -26,13 +26,13 @@ struct IdleGap {
 
 /// Every idle gap of every GPU's compute stream (index = GPU), in time order; the tail after a
 /// GPU's last task up to the makespan is a final gap with next_task = -1.
-/// Communication of a gap whose gate is a communication task: the gate and, walking back, the
-/// communication tasks queued before it on its stream (the earlier phases of a hierarchical
-/// collective, earlier gradient buckets) and the communication tasks of the idle GPU it
-/// depends on (a collective issued after another), as long as they were still in flight after
-/// the gap began. Every instant of the gap during which one of them was in flight counts once,
-/// for the category of the earliest-started one. Dependencies on other GPUs' tasks are not
-/// followed: waiting for another pipeline stage is bubble, except its transfer itself.
+/// Communication of a gap: the communication tasks next_task depends on and, walking back, the
+/// communication tasks queued before each on its stream (the earlier phases of a hierarchical
+/// collective, earlier gradient buckets) and those a task of the idle GPU depends on (a
+/// collective issued after another), as long as they were still in flight after the gap
+/// began. Every instant of the gap during which one of them was in flight counts once, for the
+/// category of the earliest-started one. Other GPUs' dependencies are not followed: waiting
+/// for another pipeline stage is bubble, except the transfer itself.
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& program,
                                                       const sim::ExecResult& exec, size_t gpus);
 
