@@ -25,7 +25,7 @@ int cmd_show(const std::vector<std::string>& argv) {
   fmt::print("#   GPUs used: {} of {} (tp {} × pp {} × dp {})\n", p.tp * p.pp * p.dp,
              scenario.hardware.nodes * scenario.hardware.gpus_per_node, p.tp, p.pp, p.dp);
   fmt::print("#   micro-batches per pipeline: {}\n", p.global_batch / (p.micro_batch * p.dp));
-  fmt::print("#   model FLOPs per iteration: {:.4g} (Korthikanti et al. 2022 Eq. 7)\n",
+  fmt::print("#   model FLOPs per iteration: {:.4g} (every op forward + backward; Korthikanti et al. 2022 Eq. 7 when f = 4h)\n",
              model::model_flops_per_iteration(m, p.global_batch));
   return 0;
 }

@@ -365,6 +365,24 @@ double parameter_count(const ModelSpec& m) {
 
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
   require_resolved(m);
+  // One sequence on one GPU (tp 1, micro-batch 1): the ops' FLOPs are then the model's, and
+  // sharding or batching only divides them. Flash attention off: its backward's recomputed
+  // S = QK^T is hardware, not model, work; the unfused QK^T and ·V count each product once.
+  ModelSpec math = m;
+  math.flash_attention = false;
+  const ParallelSpec one;  // tp 1, micro-batch 1, no sequence parallelism
+  auto fwd_bwd = [](const std::vector<Op>& ops) {
+    double sum = 0;
+    for (const Op& op : ops) sum += op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops;
+    return sum;
+  };
+  const double per_sequence = dbl(m.layers) * fwd_bwd(layer_ops(math, one)) +
+                              fwd_bwd(embedding_ops(math, one)) + fwd_bwd(head_ops(math, one));
+  return dbl(global_batch) * per_sequence;
+}
+
+double eq7_model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
+  require_resolved(m);
   const double big_b = dbl(global_batch), l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
   return 72.0 * big_b * l * s * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
 }

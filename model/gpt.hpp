@@ -40,8 +40,12 @@ void check_layout(const ModelSpec& m, const ParallelSpec& p);
 /// Counted exactly per layer as 4h² + 2hf + 9h + f (equals Eq. 2 when f = 4h); final LN omitted
 /// as in Eq. 2.
 double parameter_count(const ModelSpec& m);
-/// Korthikanti et al. 2022 Eq. 7: model FLOPs per iteration, no recomputation.
+/// Model FLOPs per iteration: forward + backward of every op (layer_ops × layers, embedding,
+/// LM head and loss) with no recomputation, counted from the ops themselves so any ffn_hidden
+/// is right; flash attention's recomputed QK^T is not model work. Equals Eq. 7 when f = 4h.
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
+/// Korthikanti et al. 2022 Eq. 7, closed form (assumes f = 4h, as do Eq. 8 and Eq. 3 below).
+double eq7_model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
 /// Eq. 8: executed FLOPs with selective recomputation.
 double selective_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch);
 /// Narayanan et al. 2021 Eq. 3: executed FLOPs with full recomputation.

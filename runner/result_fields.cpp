@@ -101,7 +101,9 @@ std::vector<ResultField> make_fields() {
       {"samples_per_s", "samples/s", kRun, "training throughput in samples", true,
        line("sample rate", 2, "samples/s"), [](R r, S) { return real(r.samples_per_s); }},
       {"tflops_per_gpu", "TFLOP/s", kRun,
-       "model FLOPs (Korthikanti et al. 2022 Eq. 7, no recomputation) per second per GPU", true,
+       "model FLOPs (every op forward + backward, no recomputation; Korthikanti Eq. 7 for "
+       "f = 4h) per second per GPU",
+       true,
        line("model TFLOP/s", 1, "per GPU"), [](R r, S) { return real(r.tflops_per_gpu); }},
       {"mfu", "", kRun, "model FLOPs utilisation: tflops_per_gpu as a fraction of the GPU's peak",
        true, line("MFU", 1, "%", 100), [](R r, S) { return real(r.mfu); }},
@@ -109,7 +111,10 @@ std::vector<ResultField> make_fields() {
        "FLOPs of the kernels actually simulated (recompute included) per second, as a fraction "
        "of peak",
        true, line("HFU", 1, "%", 100), [](R r, S) { return real(r.hfu); }},
-      {"model_flops", "FLOP", kRun, "model FLOPs of one iteration (Eq. 7)", true, kNoTable,
+      {"model_flops", "FLOP", kRun,
+       "model FLOPs of one iteration (every op forward + backward, no recompute; Eq. 7 for "
+       "f = 4h)",
+       true, kNoTable,
        [](R r, S) { return real(r.model_flops); }},
       {"executed_flops", "FLOP", kRun, "FLOPs of the kernels simulated in one iteration", true,
        kNoTable, [](R r, S) { return real(r.executed_flops); }},

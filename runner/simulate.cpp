@@ -16,8 +16,8 @@ namespace lynx {
 namespace {
 
 /// Where each GPU's iteration went (index = GPU): busy time of its compute stream by
-/// category, and its idle gaps attributed to the communication that gated them (for as long as
-/// it was in flight during the gap), the remainder being pipeline bubble. One pass.
+/// category, and its idle gaps attributed to the communication in flight that the stream waited
+/// for (schedule::compute_stream_gaps), the remainder being pipeline bubble. One pass.
 std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const sim::ExecResult& ex,
                                               size_t gpus) {
   std::vector<StageBreakdown> out(gpus);
@@ -36,16 +36,11 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const si
   for (size_t g = 0; g < gpus; ++g) {
     StageBreakdown& b = out[g];
     for (const schedule::IdleGap& gap : gaps[g]) {
-      const TimePs exposed = gap.comm_in_flight_ps;
-      if (exposed > 0) {
-        switch (prog.tasks[static_cast<size_t>(gap.gate)].category) {
-          case sim::Category::kTpComm: add_s(b.tp_exposed_s, exposed); break;
-          case sim::Category::kPpComm: add_s(b.pp_exposed_s, exposed); break;
-          case sim::Category::kDpComm: add_s(b.dp_exposed_s, exposed); break;
-          default: add_s(b.recompute_s, exposed); break;  // the collectives of a full recompute
-        }
-      }
-      add_s(b.bubble_s, gap.end_ps - gap.start_ps - exposed);
+      add_s(b.tp_exposed_s, gap.tp_comm_ps);
+      add_s(b.pp_exposed_s, gap.pp_comm_ps);
+      add_s(b.dp_exposed_s, gap.dp_comm_ps);
+      add_s(b.recompute_s, gap.other_comm_ps);  // the collectives of a full recompute
+      add_s(b.bubble_s, gap.end_ps - gap.start_ps - gap.comm_in_flight_ps);
     }
   }
   return out;

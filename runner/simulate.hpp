@@ -43,7 +43,7 @@ struct SimResult {
   double iteration_time_s = 0;
   double tokens_per_s = 0;
   double samples_per_s = 0;
-  double model_flops = 0;             ///< per iteration, Korthikanti Eq. 7
+  double model_flops = 0;             ///< per iteration, model::model_flops_per_iteration
   double executed_flops = 0;          ///< per iteration, from the simulated kernels
   double tflops_per_gpu = 0;          ///< model FLOPs / time / GPUs / 1e12
   double mfu = 0;

@@ -5,13 +5,95 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace lynx::schedule {
+
+namespace {
+
+/// The previous task on the same (gpu, stream) of every task, -1 for the first: stream order
+/// is a dependency the program does not list.
+std::vector<sim::TaskId> stream_predecessors(const sim::Program& prog) {
+  size_t gpus = 0, streams = 0;
+  for (const sim::Task& t : prog.tasks) {
+    gpus = std::max(gpus, static_cast<size_t>(t.gpu) + 1);
+    streams = std::max(streams, static_cast<size_t>(t.stream) + 1);
+  }
+  std::vector<sim::TaskId> last(gpus * streams, -1);
+  std::vector<sim::TaskId> prev(prog.tasks.size(), -1);
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const sim::Task& t = prog.tasks[i];
+    const size_t slot = static_cast<size_t>(t.gpu) * streams + static_cast<size_t>(t.stream);
+    prev[i] = std::exchange(last[slot], static_cast<sim::TaskId>(i));
+  }
+  return prev;
+}
+
+/// Fills an idle gap's communication fields (rule at compute_stream_gaps).
+class GapCommunication {
+ public:
+  GapCommunication(const sim::Program& prog, const sim::ExecResult& ex)
+      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog)) {}
+
+  /// `next`: the compute-stream task the gap precedes.
+  void attribute(const sim::Task& next, IdleGap& gap) {
+    chain_.clear();
+    stack_.clear();
+    push_deps(next);
+    while (!stack_.empty()) {
+      const sim::TaskId id = stack_.back();
+      stack_.pop_back();
+      const sim::Task& t = prog_.tasks[static_cast<size_t>(id)];
+      if (t.kind != sim::TaskKind::kComm || end(id) <= gap.start_ps) continue;
+      if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
+      chain_.push_back(id);
+      const sim::TaskId before = stream_prev_[static_cast<size_t>(id)];
+      if (before >= 0) stack_.push_back(before);
+      if (t.gpu == next.gpu) push_deps(t);
+    }
+    std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {
+      return std::pair(start(a), a) < std::pair(start(b), b);
+    });
+    TimePs covered = gap.start_ps;
+    for (sim::TaskId id : chain_) {
+      const TimePs from = std::max(covered, start(id));
+      const TimePs to = std::min(end(id), gap.end_ps);
+      if (to <= from) continue;
+      covered = to;
+      slot(gap, prog_.tasks[static_cast<size_t>(id)].category) += to - from;
+      gap.comm_in_flight_ps += to - from;
+    }
+  }
+
+ private:
+  void push_deps(const sim::Task& t) {
+    for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d)
+      stack_.push_back(prog_.deps[d]);
+  }
+  TimePs start(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
+  TimePs end(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
+  static TimePs& slot(IdleGap& gap, sim::Category category) {
+    switch (category) {
+      case sim::Category::kTpComm: return gap.tp_comm_ps;
+      case sim::Category::kPpComm: return gap.pp_comm_ps;
+      case sim::Category::kDpComm: return gap.dp_comm_ps;
+      default: return gap.other_comm_ps;
+    }
+  }
+
+  const sim::Program& prog_;
+  const sim::ExecResult& ex_;
+  std::vector<sim::TaskId> stream_prev_;
+  std::vector<sim::TaskId> chain_, stack_;  // scratch, reused across gaps
+};
+
+}  // namespace
 
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
                                                       const sim::ExecResult& ex, size_t gpus) {
   std::vector<std::vector<IdleGap>> gaps(gpus);
   std::vector<TimePs> prev_end(gpus, 0);
+  GapCommunication communication(prog, ex);
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const sim::Task& t = prog.tasks[i];
     if (t.stream != kCompute) continue;
@@ -27,25 +109,22 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
         if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
           g.gate = dep;
       }
-      if (g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].kind == sim::TaskKind::kComm) {
-        const TimePs from = std::max(ex.task_start_ps[static_cast<size_t>(g.gate)], g.start_ps);
-        g.comm_in_flight_ps =
-            std::clamp<TimePs>(ex.task_end_ps[static_cast<size_t>(g.gate)] - from, 0, start - g.start_ps);
-      }
+      communication.attribute(t, g);
       gaps[gpu].push_back(g);
     }
     prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
   }
-  for (size_t g = 0; g < gpus; ++g)
-    if (ex.makespan_ps > prev_end[g]) gaps[g].push_back({prev_end[g], ex.makespan_ps, -1, -1, 0});
+  for (size_t g = 0; g < gpus; ++g) {
+    if (ex.makespan_ps <= prev_end[g]) continue;
+    IdleGap tail;
+    tail.start_ps = prev_end[g];
+    tail.end_ps = ex.makespan_ps;
+    gaps[g].push_back(tail);
+  }
   return gaps;
 }
 
 namespace {
-
-bool gated_by(const sim::Program& prog, const IdleGap& g, sim::Category category) {
-  return g.gate >= 0 && prog.tasks[static_cast<size_t>(g.gate)].category == category;
-}
 
 /// Median window capacity; 0 when a layer has no window sample.
 TimePs median_or_zero(std::vector<TimePs> v) { return v.empty() ? 0 : median(std::move(v)); }
@@ -63,7 +142,7 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
   auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
     TimePs sum = 0;
     for (auto it = gap_before.lower_bound(first); it != gap_before.end() && it->first < end; ++it)
-      if (gated_by(prog, it->second, sim::Category::kTpComm)) sum += it->second.comm_in_flight_ps;
+      sum += it->second.tp_comm_ps;
     return sum;
   };
   // Samples per (virtual stage, global layer) of the window that layer's recompute can use.
@@ -82,8 +161,8 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
       samples[{s.virtual_stage, s.layer - 1}].push_back(tp_idle_in(s.first_task, s.end_task));
     if (s.layer == layer_range[s.virtual_stage].second) {
       // Top layer: the idle wait before its backward step (the step marker is the first
-      // compute task of the step), plus the TP-gated idle of anything before it in the step
-      // (the LM head's backward on the last stage).
+      // compute task of the step), plus the idle on TP communication of anything before it in
+      // the step (the LM head's backward on the last stage).
       TimePs w = 0;
       const auto marker = gap_before.find(s.step_marker);
       if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;
@@ -106,14 +185,14 @@ std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
   std::map<sim::TaskId, IdleGap> gap_before;
   for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
     for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0 && gated_by(prog, gap, sim::Category::kTpComm)) gap_before[gap.next_task] = gap;
+      if (gap.next_task >= 0 && gap.tp_comm_ps > 0) gap_before[gap.next_task] = gap;
   std::map<int, std::vector<TimePs>> samples;
   int virtual_stages = 0;
   for (const LayerSpan& s : built.layer_forward) {
     virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
     TimePs idle = 0;
     for (auto it = gap_before.lower_bound(s.first_task); it != gap_before.end() && it->first < s.end_task; ++it)
-      idle += it->second.comm_in_flight_ps;
+      idle += it->second.tp_comm_ps;
     samples[s.virtual_stage].push_back(idle);
   }
   std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);

@@ -16,30 +16,41 @@ struct IdleGap {
   sim::TaskId next_task = -1;
   /// The dependency of next_task that finished last (what the stream waited for), -1 if none.
   sim::TaskId gate = -1;
-  /// The part of the gap during which `gate`, a communication task, was in flight (0 if the
-  /// gate is not communication); the rest is pipeline bubble.
+  /// The part of the gap during which communication the stream waited for was in flight (rule
+  /// at compute_stream_gaps); the rest is bubble.
   TimePs comm_in_flight_ps = 0;
+  /// comm_in_flight_ps by the category of what was in flight; other_comm_ps: the collectives
+  /// of an on-demand recompute (sim::Category::kRecompute).
+  TimePs tp_comm_ps = 0, pp_comm_ps = 0, dp_comm_ps = 0, other_comm_ps = 0;
 };
 
 /// Every idle gap of every GPU's compute stream (index = GPU), in time order; the tail after a
-/// GPU's last task up to the makespan is a final gap with next_task = -1. One pass over the
-/// program.
+/// GPU's last task up to the makespan is a final gap with next_task = -1.
+/// Communication of a gap: the communication tasks next_task depends on and, walking back, the
+/// communication tasks queued before each on its stream (the earlier phases of a hierarchical
+/// collective, earlier gradient buckets) and those a task of the idle GPU depends on (a
+/// collective issued after another), as long as they were still in flight after the gap
+/// began. Every instant of the gap during which one of them was in flight counts once, for the
+/// category of the earliest-started one. Other GPUs' dependencies are not followed: waiting
+/// for another pipeline stage is bubble, except the transfer itself.
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& program,
                                                       const sim::ExecResult& exec, size_t gpus);
 
 /// Window capacity (ps) each layer's overlapped recompute can use, per virtual stage:
 /// capacity[vs][i] for the i-th layer of virtual stage vs — the median over micro-batches of
-/// the TP-gated idle time in the backward of the layer above (for the top layer: the idle
-/// wait before its backward step, or the TP-gated idle of the LM head on the last stage).
+/// the idle time on TP communication (IdleGap::tp_comm_ps) in the backward of the layer above
+/// (for the top layer: the idle wait before its backward step, plus that idle in the LM head
+/// on the last stage).
 std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
                                                          const sim::ExecResult& exec);
 
 /// Forward-window capacity per virtual stage: the median over layers and micro-batches of the
-/// TP-gated idle time in one layer's forward pass.
+/// idle time on TP communication in one layer's forward pass.
 std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
                                                    const sim::ExecResult& exec);
 
-/// The windows as trace annotations ("tp window", "pp window") for every simulated GPU.
+/// The windows as trace annotations ("tp window", "pp window", named by the gap's gate) for
+/// every simulated GPU: the last comm_in_flight_ps of each gap.
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec);
 
 }  // namespace lynx::schedule

@@ -44,7 +44,7 @@ std::vector<int> min_max_partition(int layers, int stages,
 struct StageWindows {
   TimePs inner_ps = 0;
   TimePs top_ps = 0;
-  TimePs forward_ps = 0;  ///< TP-gated idle in one layer's forward (median)
+  TimePs forward_ps = 0;  ///< idle on TP communication in one layer's forward (median)
 };
 
 /// The planners' windows per virtual stage from the baseline's capacities (per virtual stage,

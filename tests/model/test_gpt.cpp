@@ -173,6 +173,8 @@ TEST_CASE("FLOP formulas: hand values") {
   // l = 2, h = 64, s = 128, V = 1024, B = 4: s/(6h) = 1/3, V/(12lh) = 2/3, s/(3h) = 2/3,
   // V/(16lh) = 1/2. 72·4·2·128·64² = 301,989,888; 96·4·128·2·64² = 402,653,184.
   const ModelSpec m = custom(2, 64, 4, 128, 1024);
+  CHECK(eq7_model_flops_per_iteration(m, 4) ==
+        doctest::Approx(301'989'888.0 * 2.0).epsilon(1e-12));
   CHECK(model_flops_per_iteration(m, 4) == doctest::Approx(301'989'888.0 * 2.0).epsilon(1e-12));
   CHECK(selective_flops_per_iteration(m, 4) ==
         doctest::Approx(301'989'888.0 * 7.0 / 3.0).epsilon(1e-12));
@@ -199,7 +201,34 @@ TEST_CASE("layer FLOPs: fwd + bwd = 72·b·s·h²·(1 + s/(6h))/t, and the ops r
         2 * flops_fwd_bwd(layer_ops(m, p)) + head.fwd_flops + head.bwd_dgrad_flops +
         head.bwd_wgrad_flops;
     CHECK(per_micro_batch * 2 /*TP GPUs*/ * 2 /*micro-batches*/ ==
-          doctest::Approx(model_flops_per_iteration(m, 4)).epsilon(1e-12));
+          doctest::Approx(eq7_model_flops_per_iteration(m, 4)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("model FLOPs: counted from the ops, Eq. 7 for every preset (f = 4h)") {
+  for (const std::string& name : preset_names()) {
+    CAPTURE(name);
+    const ModelSpec m = preset(name);
+    CHECK(model_flops_per_iteration(m, 512) ==
+          doctest::Approx(eq7_model_flops_per_iteration(m, 512)).epsilon(1e-12));
+    ModelSpec flash = m;
+    flash.flash_attention = true;  // the fused kernel's recomputed QK^T is not model work
+    CHECK(model_flops_per_iteration(flash, 512) == model_flops_per_iteration(m, 512));
+  }
+}
+
+TEST_CASE("model FLOPs follow ffn_hidden (regression: Eq. 7 hard-wired f = 4h)") {
+  // Per token and layer, forward: QKV 6h², out-proj 2h², FC1 + FC2 2·2hf, attention 4sh;
+  // ×3 for forward + backward; LM head 6hV per token. l = 2, h = 64, s = 128, V = 1024, B = 4.
+  for (int f : {4096, 3 * 64, 100}) {
+    CAPTURE(f);
+    ModelSpec m = custom(2, 64, 4, 128, 1024);
+    m.ffn_hidden = f;
+    const double l = 2, h = 64, s = 128, v = 1024, tokens = 4 * s;
+    const double expected =
+        tokens * (3 * l * (8 * h * h + 4 * h * f + 4 * s * h) + 6 * h * v);
+    CHECK(model_flops_per_iteration(m, 4) == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(model_flops_per_iteration(m, 4) != doctest::Approx(eq7_model_flops_per_iteration(m, 4)));
   }
 }
 

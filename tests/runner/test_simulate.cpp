@@ -5,6 +5,7 @@
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
 #include "runner/simulate.hpp"
+#include "schedule/overlap_windows.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/executor.hpp"
 
@@ -111,6 +112,26 @@ TEST_CASE("executed FLOPs equal Eq. 7 (none), Eq. 8 (selective) and Narayanan Eq
     CHECK(st.recompute_s == doctest::Approx(none.stages[static_cast<size_t>(st.stage)].compute_s / 3).epsilon(0.10));
   CHECK(none.mfu == doctest::Approx(none.hfu).epsilon(1e-9));
   CHECK(full.hfu > full.mfu);
+}
+
+TEST_CASE("MFU equals HFU with no recomputation for any ffn_hidden (regression: f = 4h wired)") {
+  // Model FLOPs used to assume f = 4h: gpt-1.3b with ffn_hidden 4096 (2h) reported MFU 0.477
+  // above HFU 0.350. Here h = 1024: f = 2h, 3h and 8h.
+  for (int f : {2 * 1024, 3 * 1024, 8 * 1024}) {
+    CAPTURE(f);
+    Scenario sc = small_gpt(4, 2, true, RecomputeKind::kNone);
+    sc.model.ffn_hidden = f;
+    sc.parallel.pp = 2;
+    sc.parallel.dp = 2;
+    sc.parallel.global_batch = 8;
+    const SimResult none = run_scenario(sc).result;
+    CHECK(none.model_flops == doctest::Approx(none.executed_flops).epsilon(1e-12));
+    CHECK(none.mfu == doctest::Approx(none.hfu).epsilon(1e-12));
+    sc.recompute.strategy = RecomputeKind::kFull;
+    const SimResult full = run_scenario(sc).result;
+    CHECK(full.mfu < full.hfu);
+    CHECK(full.model_flops == none.model_flops);
+  }
 }
 
 TEST_CASE("impossible layouts are clear errors, from the one resolve step") {
@@ -234,4 +255,100 @@ TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1
                           2 * (n - 1) * topo.path_latency_ps(0, 1);
   CHECK(topo.path_latency_ps(0, 1) == 2 * hw.nvlink.latency_ps);
   CHECK(ex.makespan_ps == expected);
+}
+
+namespace {
+
+/// gpt-1.3b on two DGX A100 nodes, one pipeline stage, no recompute.
+Scenario two_node_gpt(int tp, int dp) {
+  Scenario sc = model::default_scenario().scenario();
+  sc.hardware.nodes = 2;
+  sc.parallel = ParallelSpec{};
+  sc.parallel.tp = tp;
+  sc.parallel.dp = dp;
+  sc.parallel.micro_batch = 2;
+  sc.parallel.global_batch = 2 * dp;
+  sc.parallel.dp_overlap = DpOverlap::kEnd;
+  sc.recompute.strategy = RecomputeKind::kNone;
+  return sc;
+}
+
+/// Every second of the stage's iteration is in exactly one breakdown bucket (compute_s
+/// includes the optimizer and contention).
+double breakdown_total_s(const StageBreakdown& b) {
+  return b.compute_s + b.recompute_s + b.tp_exposed_s + b.pp_exposed_s + b.dp_exposed_s +
+         b.bubble_s;
+}
+
+/// Summed durations of GPU 0's communication tasks of `category` in [first, end) whose name
+/// is `name` (every phase of a collective is a task of that name).
+TimePs comm_time_ps(const SimRun& run, sim::Category category, const std::string& name,
+                    sim::TaskId first = 0, sim::TaskId end = -1) {
+  const sim::Program& prog = run.built.program;
+  if (end < 0) end = static_cast<sim::TaskId>(prog.tasks.size());
+  TimePs sum = 0;
+  for (sim::TaskId i = first; i < end; ++i) {
+    const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
+    if (t.gpu != 0 || t.category != category || prog.names[t.name] != name) continue;
+    sum += run.exec.task_end_ps[static_cast<size_t>(i)] - run.exec.task_start_ps[static_cast<size_t>(i)];
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("every phase of a collective spanning nodes is exposed communication, not bubble") {
+  // Regression: hierarchical collectives (intra-node reduce-scatter, inter-node ring,
+  // intra-node all-gather) are one task per phase, and only the last phase counted as
+  // communication; dp 16 over two nodes showed 26 ms of "bubble" without a pipeline.
+  SimOptions keep;
+  keep.keep_trace_data = true;
+  SUBCASE("dp 16 over two nodes, all-reduce at the end: exposed dp = the all-reduce") {
+    const SimRun run = run_scenario(two_node_gpt(1, 16), keep);
+    const sim::Program& prog = run.built.program;
+    std::vector<sim::TaskId> phases;
+    for (size_t i = 0; i < prog.tasks.size(); ++i)
+      if (prog.tasks[i].gpu == 0 && prog.tasks[i].category == sim::Category::kDpComm)
+        phases.push_back(static_cast<sim::TaskId>(i));
+    REQUIRE(phases.size() == 3);  // hierarchical
+    const TimePs all_reduce_ps = run.exec.task_end_ps[static_cast<size_t>(phases.back())] -
+                                 run.exec.task_start_ps[static_cast<size_t>(phases.front())];
+    const StageBreakdown& b = run.result.stages.at(0);
+    CHECK(b.dp_exposed_s == doctest::Approx(ps_to_s(all_reduce_ps)).epsilon(1e-12));
+    CHECK(b.bubble_s == doctest::Approx(0).epsilon(1e-12));
+    CHECK(breakdown_total_s(b) == doctest::Approx(run.result.iteration_time_s).epsilon(1e-12));
+    // The trace's window covers the whole all-reduce too.
+    TimePs dp_window_ps = 0;
+    for (const sim::TraceSpan& span : trace_annotations(run))
+      if (span.gpu == 0 && span.name == "dp window") dp_window_ps += span.end_ps - span.start_ps;
+    CHECK(dp_window_ps == all_reduce_ps);
+  }
+  SUBCASE("tp 16 over two nodes: exposed tp covers every phase, the forward windows too") {
+    const SimRun run = run_scenario(two_node_gpt(16, 1), keep);
+    const StageBreakdown& b = run.result.stages.at(0);
+    const schedule::LayerSpan& layer = run.built.layer_forward.at(0);
+    int attn_phases = 0;
+    for (sim::TaskId i = layer.first_task; i < layer.end_task; ++i)
+      attn_phases += run.built.program.names[run.built.program.tasks[static_cast<size_t>(i)].name] ==
+                     "tp_allreduce_attn";
+    REQUIRE(attn_phases == 3);  // hierarchical
+    CHECK(b.bubble_s == doctest::Approx(0).epsilon(1e-12));
+    CHECK(breakdown_total_s(b) == doctest::Approx(run.result.iteration_time_s).epsilon(1e-12));
+    // The compute stream waits for each forward all-reduce from its start (right after the
+    // kernel producing its input) to its end: all of its phases are exposed.
+    const TimePs forward_ps =
+        comm_time_ps(run, sim::Category::kTpComm, "tp_allreduce_attn") +
+        comm_time_ps(run, sim::Category::kTpComm, "tp_allreduce_mlp");
+    CHECK(forward_ps > 0);
+    CHECK(b.tp_exposed_s >= ps_to_s(forward_ps));
+    // Lynx's forward window of a layer: both of its all-reduces, every phase.
+    const TimePs layer_ps =
+        comm_time_ps(run, sim::Category::kTpComm, "tp_allreduce_attn", layer.first_task,
+                     layer.end_task) +
+        comm_time_ps(run, sim::Category::kTpComm, "tp_allreduce_mlp", layer.first_task,
+                     layer.end_task);
+    const auto capacity = schedule::measure_forward_window_capacity(run.built, run.exec);
+    REQUIRE(capacity.size() == 1);
+    CHECK(capacity[0] == layer_ps);
+  }
 }
