@@ -16,7 +16,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 namespace {
 
 namespace fs = std::filesystem;
@@ -33,7 +33,7 @@ std::vector<std::string> split_list(const std::string& text) {
 int cmd_figures(const std::vector<std::string>& argv) {
   const std::string source = LYNXSIM_SOURCE_DIR;
   const std::string committed_dir = source + "/results/paper";
-  PaperSelection selection;
+  runner::PaperSelection selection;
   selection.scenario_dir = source + "/scenarios/paper";
   std::string out_dir = "results/out/paper";
   std::string plot_script = source + "/results/plot_paper.py";
@@ -71,9 +71,9 @@ int cmd_figures(const std::vector<std::string>& argv) {
     out_dir = committed_dir;
   }
 
-  const std::vector<PaperRun> runs = paper_runs(selection);
+  const std::vector<runner::PaperRun> runs = runner::paper_runs(selection);
   ProgressBar bar(runs.size(), "figures");
-  const std::vector<PaperRow> rows = run_paper_experiment(runs, [&](std::size_t done, const PaperRun& next) {
+  const std::vector<runner::PaperRow> rows = runner::run_paper_experiment(runs, [&](std::size_t done, const runner::PaperRun& next) {
     bar.update(done, fmt::format("{} {} {}", next.cluster, next.scenario->model.preset, next.strategy));
   });
   bar.finish();
@@ -81,7 +81,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
   fs::create_directories(out_dir);
   const std::string csv_path = (fs::path(out_dir) / "paper_results.csv").string();
   OutputFile csv(csv_path, "figures CSV");
-  write_paper_csv(csv.stream(), rows);
+  runner::write_paper_csv(csv.stream(), rows);
   csv.close();
   fmt::print("wrote {} ({} runs)\n", csv_path, rows.size());
   if (no_plot) return 0;
@@ -93,4 +93,4 @@ int cmd_figures(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_run(const std::vector<std::string>& argv) {
   ScenarioArgs args;
@@ -34,29 +34,29 @@ int cmd_run(const std::vector<std::string>& argv) {
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
                      "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
-  const auto report_format = parse_report_format(format);
-  SimOptions options;
+  const auto report_format = runner::parse_report_format(format);
+  runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
-  strategy::PlanFile plan_file;
-  if (!plan_path.empty()) plan_file = strategy::read_plan_file(plan_path);
+  strategies::PlanFile plan_file;
+  if (!plan_path.empty()) plan_file = strategies::read_plan_file(plan_path);
   const model::ResolvedScenario resolved =
       plan_path.empty() ? load_scenario(args)
-                        : strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
+                        : strategies::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
   if (!plan_path.empty()) options.plan = &plan_file.plan;
   const TraceRequest trace = parse_trace_request(trace_args, resolved->parallel.pp);
   options.keep_trace_data = !trace.path.empty();
-  const SimRun run = simulate(resolved, options);
+  const runner::SimRun run = runner::simulate(resolved, options);
   write_trace(trace, run);
   if (output_path.empty()) {
-    write_report(std::cout, run.result, report_format);
+    runner::write_report(std::cout, run.result, report_format);
   } else {
     OutputFile out(output_path, "-o");
-    write_report(out.stream(), run.result, report_format);
+    runner::write_report(out.stream(), run.result, report_format);
     out.close();
   }
   if (!trace.path.empty()) fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", trace.path);
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

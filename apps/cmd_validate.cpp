@@ -25,7 +25,7 @@
 #include <vector>
 #include <unistd.h>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_validate(const std::vector<std::string>& argv);
 
@@ -128,7 +128,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     StageBars bars;
     const auto rows =
         val::simulate_stage(base, runs, all, csv, static_cast<unsigned>(threads), "simulating", bars.progress());
-    report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
+    report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", runner::lynxsim_version(), csv,
                                runs.size(), profile_label);
     val::write_validation_report(std::cout, rows, report);
     return 0;
@@ -158,7 +158,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
              "objective: mean |ln(predicted / measured)| over the training rows (the optimiser "
              "scores {} of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
              "coordinate over a fixed interval\n",
-             lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(static_cast<std::size_t>(inner_stride)),
+             runner::lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(static_cast<std::size_t>(inner_stride)),
              sweeps, golden_steps);
   flush_fit_text();
 
@@ -200,4 +200,4 @@ int cmd_validate(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

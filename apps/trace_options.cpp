@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 namespace {
 
 /// "0,3" or "0-3,7" as a mask over `count` stages.
@@ -82,7 +82,7 @@ TraceRequest parse_trace_request(const TraceArgs& args, int pipeline_stages) {
   return request;
 }
 
-void write_trace(const TraceRequest& request, const SimRun& run) {
+void write_trace(const TraceRequest& request, const runner::SimRun& run) {
   if (request.path.empty()) return;
   sim::TraceOptions options;
   options.from_ps = request.from_ps;
@@ -90,7 +90,7 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
   if (!request.stages.empty()) {
     for (const int stage : run.built.gpu_stage) options.gpus.push_back(request.stages[static_cast<std::size_t>(stage)]);
   }
-  options.metadata = {{"lynxsim_version", lynxsim_version()},
+  options.metadata = {{"lynxsim_version", runner::lynxsim_version()},
                       {"strategy", run.result.strategy},
                       {"strategy_requested", run.result.strategy_requested},
                       {"scenario_yaml", scenario_to_yaml(run.result.scenario)}};
@@ -100,8 +100,8 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
     fmt::print(std::cerr, "note: --trace-window starts after the iteration ends ({}), so the trace holds no slices\n",
                units::format_time(run.exec.makespan_ps));
   OutputFile trace(request.path, "--trace");
-  sim::write_chrome_trace(trace.stream(), run.built.machine, run.built.program, run.exec, trace_annotations(run), options);
+  sim::write_chrome_trace(trace.stream(), run.built.machine, run.built.program, run.exec, runner::trace_annotations(run), options);
   trace.close();
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -20,6 +20,7 @@
 #include <sstream>
 
 using namespace lynx;
+using namespace lynx::runner;
 
 namespace {
 

@@ -13,7 +13,8 @@
 #include <algorithm>
 
 using namespace lynx;
-using namespace lynx::strategy;
+using namespace lynx::runner;
+using namespace lynx::strategies;
 using model::OpGroup;
 
 namespace {
