@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 void add_scenario_options(po::options_description& desc, ScenarioArgs& args) {
   desc.add_options()("file", po::value(&args.file), "scenario YAML file")(
@@ -31,4 +31,4 @@ bool parse_options(const std::vector<std::string>& argv, po::options_description
   return true;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

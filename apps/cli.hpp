@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 namespace po = boost::program_options;
 
@@ -36,4 +36,4 @@ int cmd_figures(const std::vector<std::string>& argv);
 int cmd_fit(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

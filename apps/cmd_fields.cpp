@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_fields(const std::vector<std::string>& argv) {
   std::string prefix;
@@ -20,4 +20,4 @@ int cmd_fields(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -15,7 +15,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 namespace {
 
 namespace fs = std::filesystem;
@@ -94,4 +94,4 @@ int cmd_figures(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

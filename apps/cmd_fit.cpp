@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_fit(const std::vector<std::string>& argv) {
   calibrate::FitCommandOptions options;
@@ -33,4 +33,4 @@ int cmd_fit(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

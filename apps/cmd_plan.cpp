@@ -12,12 +12,12 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 namespace {
 
 /// How the run's plan was made, for the plan file (informational).
-strategy::PlanProvenance provenance(const SimRun& run) {
-  strategy::PlanProvenance p;
+strategies::PlanProvenance provenance(const SimRun& run) {
+  strategies::PlanProvenance p;
   p.lynxsim_version = lynxsim_version();
   p.strategy_requested = run.result.strategy_requested;
   p.strategy_won = run.planner.fallback.empty() ? run.result.strategy : run.planner.fallback;
@@ -55,7 +55,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   const SimRun run = simulate(resolved, options);
-  const std::string yaml = strategy::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
+  const std::string yaml = strategies::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
   if (output_path.empty()) {
     std::cout << yaml;
   } else {
@@ -70,4 +70,4 @@ int cmd_plan(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

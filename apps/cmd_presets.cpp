@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_presets(const std::vector<std::string>& argv) {
   po::options_description desc("presets options");
@@ -30,4 +30,4 @@ int cmd_presets(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_run(const std::vector<std::string>& argv) {
   ScenarioArgs args;
@@ -37,11 +37,11 @@ int cmd_run(const std::vector<std::string>& argv) {
   SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
-  strategy::PlanFile plan_file;
-  if (!plan_path.empty()) plan_file = strategy::read_plan_file(plan_path);
+  strategies::PlanFile plan_file;
+  if (!plan_path.empty()) plan_file = strategies::read_plan_file(plan_path);
   const model::ResolvedScenario resolved =
       plan_path.empty() ? load_scenario(args)
-                        : strategy::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
+                        : strategies::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
   if (!plan_path.empty()) options.plan = &plan_file.plan;
   const TraceRequest trace = parse_trace_request(trace_args, resolved->parallel.pp);
   options.keep_trace_data = !trace.path.empty();
@@ -58,4 +58,4 @@ int cmd_run(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

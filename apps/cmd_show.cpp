@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_show(const std::vector<std::string>& argv) {
   ScenarioArgs args;
@@ -30,4 +30,4 @@ int cmd_show(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

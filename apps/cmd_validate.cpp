@@ -24,7 +24,7 @@
 #include <vector>
 #include <unistd.h>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 int cmd_validate(const std::vector<std::string>& argv);
 
@@ -196,4 +196,4 @@ int cmd_validate(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

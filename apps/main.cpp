@@ -22,14 +22,14 @@ struct Command {
 
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
-      {"run", {lynx::cli::cmd_run, "simulate one training iteration (built-in default without FILE)"}},
-      {"show", {lynx::cli::cmd_show, "print the resolved scenario (all fields, units) and derived sizes"}},
-      {"figures", {lynx::cli::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
-      {"plan", {lynx::cli::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
-      {"fit", {lynx::cli::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
-      {"validate", {lynx::cli::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
-      {"fields", {lynx::cli::cmd_fields, "list the scenario / profile fields (all, or those under a PREFIX): unit, default, meaning"}},
-      {"presets", {lynx::cli::cmd_presets, "list the GPT model presets with their shapes and parameter counts"}},
+      {"run", {lynx::apps::cmd_run, "simulate one training iteration (built-in default without FILE)"}},
+      {"show", {lynx::apps::cmd_show, "print the resolved scenario (all fields, units) and derived sizes"}},
+      {"figures", {lynx::apps::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
+      {"plan", {lynx::apps::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
+      {"fit", {lynx::apps::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
+      {"validate", {lynx::apps::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
+      {"fields", {lynx::apps::cmd_fields, "list the scenario / profile fields (all, or those under a PREFIX): unit, default, meaning"}},
+      {"presets", {lynx::apps::cmd_presets, "list the GPT model presets with their shapes and parameter counts"}},
   };
   return table;
 }

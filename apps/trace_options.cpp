@@ -12,7 +12,7 @@
 #include <fstream>
 #include <iostream>
 
-namespace lynx::cli {
+namespace lynx::apps {
 namespace {
 
 /// "0,3" or "0-3,7" as a mask over `count` stages.
@@ -104,4 +104,4 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
   if (!trace) fail("--trace: writing '{}' failed", request.path);
 }
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::cli {
+namespace lynx::apps {
 
 /// The trace options as given on the command line.
 struct TraceArgs {
@@ -37,4 +37,4 @@ TraceRequest parse_trace_request(const TraceArgs& args, int pipeline_stages);
 /// lynxsim version, the strategies and the resolved scenario as metadata.
 void write_trace(const TraceRequest& request, const SimRun& run);
 
-}  // namespace lynx::cli
+}  // namespace lynx::apps

@@ -67,7 +67,7 @@ std::optional<double> ring_time_s(const HardwareSpec& hw, const Measurement& row
   if (row.scope != "intra" || row.ranks < 2 || row.ranks > hw.gpus_per_node) return std::nullopt;
   HardwareSpec one_node = hw;
   one_node.nodes = 1;
-  const hw::Topology topo(one_node);
+  const hw_models::Topology topo(one_node);
   const double n = row.ranks;
   double factor = 0.0;
   int steps = 0;
@@ -163,7 +163,7 @@ std::string prediction_error_table(const RawMeasurements& raw, const HardwareSpe
                                            static_cast<double>(row.k) *
                                            static_cast<double>(row.batch)
                                      : 0.0;
-      return ps_to_s(hw::kernel_time_ps(hw, kind, flops, static_cast<double>(row.bytes)));
+      return ps_to_s(hw_models::kernel_time_ps(hw, kind, flops, static_cast<double>(row.bytes)));
     };
   };
   const std::vector<Category> categories{

@@ -42,7 +42,7 @@ HardwareSpec resolve_hardware_profile(const std::string& name_or_path);
 std::string profile_comparison_table(const HardwareSpec& base, const HardwareSpec& fitted);
 
 /// Per kind of measurement, how well each profile predicts the measured times through the
-/// simulator's own models (hw::kernel_time_ps for kernels; steps·path latency +
+/// simulator's own models (hw_models::kernel_time_ps for kernels; steps·path latency +
 /// wire/(path bandwidth·collective_efficiency) for single-node rings): rows, RMS and median
 /// relative error for base and fitted. GEMM/attention/memory rows of `dtype` only.
 std::string prediction_error_table(const RawMeasurements& raw, const HardwareSpec& base,

@@ -360,12 +360,12 @@ struct PathLatencyModel {
 };
 
 PathLatencyModel path_latency_model(HardwareSpec hw, LinkSpec HardwareSpec::*link, int nodes,
-                                    hw::Rank src, hw::Rank dst) {
+                                    hw_models::Rank src, hw_models::Rank dst) {
   hw.nodes = nodes;
   (hw.*link).latency_ps = 0;
-  const TimePs fixed = hw::Topology(hw).path_latency_ps(src, dst);
+  const TimePs fixed = hw_models::Topology(hw).path_latency_ps(src, dst);
   (hw.*link).latency_ps = 1;
-  const TimePs with_one = hw::Topology(hw).path_latency_ps(src, dst);
+  const TimePs with_one = hw_models::Topology(hw).path_latency_ps(src, dst);
   return {static_cast<double>(fixed) / kPsPerS, static_cast<int>(with_one - fixed)};
 }
 
@@ -759,7 +759,7 @@ void fit_inter_link(FitState& st, const CollectiveGroups& groups, const LinkFit&
           } else {
             HardwareSpec one_node = base;
             one_node.nodes = 1;
-            const hw::Topology topo(one_node);
+            const hw_models::Topology topo(one_node);
             intra_bw = static_cast<double>(topo.path_bw_bytes_per_s(0, 1)) *
                        base.collective_efficiency;
             intra_step = static_cast<double>(topo.path_latency_ps(0, 1)) / kPsPerS;

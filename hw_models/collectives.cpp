@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 namespace {
 
@@ -246,4 +246,4 @@ TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& p
   return total;
 }
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

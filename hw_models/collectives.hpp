@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 enum class Collective : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv };
 enum class Algorithm : std::uint8_t { kRing, kTree };
@@ -62,4 +62,4 @@ TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& p
 /// The hw collective for a workload op's collective; throws for kNone.
 Collective to_collective(model::CollectiveKind kind);
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

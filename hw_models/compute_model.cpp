@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 double efficiency(const EfficiencyCurve& curve, double work) {
   if (!(work > 0.0)) fail("efficiency curve evaluated at non-positive work {}", work);
@@ -51,4 +51,4 @@ OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
           kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
 }
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

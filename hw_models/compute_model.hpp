@@ -3,7 +3,7 @@
 #include "model/gpt.hpp"
 #include "scenarios/scenario.hpp"
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 /// eff(w) = curve.max * w / (w + curve.half_work)  (w > 0), in (0, max].
 /// Throws lynx::Error for w <= 0, max outside (0, 1] or half_work < 0.
@@ -28,4 +28,4 @@ struct OpTimes {
 /// Kernel times of one op on `hw` (0 for collectives, which run as link flows).
 OpTimes op_times(const HardwareSpec& hw, const model::Op& op);
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

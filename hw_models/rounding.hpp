@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 /// ceil(x) for x >= 0, except that a value within 4 ulp above a whole number (floating-point
 /// noise of the division that produced it, e.g. 1000 / 0.8) rounds down to that number, so an
@@ -20,4 +20,4 @@ inline std::int64_t ceil_to_int64(double x, const char* what) {
   return static_cast<std::int64_t>(std::ceil(x));
 }
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 namespace {
 
@@ -423,4 +423,4 @@ std::uint64_t Topology::path_bw_bytes_per_s(Rank src, Rank dst) const {
   return smallest;
 }
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-namespace lynx::hw {
+namespace lynx::hw_models {
 
 /// Global GPU rank: node * gpus_per_node + local index.
 using Rank = int;
@@ -57,4 +57,4 @@ class Topology {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lynx::hw
+}  // namespace lynx::hw_models

@@ -5,14 +5,14 @@
 
 namespace lynx {
 
-EngineRuns::EngineRuns(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+EngineRuns::EngineRuns(const Scenario& sc, const hw_models::Topology& topo, const model::Workload& workload,
                        sim::ExecOptions options, bool show_progress)
     : sc_(sc), topo_(topo), workload_(workload), options_(std::move(options)),
       show_progress_(show_progress) {}
 
-std::size_t EngineRuns::run(const strategy::RecomputePlan& plan, const std::string& what) {
+std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::string& what) {
   for (std::size_t i = 0; i < runs_.size(); ++i)
-    if (strategy::same_decisions(runs_[i].plan, plan)) return i;
+    if (strategies::same_decisions(runs_[i].plan, plan)) return i;
   const auto start = WallClock::now();
   StepProgress progress(show_progress_, "simulating " + what);  // the build counts towards its second
   EngineRun r;

@@ -18,7 +18,7 @@ namespace lynx {
 
 /// One engine run: the plan executed, its programs and their simulated result.
 struct EngineRun {
-  strategy::RecomputePlan plan;  ///< as first run (a later identical plan may carry another name)
+  strategies::RecomputePlan plan;  ///< as first run (a later identical plan may carry another name)
   schedule::BuiltProgram built;  ///< empty once discarded
   sim::ExecResult exec;          ///< empty once discarded
   // Kept after a discard: what comparing plans needs.
@@ -33,12 +33,12 @@ class EngineRuns {
  public:
   /// `sc` resolved and its layout checked; all referenced objects outlive this one.
   /// `show_progress`: a progress bar for engine runs longer than a second (runner decides).
-  EngineRuns(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+  EngineRuns(const Scenario& sc, const hw_models::Topology& topo, const model::Workload& workload,
              sim::ExecOptions options, bool show_progress);
 
   /// Index of the run of `plan`'s decisions: an earlier one, else a new engine run (`what`
   /// names it on the progress bar).
-  std::size_t run(const strategy::RecomputePlan& plan, const std::string& what);
+  std::size_t run(const strategies::RecomputePlan& plan, const std::string& what);
 
   const EngineRun& operator[](std::size_t i) const { return runs_[i]; }
   /// Moves run `i` out (it stays listed, empty).
@@ -51,7 +51,7 @@ class EngineRuns {
 
  private:
   const Scenario& sc_;
-  const hw::Topology& topo_;
+  const hw_models::Topology& topo_;
   const model::Workload& workload_;
   sim::ExecOptions options_;
   bool show_progress_;

@@ -49,7 +49,7 @@ const std::vector<std::string>& paper_strategies() {
     std::vector<std::string> out;
     for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kFull, RecomputeKind::kSelective,
                             RecomputeKind::kCheckmate, RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt})
-      out.push_back(strategy::to_string(k));
+      out.push_back(strategies::to_string(k));
     return out;
   }();
   return names;

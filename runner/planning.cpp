@@ -13,12 +13,12 @@ namespace lynx {
 namespace {
 
 /// The planners' inputs measured on the keep-everything baseline run.
-strategy::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& baseline) {
+strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& baseline) {
   const ParallelSpec& p = sc.parallel;
   const int virtual_stages = p.pp * p.virtual_stages;
   const int micro_batches = p.global_batch / (p.micro_batch * p.dp);
-  strategy::PlanningInputs in;
-  in.windows = strategy::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
+  strategies::PlanningInputs in;
+  in.windows = strategies::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
                                        schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
                                        virtual_stages);
   for (int k = 0; k < p.pp; ++k)
@@ -40,18 +40,18 @@ strategy::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& bas
 
 }  // namespace
 
-PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
+PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& topo,
                                 const model::Workload& workload, EngineRuns& runs,
                                 bool show_progress) {
   PlanningResult out;
-  strategy::PlannerOutput& po = out.planner;
+  strategies::PlannerOutput& po = out.planner;
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
 
   const auto started = WallClock::now();
   RecomputeSpec keep;
-  const auto uniform = strategy::uniform_partition(sc.model.layers, virtual_stages);
-  out.baseline = runs.run(strategy::plan_fixed_strategy(keep, uniform), "the baseline");
-  strategy::PlanningInputs inputs = measure_inputs(sc, runs[out.baseline]);
+  const auto uniform = strategies::uniform_partition(sc.model.layers, virtual_stages);
+  out.baseline = runs.run(strategies::plan_fixed_strategy(keep, uniform), "the baseline");
+  strategies::PlanningInputs inputs = measure_inputs(sc, runs[out.baseline]);
   po.windows = inputs.windows;
   out.baseline_seconds = seconds_since(started);
 
@@ -61,12 +61,12 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
     out.search_seconds += seconds_since(t);
     return result;
   };
-  const strategy::LynxPlanner planner =
-      decide([&] { return strategy::LynxPlanner(sc, topo, workload, std::move(inputs)); });
-  const std::string label = strategy::to_string(sc.recompute.strategy);
+  const strategies::LynxPlanner planner =
+      decide([&] { return strategies::LynxPlanner(sc, topo, workload, std::move(inputs)); });
+  const std::string label = strategies::to_string(sc.recompute.strategy);
 
   std::vector<std::int64_t> cut(static_cast<size_t>(sc.parallel.pp), 0);
-  strategy::SearchResult searched;
+  strategies::SearchResult searched;
   std::size_t searched_run = 0;
   std::vector<std::size_t> overflowed;  // runs of rounds searched again
   for (int round = 0; round < 3; ++round) {
@@ -103,12 +103,12 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
   });
   bar.finish();
   // Only runs that may still be reported keep their programs (memory of large simulations).
-  const auto is_baseline = [&](const strategy::RecomputePlan& plan) {
-    return strategy::same_decisions(plan, runs[out.baseline].plan);
+  const auto is_baseline = [&](const strategies::RecomputePlan& plan) {
+    return strategies::same_decisions(plan, runs[out.baseline].plan);
   };
   if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
     runs.discard(out.baseline);
-  for (const strategy::RecomputePlan& candidate : alternatives) {
+  for (const strategies::RecomputePlan& candidate : alternatives) {
     const std::size_t i = runs.run(candidate, candidate.strategy);
     if (i == out.winner) continue;  // the same plan: the same result, no faster
     const EngineRun& best = runs[out.winner];

@@ -16,7 +16,7 @@ namespace lynx {
 
 /// What planning chose and what it cost.
 struct PlanningResult {
-  strategy::PlannerOutput planner;  ///< plan = the winner, named by what it is (see fallback)
+  strategies::PlannerOutput planner;  ///< plan = the winner, named by what it is (see fallback)
   std::size_t winner = 0;           ///< its run in the EngineRuns used
   std::size_t baseline = 0;         ///< the baseline's run there
   double search_seconds = 0;        ///< wall time of the planner's decisions (all rounds, alternatives)
@@ -28,7 +28,7 @@ struct PlanningResult {
 /// engine run made through `runs` (fresh: its runs are all counted as this planning's). Candidates identical to a plan already run reuse its run;
 /// ties keep the earlier candidate (the searched plan first). `show_progress`: a bar per
 /// search's stage solves when they take more than a second.
-PlanningResult plan_and_confirm(const Scenario& sc, const hw::Topology& topo,
+PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& topo,
                                 const model::Workload& workload, EngineRuns& runs,
                                 bool show_progress);
 

@@ -58,7 +58,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   const Scenario& sc = resolved.scenario();
   const ParallelSpec& p = sc.parallel;
 
-  const hw::Topology topo(sc.hardware);
+  const hw_models::Topology topo(sc.hardware);
   const int virtual_stages = p.pp * p.virtual_stages;
   const model::Workload workload = model::gpt_workload(sc.model, p);
   SimResult& r = run.result;
@@ -82,8 +82,8 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
     r.confirm_seconds = planned.confirm_seconds;
     for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
   } else {
-    run.plan = strategy::plan_fixed_strategy(
-        sc.recompute, strategy::uniform_partition(sc.model.layers, virtual_stages));
+    run.plan = strategies::plan_fixed_strategy(
+        sc.recompute, strategies::uniform_partition(sc.model.layers, virtual_stages));
     reported = runs.run(run.plan, run.plan.strategy);
   }
   r.engine_runs = runs.executions();
@@ -102,7 +102,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
 
   r.scenario = sc;
   r.strategy = run.plan.strategy;
-  r.strategy_requested = options.plan ? options.plan->strategy : strategy::to_string(kind);
+  r.strategy_requested = options.plan ? options.plan->strategy : strategies::to_string(kind);
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
   r.gpus = p.tp * p.pp * p.dp;
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);

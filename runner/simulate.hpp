@@ -80,7 +80,7 @@ struct SimOptions {
   /// stderr is a terminal (single runs from the command line; off for tests and batches).
   bool progress = false;
   /// Run this plan instead of planning (`lynxsim run --plan`); its strategy name is reported.
-  const strategy::RecomputePlan* plan = nullptr;
+  const strategies::RecomputePlan* plan = nullptr;
 };
 
 /// One engine run made for a result, in the order they ran.
@@ -95,8 +95,8 @@ struct EngineRunSummary {
 /// Everything a run produced, when the caller wants the trace too.
 struct SimRun {
   SimResult result;
-  strategy::RecomputePlan plan;     ///< the plan reported (result.strategy is its name)
-  strategy::PlannerOutput planner;  ///< filled for planned strategies
+  strategies::RecomputePlan plan;     ///< the plan reported (result.strategy is its name)
+  strategies::PlannerOutput planner;  ///< filled for planned strategies
   schedule::BuiltProgram built;     ///< the reported run's (emptied unless keep_trace_data)
   sim::ExecResult exec;
   std::vector<EngineRunSummary> engine_runs;  ///< every engine run; size = result.engine_runs

@@ -16,17 +16,17 @@
 
 namespace lynx::schedule {
 
-using hw::OpTimes;
-using hw::op_times;
+using hw_models::OpTimes;
+using hw_models::op_times;
 using model::Workload;
-using strategy::Action;
-using strategy::LayerDecision;
-using strategy::RecomputePlan;
-using strategy::StagePlan;
-using strategy::Window;
-using strategy::recompute_ops;
+using strategies::Action;
+using strategies::LayerDecision;
+using strategies::RecomputePlan;
+using strategies::StagePlan;
+using strategies::Window;
+using strategies::recompute_ops;
 
-hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
+hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
   return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
 }
 
@@ -60,7 +60,7 @@ struct GroupKey {
 
 class Builder {
  public:
-  Builder(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
+  Builder(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
           const Workload& workload)
       : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload) {}
 
@@ -143,7 +143,7 @@ class Builder {
     prog_.tasks.back().num_mem++;
   }
   /// `payload_bytes` and `efficiency` only label the trace (0: the payload is `bytes`).
-  void add_flow(sim::TaskId task, hw::Rank src, hw::Rank dst, std::uint64_t bytes,
+  void add_flow(sim::TaskId task, hw_models::Rank src, hw_models::Rank dst, std::uint64_t bytes,
                 std::uint64_t payload_bytes = 0, double efficiency = 1.0) {
     LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "flow order");
     sim::Flow f;
@@ -164,14 +164,14 @@ class Builder {
 
   /// Emits a collective for the current GPU as one comm task per phase (chained on `stream`);
   /// returns the last task. `deps` gate the first phase.
-  sim::TaskId emit_collective(sim::StreamId stream, sim::Category cat, hw::Collective kind,
-                              const std::vector<hw::Rank>& ranks, int communicator,
+  sim::TaskId emit_collective(sim::StreamId stream, sim::Category cat, hw_models::Collective kind,
+                              const std::vector<hw_models::Rank>& ranks, int communicator,
                               std::uint64_t bytes, std::uint32_t name,
                               std::initializer_list<sim::TaskId> deps) {
     const auto phases = phase_cache(kind, ranks, bytes);
     sim::TaskId last = -1;
     bool first = true;
-    for (const hw::Phase& ph : phases) {
+    for (const hw_models::Phase& ph : phases) {
       TaskArgs a;
       a.stream = stream;
       a.kind = sim::TaskKind::kComm;
@@ -181,19 +181,19 @@ class Builder {
       a.group = group_id(communicator);
       last = first ? add_task(a, deps) : add_task(a, {});
       first = false;
-      for (const hw::FlowSpec& f : ph.flows)
+      for (const hw_models::FlowSpec& f : ph.flows)
         if (f.src == rank_)
           add_flow(last, f.src, f.dst, f.bytes, f.payload_bytes, sc_.hardware.collective_efficiency);
     }
     return last;
   }
-  const std::vector<hw::Phase>& phase_cache(hw::Collective kind, const std::vector<hw::Rank>& ranks,
+  const std::vector<hw_models::Phase>& phase_cache(hw_models::Collective kind, const std::vector<hw_models::Rank>& ranks,
                                             std::uint64_t bytes) {
     auto key = std::make_tuple(static_cast<int>(kind), ranks, bytes);
     auto it = phases_.find(key);
     if (it == phases_.end())
       it = phases_
-               .emplace(key, hw::plan_collective(topo_, sc_.hardware, kind, hw::Algorithm::kRing,
+               .emplace(key, hw_models::plan_collective(topo_, sc_.hardware, kind, hw_models::Algorithm::kRing,
                                                  ranks, bytes))
                .first;
     return it->second;
@@ -269,19 +269,19 @@ class Builder {
     return n;
   }
 
-  std::vector<hw::Rank> tp_ranks() const {
-    std::vector<hw::Rank> r;
+  std::vector<hw_models::Rank> tp_ranks() const {
+    std::vector<hw_models::Rank> r;
     for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, stage_, dp_rank_, t));
     return r;
   }
-  std::vector<hw::Rank> dp_ranks() const {
-    std::vector<hw::Rank> r;
+  std::vector<hw_models::Rank> dp_ranks() const {
+    std::vector<hw_models::Rank> r;
     for (int d = 0; d < p_.dp; ++d) r.push_back(global_rank(p_, stage_, d, tp_rank_));
     return r;
   }
   int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
-  hw::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
+  hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
   std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
     return ((static_cast<std::int64_t>(virtual_stage) * p_.global_batch + micro_batch) * 2 +
             (forward ? 0 : 1)) * (p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_;
@@ -290,7 +290,7 @@ class Builder {
   const Scenario& sc_;
   const ParallelSpec& p_;
   const RecomputePlan& plan_;
-  const hw::Topology& topo_;
+  const hw_models::Topology& topo_;
   const Workload& work_;
   sim::Program prog_;
   std::vector<double> flops_;
@@ -299,7 +299,7 @@ class Builder {
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
   std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
-  std::map<std::tuple<int, std::vector<hw::Rank>, std::uint64_t>, std::vector<hw::Phase>> phases_;
+  std::map<std::tuple<int, std::vector<hw_models::Rank>, std::uint64_t>, std::vector<hw_models::Phase>> phases_;
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
   std::int32_t next_group_ = 0;
@@ -309,7 +309,7 @@ class Builder {
   };
   std::vector<Pending> pending_;
   std::unordered_map<std::int64_t, sim::TaskId> transfers_;
-  std::vector<hw::Rank> rank_to_rep_;
+  std::vector<hw_models::Rank> rank_to_rep_;
   std::vector<LayerSpan> layer_spans_;
   std::vector<LayerSpan> layer_fwd_spans_;
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
@@ -322,7 +322,7 @@ class Builder {
   std::vector<OpWithTimes> head_;
   // current GPU
   sim::GpuId gpu_ = 0;
-  hw::Rank rank_ = 0;
+  hw_models::Rank rank_ = 0;
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
 };
 
@@ -340,7 +340,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
       if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       LYNX_CHECK(chain.stream == kCompute, "overlapped recompute of '{}' needs communication", o.op.name);
       last = emit_collective(kTp, chain.recompute ? sim::Category::kRecompute : sim::Category::kTpComm,
-                             hw::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
+                             hw_models::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
                              o.op.collective_bytes, name, {last});
       wait = last;
       continue;
@@ -417,7 +417,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       // there (overlapping its wgrad, as Megatron does); the rest run here, compute waiting.
       if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
-      last = emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(op.bwd_collective), tp_ranks(),
+      last = emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(op.bwd_collective), tp_ranks(),
                              tp_communicator(), op.collective_bytes, ops[i].names.bwd, {last});
       wait = last;
       continue;
@@ -426,7 +426,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     // before the dgrad (overlapping it) and the wgrad waits for it (Megatron's SP backward).
     sim::TaskId input_gather = -1;
     if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1)
-      input_gather = emit_collective(kTp, sim::Category::kTpComm, hw::Collective::kAllGather,
+      input_gather = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather,
                                      tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
                                      ops[i].names.input_ag, {last});
     waiting_on_comm(wait);
@@ -450,7 +450,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
         ops[i - 1].op.bwd_collective != model::CollectiveKind::kNone && p_.tp > 1) {
       const Op& c = ops[i - 1].op;
       input_grad_comm =
-          emit_collective(kTp, sim::Category::kTpComm, hw::to_collective(c.bwd_collective), tp_ranks(),
+          emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
                           tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
     }
     if (has_wgrad) {
@@ -472,12 +472,12 @@ sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) 
   // bf16 gradients, 2 bytes per parameter (documented in the README's model assumptions).
   const std::uint64_t bytes = 2 * params;
   if (p_.distributed_optimizer) {
-    emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kReduceScatter, dp_ranks(),
+    emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, dp_ranks(),
                     dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
-    return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllGather, dp_ranks(),
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
                            dp_communicator(), bytes, intern_name("dp_allgather"), {});
   }
-  return emit_collective(kDp, sim::Category::kDpComm, hw::Collective::kAllReduce, dp_ranks(),
+  return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, dp_ranks(),
                          dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
 }
 
@@ -661,7 +661,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   TaskArgs opt;
   opt.category = sim::Category::kOptimizer;
   opt.name = intern_name("optimizer_step");
-  opt.work_ps = hw::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
+  opt.work_ps = hw_models::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
   g.dp.tasks.push_back(g.compute_tail);
   add_task(opt, g.dp.tasks.begin(), g.dp.tasks.end());
 }
@@ -726,7 +726,7 @@ BuiltProgram Builder::build() {
 
 }  // namespace
 
-BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw::Topology& topo,
+BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
                            const Workload& workload) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)

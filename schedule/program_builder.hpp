@@ -34,7 +34,7 @@ struct BuiltProgram {
   sim::Machine machine;
   sim::Program program;
   std::vector<int> gpu_stage;         ///< pipeline stage of each simulated GPU
-  std::vector<hw::Rank> gpu_rank;     ///< its global rank (pp·(tp·dp) + dp·tp + tp)
+  std::vector<hw_models::Rank> gpu_rank;     ///< its global rank (pp·(tp·dp) + dp·tp + tp)
   /// GPUs each simulated GPU stands for: tp·dp with symmetry, 1 without.
   int replication = 1;
   bool symmetric = false;             ///< whether the reduced (one rank per stage) form was used
@@ -45,12 +45,12 @@ struct BuiltProgram {
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
 /// order, TP fastest, then DP, then PP.
-hw::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
+hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
 
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With
 /// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).
-BuiltProgram build_program(const Scenario& sc, const strategy::RecomputePlan& plan,
-                           const hw::Topology& topo, const model::Workload& workload);
+BuiltProgram build_program(const Scenario& sc, const strategies::RecomputePlan& plan,
+                           const hw_models::Topology& topo, const model::Workload& workload);
 
 }  // namespace lynx::schedule

@@ -14,11 +14,11 @@
 #include <map>
 #include <tuple>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 namespace {
 
-using hw::op_times;
-using hw::OpTimes;
+using hw_models::op_times;
+using hw_models::OpTimes;
 using model::OpGroup;
 using model::Workload;
 
@@ -33,9 +33,9 @@ TimePs recompute_work_ps(const LayerOption& o) { return o.overlapped ? o.overlap
 
 }  // namespace
 
-std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& topo,
+std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
                                        const Workload& w, bool allow_overlap) {
-  std::vector<hw::Rank> tp_ranks;
+  std::vector<hw_models::Rank> tp_ranks;
   for (int r = 0; r < sc.parallel.tp; ++r) tp_ranks.push_back(r);
   std::int64_t total_saved = 0;
   for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
@@ -59,9 +59,9 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& t
       if (op.kind != model::OpKind::kCollective) {
         kernels_ps += op_times(sc.hardware, op).fwd_ps;
       } else if (op.collective != model::CollectiveKind::kNone && sc.parallel.tp > 1) {
-        comm_ps += hw::idle_collective_time_ps(
-            topo, hw::plan_collective(topo, sc.hardware, hw::to_collective(op.collective),
-                                      hw::Algorithm::kRing, tp_ranks, op.collective_bytes));
+        comm_ps += hw_models::idle_collective_time_ps(
+            topo, hw_models::plan_collective(topo, sc.hardware, hw_models::to_collective(op.collective),
+                                      hw_models::Algorithm::kRing, tp_ranks, op.collective_bytes));
       }
     }
     LayerOption demand;
@@ -226,7 +226,7 @@ std::vector<StageWindows> stage_windows(const std::vector<std::vector<TimePs>>& 
   return windows;
 }
 
-LynxPlanner::LynxPlanner(const Scenario& sc, const hw::Topology& topo, const Workload& w,
+LynxPlanner::LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, const Workload& w,
                          PlanningInputs inputs)
     : sc_(sc), p_(sc.parallel), w_(w), inputs_(std::move(inputs)) {
   const RecomputeKind k = sc.recompute.strategy;
@@ -451,4 +451,4 @@ std::vector<RecomputePlan> LynxPlanner::alternatives(const SearchResult& searche
   return out;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 /// Every way to treat one layer: keep everything (index 0), or drop a non-empty subset of the
 /// op groups {post-collective tensors, attention projections, attention core, MLP} and bring it
 /// back on demand or — when the recompute needs no communication and `allow_overlap` — on the
 /// recompute stream in a window. Costs from the compute model and idle-network collectives.
-std::vector<LayerOption> layer_options(const Scenario& sc, const hw::Topology& topo,
+std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
                                        const model::Workload& workload, bool allow_overlap);
 
 /// lynx-heu for one stage: identical layers share one policy. Inner layers (window: the
@@ -83,7 +83,7 @@ using SolveProgress = std::function<void(int done, int total)>;
 class LynxPlanner {
  public:
   /// Throws lynx::Error when sc.recompute.strategy is not a planner.
-  LynxPlanner(const Scenario& sc, const hw::Topology& topo, const model::Workload& workload,
+  LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, const model::Workload& workload,
               PlanningInputs inputs);
 
   /// Partitions the layers and solves every stage with its budget cut by cut_bytes[stage]
@@ -142,4 +142,4 @@ struct PlannerOutput {
   std::string fallback;
 };
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

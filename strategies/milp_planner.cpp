@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 namespace {
 
 
@@ -445,4 +445,4 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
                             certified_run.secondary_status, 100.0 * gap));
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

@@ -4,7 +4,7 @@
 /// with COIN-OR CBC.
 #include "strategies/planning_problem.hpp"
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 /// Settings of the MILP planner.
 struct MilpOptions {
@@ -25,4 +25,4 @@ struct MilpOptions {
 /// Call it from one thread at a time: CBC's solve driver is not known to be reentrant.
 StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

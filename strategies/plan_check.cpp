@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 namespace {
 
 using model::OpGroup;
@@ -205,4 +205,4 @@ model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::strin
   return resolved;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

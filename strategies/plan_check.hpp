@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 /// Where a plan asks for something the program builder cannot build, and why.
 struct PlanProblem {
@@ -60,4 +60,4 @@ model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::strin
                            const std::string& scenario_file,
                            const std::vector<std::string>& overrides);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 namespace {
 
 /// Plan-file names of the op groups, indexed by model::OpGroup.
@@ -423,4 +423,4 @@ PlanFile read_plan_file(const std::string& path) {
   return read_plan_text(read_text_file(path, "plan file"), path);
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

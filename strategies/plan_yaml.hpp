@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 /// Version of the plan-file format this lynxsim writes and reads (`lynxsim_plan:`).
 inline constexpr int kPlanFormatVersion = 2;
@@ -71,4 +71,4 @@ const char* group_name(model::OpGroup group);
 /// Plan-file name of a window: none, bwd-tp, pp-wait, fwd-tp.
 const char* window_name(Window window);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

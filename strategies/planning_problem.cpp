@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
   if (!option.overlapped) return option.recompute_ps;
@@ -38,4 +38,4 @@ StageSolution evaluate(const StageProblem& p, const std::vector<int>& option_of_
   return s;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

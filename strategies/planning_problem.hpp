@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 /// One way to treat one layer.
 struct LayerOption {
@@ -66,4 +66,4 @@ std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& opt
 /// Objective and memory of an assignment, filled into a StageSolution.
 StageSolution evaluate(const StageProblem& p, const std::vector<int>& option_of_layer);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

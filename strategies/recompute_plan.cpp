@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 bool LayerDecision::keeps_everything() const {
   return std::all_of(group.begin(), group.end(), [](Action a) { return a == Action::kKeep; });
@@ -123,4 +123,4 @@ RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
   return plan;
 }
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

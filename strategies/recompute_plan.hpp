@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx::strategy {
+namespace lynx::strategies {
 
 inline constexpr int kNumOpGroups = 5;  ///< model::OpGroup values
 
@@ -82,4 +82,4 @@ RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
 
 std::string to_string(RecomputeKind kind);
 
-}  // namespace lynx::strategy
+}  // namespace lynx::strategies

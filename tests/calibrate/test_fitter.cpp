@@ -164,7 +164,7 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
     HardwareSpec two = base;
     two.nodes = 2;
     two.nic.latency_ps = truth.nic_latency_ps;
-    const double inter_step = ps_to_s(hw::Topology(two).path_latency_ps(0, 8));
+    const double inter_step = ps_to_s(hw_models::Topology(two).path_latency_ps(0, 8));
     for (std::uint64_t bytes = 1024; bytes <= (1ULL << 30); bytes *= 4) {
       const double s = static_cast<double>(bytes);
       const double intra_phase = 7.0 / 8.0 * s / truth.intra_ring_bw + 7 * step;

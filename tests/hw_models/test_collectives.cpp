@@ -11,20 +11,20 @@
 #include <vector>
 
 using namespace lynx;
-using hw::Algorithm;
-using hw::Collective;
+using hw_models::Algorithm;
+using hw_models::Collective;
 
 namespace {
 
 /// (src, dst) of every flow, in order.
-std::vector<std::pair<int, int>> endpoints(const hw::Phase& phase) {
+std::vector<std::pair<int, int>> endpoints(const hw_models::Phase& phase) {
   std::vector<std::pair<int, int>> out;
-  for (const hw::FlowSpec& f : phase.flows) out.emplace_back(f.src, f.dst);
+  for (const hw_models::FlowSpec& f : phase.flows) out.emplace_back(f.src, f.dst);
   return out;
 }
 
-bool all_flows_carry(const hw::Phase& phase, std::uint64_t bytes) {
-  for (const hw::FlowSpec& f : phase.flows)
+bool all_flows_carry(const hw_models::Phase& phase, std::uint64_t bytes) {
+  for (const hw_models::FlowSpec& f : phase.flows)
     if (f.bytes != bytes) return false;
   return !phase.flows.empty();
 }
@@ -40,9 +40,9 @@ constexpr TimePs kInterPs = 6'000'000;
 
 TEST_CASE("ring all-reduce inside a node: one phase, 2(n-1)/n of the bytes per member") {
   const HardwareSpec hw = test::nvswitch_cluster(1);
-  const hw::Topology topo(hw);
-  const std::vector<hw::Rank> ranks{0, 1, 2, 3, 4, 5, 6, 7};
-  const auto phases = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
+  const hw_models::Topology topo(hw);
+  const std::vector<hw_models::Rank> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
   REQUIRE(phases.size() == 1);
   // 2·7/8·8000 = 14000 bytes to the successor; 14 steps, the flow pays one latency itself.
   CHECK(endpoints(phases[0]) ==
@@ -52,29 +52,29 @@ TEST_CASE("ring all-reduce inside a node: one phase, 2(n-1)/n of the bytes per m
   CHECK(phases[0].latency_ps == 13 * kIntraPs);
 
   SUBCASE("ring order as given") {
-    const auto p = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {5, 2, 7}, 3000);
+    const auto p = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {5, 2, 7}, 3000);
     REQUIRE(p.size() == 1);
     CHECK(endpoints(p[0]) == Pairs{{5, 2}, {2, 7}, {7, 5}});
     CHECK(all_flows_carry(p[0], 4000));  // 2·2/3·3000
   }
   SUBCASE("shares round up to whole bytes") {
     // 2·7·1001/8 = 1751.75 -> 1752.
-    const auto p = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 1001);
+    const auto p = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 1001);
     CHECK(all_flows_carry(p[0], 1752));
   }
   SUBCASE("collective efficiency inflates the bytes on the wire") {
     HardwareSpec slow = hw;
     slow.collective_efficiency = 0.8;  // 14000 / 0.8 = 17500
-    const auto p = hw::plan_collective(topo, slow, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
+    const auto p = hw_models::plan_collective(topo, slow, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
     CHECK(all_flows_carry(p[0], 17500));
   }
 }
 
 TEST_CASE("ring reduce-scatter and all-gather: (n-1)/n of the bytes, n-1 steps") {
   const HardwareSpec hw = test::nvswitch_cluster(1);
-  const hw::Topology topo(hw);
+  const hw_models::Topology topo(hw);
   for (Collective kind : {Collective::kReduceScatter, Collective::kAllGather}) {
-    const auto p = hw::plan_collective(topo, hw, kind, Algorithm::kRing, {0, 1, 2, 3}, 8000);
+    const auto p = hw_models::plan_collective(topo, hw, kind, Algorithm::kRing, {0, 1, 2, 3}, 8000);
     REQUIRE(p.size() == 1);
     CHECK(endpoints(p[0]) == Pairs{{0, 1}, {1, 2}, {2, 3}, {3, 0}});
     CHECK(all_flows_carry(p[0], 6000));  // 3/4·8000
@@ -85,9 +85,9 @@ TEST_CASE("ring reduce-scatter and all-gather: (n-1)/n of the bytes, n-1 steps")
 
 TEST_CASE("hierarchical all-reduce across nodes: 3 phases") {
   const HardwareSpec hw = test::nvswitch_cluster(2);
-  const hw::Topology topo(hw);
-  const std::vector<hw::Rank> ranks{0, 1, 2, 3, 8, 9, 10, 11};
-  const auto phases = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
+  const hw_models::Topology topo(hw);
+  const std::vector<hw_models::Rank> ranks{0, 1, 2, 3, 8, 9, 10, 11};
+  const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 8000);
   REQUIRE(phases.size() == 3);
   // 1: reduce-scatter in each node, 3/4·8000 = 6000 per member.
   CHECK(endpoints(phases[0]) ==
@@ -108,16 +108,16 @@ TEST_CASE("hierarchical all-reduce across nodes: 3 phases") {
 
 TEST_CASE("hierarchical reduce-scatter and all-gather across nodes: 2 phases") {
   const HardwareSpec hw = test::nvswitch_cluster(2);
-  const hw::Topology topo(hw);
-  const std::vector<hw::Rank> ranks{0, 1, 2, 3, 8, 9, 10, 11};
-  const auto rs = hw::plan_collective(topo, hw, Collective::kReduceScatter, Algorithm::kRing, ranks, 8000);
+  const hw_models::Topology topo(hw);
+  const std::vector<hw_models::Rank> ranks{0, 1, 2, 3, 8, 9, 10, 11};
+  const auto rs = hw_models::plan_collective(topo, hw, Collective::kReduceScatter, Algorithm::kRing, ranks, 8000);
   REQUIRE(rs.size() == 2);
   CHECK(all_flows_carry(rs[0], 6000));  // intra: 3/4·8000
   CHECK(all_flows_carry(rs[1], 1000));  // inter: 1/2 of the 2000-byte shard
   CHECK(rs[1].steps == 1);
   CHECK(rs[1].latency_ps == 0);
   CHECK(endpoints(rs[1]) == Pairs{{0, 8}, {8, 0}, {1, 9}, {9, 1}, {2, 10}, {10, 2}, {3, 11}, {11, 3}});
-  const auto ag = hw::plan_collective(topo, hw, Collective::kAllGather, Algorithm::kRing, ranks, 8000);
+  const auto ag = hw_models::plan_collective(topo, hw, Collective::kAllGather, Algorithm::kRing, ranks, 8000);
   REQUIRE(ag.size() == 2);
   CHECK(all_flows_carry(ag[0], 1000));  // inter first
   CHECK(all_flows_carry(ag[1], 6000));
@@ -125,8 +125,8 @@ TEST_CASE("hierarchical reduce-scatter and all-gather across nodes: 2 phases") {
 
 TEST_CASE("one rank per node: the inter-node ring alone") {
   const HardwareSpec hw = test::nvswitch_cluster(4);
-  const hw::Topology topo(hw);
-  const auto p = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {0, 8, 16, 24}, 4000);
+  const hw_models::Topology topo(hw);
+  const auto p = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {0, 8, 16, 24}, 4000);
   REQUIRE(p.size() == 1);
   CHECK(endpoints(p[0]) == Pairs{{0, 8}, {8, 16}, {16, 24}, {24, 0}});
   CHECK(all_flows_carry(p[0], 6000));  // 2·3/4·4000
@@ -136,8 +136,8 @@ TEST_CASE("one rank per node: the inter-node ring alone") {
 
 TEST_CASE("uneven groups across nodes fall back to one flat ring") {
   const HardwareSpec hw = test::nvswitch_cluster(2);
-  const hw::Topology topo(hw);
-  const auto p = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {0, 1, 8}, 3000);
+  const hw_models::Topology topo(hw);
+  const auto p = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {0, 1, 8}, 3000);
   REQUIRE(p.size() == 1);
   CHECK(endpoints(p[0]) == Pairs{{0, 1}, {1, 8}, {8, 0}});
   CHECK(all_flows_carry(p[0], 4000));  // 2·2/3·3000
@@ -146,15 +146,15 @@ TEST_CASE("uneven groups across nodes fall back to one flat ring") {
 
 TEST_CASE("send/recv and broadcast") {
   const HardwareSpec hw = test::nvswitch_cluster(2);
-  const hw::Topology topo(hw);
-  const auto sr = hw::plan_collective(topo, hw, Collective::kSendRecv, Algorithm::kRing, {3, 12}, 5000);
+  const hw_models::Topology topo(hw);
+  const auto sr = hw_models::plan_collective(topo, hw, Collective::kSendRecv, Algorithm::kRing, {3, 12}, 5000);
   REQUIRE(sr.size() == 1);
   CHECK(endpoints(sr[0]) == Pairs{{3, 12}});
   CHECK(all_flows_carry(sr[0], 5000));
   CHECK(sr[0].latency_ps == 0);  // the flow pays its path latency in the executor
 
   // Pipelined chain from ranks[0]: every hop carries the whole message; 3 steps.
-  const auto bc = hw::plan_collective(topo, hw, Collective::kBroadcast, Algorithm::kRing, {0, 1, 2, 3}, 1000);
+  const auto bc = hw_models::plan_collective(topo, hw, Collective::kBroadcast, Algorithm::kRing, {0, 1, 2, 3}, 1000);
   REQUIRE(bc.size() == 1);
   CHECK(endpoints(bc[0]) == Pairs{{0, 1}, {1, 2}, {2, 3}});
   CHECK(all_flows_carry(bc[0], 1000));
@@ -164,36 +164,36 @@ TEST_CASE("send/recv and broadcast") {
 
 TEST_CASE("tree all-reduce: reduce up the levels, then broadcast down") {
   const HardwareSpec hw = test::nvswitch_cluster(1);
-  const hw::Topology topo(hw);
+  const hw_models::Topology topo(hw);
   // Heap order over 7 ranks: 0 -> {1, 2}, 1 -> {3, 4}, 2 -> {5, 6}; depth 2 -> 4 phases.
-  const auto p = hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kTree,
+  const auto p = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kTree,
                                      {0, 1, 2, 3, 4, 5, 6}, 700);
   REQUIRE(p.size() == 4);
   CHECK(endpoints(p[0]) == Pairs{{3, 1}, {4, 1}, {5, 2}, {6, 2}});
   CHECK(endpoints(p[1]) == Pairs{{1, 0}, {2, 0}});
   CHECK(endpoints(p[2]) == Pairs{{0, 1}, {0, 2}});
   CHECK(endpoints(p[3]) == Pairs{{1, 3}, {1, 4}, {2, 5}, {2, 6}});
-  for (const hw::Phase& phase : p) {
+  for (const hw_models::Phase& phase : p) {
     CHECK(all_flows_carry(phase, 700));
     CHECK(phase.latency_ps == 0);
     CHECK(phase.steps == 1);
   }
-  const auto bc = hw::plan_collective(topo, hw, Collective::kBroadcast, Algorithm::kTree, {4, 6, 7}, 10);
+  const auto bc = hw_models::plan_collective(topo, hw, Collective::kBroadcast, Algorithm::kTree, {4, 6, 7}, 10);
   REQUIRE(bc.size() == 1);
   CHECK(endpoints(bc[0]) == Pairs{{4, 6}, {4, 7}});
 }
 
 TEST_CASE("a single rank communicates nothing") {
   const HardwareSpec hw = test::nvswitch_cluster(1);
-  const hw::Topology topo(hw);
-  CHECK(hw::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {3}, 100).empty());
+  const hw_models::Topology topo(hw);
+  CHECK(hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, {3}, 100).empty());
 }
 
 TEST_CASE("collective errors") {
   HardwareSpec hw = test::nvswitch_cluster(1);
-  const hw::Topology topo(hw);
-  auto plan = [&](Collective kind, Algorithm algo, std::vector<hw::Rank> ranks) {
-    return hw::plan_collective(topo, hw, kind, algo, ranks, 100);
+  const hw_models::Topology topo(hw);
+  auto plan = [&](Collective kind, Algorithm algo, std::vector<hw_models::Rank> ranks) {
+    return hw_models::plan_collective(topo, hw, kind, algo, ranks, 100);
   };
   CHECK_THROWS_AS(plan(Collective::kAllReduce, Algorithm::kRing, {}), lynx::Error);
   CHECK_THROWS_AS(plan(Collective::kAllReduce, Algorithm::kRing, {0, 1, 0}), lynx::Error);
@@ -207,8 +207,8 @@ TEST_CASE("collective errors") {
 }
 
 TEST_CASE("workload collective kinds map to hw collectives") {
-  CHECK(hw::to_collective(model::CollectiveKind::kAllReduce) == Collective::kAllReduce);
-  CHECK(hw::to_collective(model::CollectiveKind::kReduceScatter) == Collective::kReduceScatter);
-  CHECK(hw::to_collective(model::CollectiveKind::kAllGather) == Collective::kAllGather);
-  CHECK_THROWS_AS(hw::to_collective(model::CollectiveKind::kNone), lynx::Error);
+  CHECK(hw_models::to_collective(model::CollectiveKind::kAllReduce) == Collective::kAllReduce);
+  CHECK(hw_models::to_collective(model::CollectiveKind::kReduceScatter) == Collective::kReduceScatter);
+  CHECK(hw_models::to_collective(model::CollectiveKind::kAllGather) == Collective::kAllGather);
+  CHECK_THROWS_AS(hw_models::to_collective(model::CollectiveKind::kNone), lynx::Error);
 }

@@ -13,7 +13,7 @@ using namespace lynx;
 
 namespace {
 
-std::vector<std::string> link_names(const hw::Topology& topo, hw::Rank src, hw::Rank dst) {
+std::vector<std::string> link_names(const hw_models::Topology& topo, hw_models::Rank src, hw_models::Rank dst) {
   std::vector<std::string> names;
   for (sim::LinkId id : topo.path(src, dst))
     names.push_back(topo.links()[static_cast<std::size_t>(id)].name);
@@ -23,7 +23,7 @@ std::vector<std::string> link_names(const hw::Topology& topo, hw::Rank src, hw::
 }  // namespace
 
 TEST_CASE("NVSwitch node") {
-  const hw::Topology topo(test::nvswitch_cluster(1));
+  const hw_models::Topology topo(test::nvswitch_cluster(1));
   CHECK(topo.num_gpus() == 8);
   CHECK(topo.node_of(7) == 0);
   // 8 GPUs × 2 NVLink + 8 GPUs × 2 PCIe + 4 PCIe switches × 2 uplinks; no NICs on one node.
@@ -41,7 +41,7 @@ TEST_CASE("NVSwitch node") {
 }
 
 TEST_CASE("PCIe node: same switch, and across switches through the host") {
-  const hw::Topology topo(test::pcie_cluster(1));
+  const hw_models::Topology topo(test::pcie_cluster(1));
   // 8 GPUs × 2 PCIe + 4 switches × 2 uplinks.
   CHECK(topo.links().size() == 24);
   CHECK(link_names(topo, 0, 1) == std::vector<std::string>{"n0.gpu0->pcie0", "n0.pcie0->gpu1"});
@@ -55,7 +55,7 @@ TEST_CASE("PCIe node: same switch, and across switches through the host") {
 }
 
 TEST_CASE("across nodes: rail-aligned GPUDirect RDMA") {
-  const hw::Topology topo(test::nvswitch_cluster(2));
+  const hw_models::Topology topo(test::nvswitch_cluster(2));
   CHECK(topo.num_gpus() == 16);
   CHECK(topo.node_of(9) == 1);
   // Per node 40 links as above + 8 NICs × 2 PCIe + 8 NICs × 2 fabric links.
@@ -78,7 +78,7 @@ TEST_CASE("across nodes: rail-aligned GPUDirect RDMA") {
 TEST_CASE("rail alignment with fewer NICs than GPUs") {
   // 2 NICs on 8 GPUs: NIC 0 on the switch of GPU 0, NIC 1 on the switch of GPU 4 (pcie2);
   // GPU g uses NIC g % 2 (HardwareSpec's rail rule), so GPU 1 and GPU 4 cross the host.
-  const hw::Topology topo(test::pcie_cluster(2));
+  const hw_models::Topology topo(test::pcie_cluster(2));
   CHECK(link_names(topo, 1, 8) ==
         std::vector<std::string>{"n0.gpu1->pcie0", "n0.pcie0->host", "n0.host->pcie2",
                                  "n0.pcie2->nic1", "n0.nic1->fabric", "fabric->n1.nic0",
@@ -91,7 +91,7 @@ TEST_CASE("rail alignment with fewer NICs than GPUs") {
 }
 
 TEST_CASE("1024 GPUs (128 nodes) build and route") {
-  const hw::Topology topo(test::nvswitch_cluster(128));
+  const hw_models::Topology topo(test::nvswitch_cluster(128));
   CHECK(topo.num_gpus() == 1024);
   CHECK(topo.links().size() == 128 * 72);
   CHECK(topo.node_of(1023) == 127);
@@ -102,39 +102,39 @@ TEST_CASE("1024 GPUs (128 nodes) build and route") {
   CHECK(link_names(topo, 1020, 1023) ==
         std::vector<std::string>{"n127.gpu4->nvswitch", "n127.nvswitch->gpu7"});
   // Deterministic: a second build gives the same link ids.
-  const hw::Topology again(test::nvswitch_cluster(128));
+  const hw_models::Topology again(test::nvswitch_cluster(128));
   CHECK(again.path(517, 3) == topo.path(517, 3));
   // A cached path reference survives many later insertions.
   const std::vector<sim::LinkId>& first = topo.path(8, 16);
   const std::vector<sim::LinkId> copy = first;
-  for (hw::Rank r = 0; r < 1024; r += 3) topo.path(r, 1023 - r);
+  for (hw_models::Rank r = 0; r < 1024; r += 3) topo.path(r, 1023 - r);
   CHECK(first == copy);
 }
 
 TEST_CASE("topology errors") {
   HardwareSpec hw = test::nvswitch_cluster(2);
-  CHECK_THROWS_AS(hw::Topology(hw).path(0, 16), lynx::Error);
-  CHECK_THROWS_AS(hw::Topology(hw).node_of(-1), lynx::Error);
+  CHECK_THROWS_AS(hw_models::Topology(hw).path(0, 16), lynx::Error);
+  CHECK_THROWS_AS(hw_models::Topology(hw).node_of(-1), lynx::Error);
   hw = test::nvswitch_cluster(2);
   hw.nics_per_node = 0;
-  CHECK_THROWS_AS(hw::Topology{hw}, lynx::Error);
+  CHECK_THROWS_AS(hw_models::Topology{hw}, lynx::Error);
   hw = test::nvswitch_cluster(1);
   hw.nics_per_node = 0;  // fine on one node
   hw.nic = {};
-  CHECK_NOTHROW(hw::Topology{hw});
+  CHECK_NOTHROW(hw_models::Topology{hw});
   hw.nvlink.bw_bytes_per_s = 0;
-  CHECK_THROWS_AS(hw::Topology{hw}, lynx::Error);
+  CHECK_THROWS_AS(hw_models::Topology{hw}, lynx::Error);
   hw = test::nvswitch_cluster(1);
   hw.gpus_per_node = 0;
-  CHECK_THROWS_AS(hw::Topology{hw}, lynx::Error);
+  CHECK_THROWS_AS(hw_models::Topology{hw}, lynx::Error);
 }
 
 TEST_CASE("links private per GPU and mirroring for the one-rank-per-group simulation") {
-  const hw::Topology dgx(test::nvswitch_cluster(2));
+  const hw_models::Topology dgx(test::nvswitch_cluster(2));
   CHECK(dgx.links_private_per_gpu());
   // Representatives: every rank of node 0 stands for itself, every rank of node 1 for rank 8.
-  std::vector<hw::Rank> rep(16);
-  for (hw::Rank r = 0; r < 16; ++r) rep[static_cast<std::size_t>(r)] = r < 8 ? r : 8;
+  std::vector<hw_models::Rank> rep(16);
+  for (hw_models::Rank r = 0; r < 16; ++r) rep[static_cast<std::size_t>(r)] = r < 8 ? r : 8;
   auto name = [&](sim::LinkId id) { return dgx.links()[static_cast<std::size_t>(id)].name; };
   const std::vector<sim::LinkId>& intra = dgx.path(8, 11);  // n1.gpu0->nvswitch->gpu3
   CHECK(name(dgx.mirror_link(intra[0], rep)) == "n1.gpu0->nvswitch");
@@ -149,13 +149,13 @@ TEST_CASE("links private per GPU and mirroring for the one-rank-per-group simula
   CHECK(dgx.mirror_link(inter[5], rep) == inter[5]);
 
   // PCIe nodes: GPUs 0 and 2 share the host uplinks on the way between switches.
-  CHECK_FALSE(hw::Topology(test::pcie_cluster(1)).links_private_per_gpu());
+  CHECK_FALSE(hw_models::Topology(test::pcie_cluster(1)).links_private_per_gpu());
   // One GPU per PCIe switch: every uplink has one owner again.
   HardwareSpec single = test::pcie_cluster(1);
   single.gpus_per_pcie_switch = 1;
-  CHECK(hw::Topology(single).links_private_per_gpu());
+  CHECK(hw_models::Topology(single).links_private_per_gpu());
   // Two NICs for eight GPUs: a NIC carries several GPUs' traffic.
   HardwareSpec shared_nics = test::nvswitch_cluster(2);
   shared_nics.nics_per_node = 2;
-  CHECK_FALSE(hw::Topology(shared_nics).links_private_per_gpu());
+  CHECK_FALSE(hw_models::Topology(shared_nics).links_private_per_gpu());
 }

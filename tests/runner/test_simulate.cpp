@@ -190,13 +190,13 @@ TEST_CASE("the reduced simulation (one rank per stage) equals the full one exact
 TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1)·latency exactly") {
   HardwareSpec hw = model::default_scenario().scenario().hardware;
   hw.collective_efficiency = 1.0;
-  const hw::Topology topo(hw);
+  const hw_models::Topology topo(hw);
   const int n = 8;
   const std::uint64_t size = 1ull << 30;
-  std::vector<hw::Rank> ranks;
+  std::vector<hw_models::Rank> ranks;
   for (int r = 0; r < n; ++r) ranks.push_back(r);
   const auto phases =
-      hw::plan_collective(topo, hw, hw::Collective::kAllReduce, hw::Algorithm::kRing, ranks, size);
+      hw_models::plan_collective(topo, hw, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing, ranks, size);
   REQUIRE(phases.size() == 1);
   // One comm task per member, all in one rendezvous group.
   sim::Machine machine;

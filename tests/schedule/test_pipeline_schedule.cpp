@@ -12,8 +12,8 @@
 
 using namespace lynx;
 using namespace lynx::schedule;
-using lynx::strategy::plan_fixed_strategy;
-using lynx::strategy::uniform_partition;
+using lynx::strategies::plan_fixed_strategy;
+using lynx::strategies::uniform_partition;
 
 TEST_CASE("1F1B step order: warm-up p-k-1 forwards, then alternate, then cool-down") {
   const auto order = pipeline_order(ScheduleKind::kOneFOneB, 4, 6, 1);
@@ -67,7 +67,7 @@ struct PipeRun {
 
 PipeRun run_pipeline(ScheduleKind kind, int p, int m, int v) {
   Scenario sc = test::synthetic_scenario(p, m, v, kind);
-  const hw::Topology topo(sc.hardware);
+  const hw_models::Topology topo(sc.hardware);
   const auto plan = plan_fixed_strategy(sc.recompute,
                                         uniform_partition(sc.model.layers, p * v));
   const auto built = build_program(sc, plan, topo, test::synthetic_workload());

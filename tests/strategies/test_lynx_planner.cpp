@@ -20,7 +20,7 @@
 #include <limits>
 
 using namespace lynx;
-using namespace lynx::strategy;
+using namespace lynx::strategies;
 
 namespace {
 
@@ -74,7 +74,7 @@ TEST_CASE("lynx-heu equals lynx-opt and the brute-force optimum on a small stage
   // assignments can be enumerated; budgets from roomy to impossible.
   const Scenario sc =
       model::resolve_scenario(tight_gpt(RecomputeKind::kLynxHeu), "tight_gpt").scenario();
-  const hw::Topology topo(sc.hardware);
+  const hw_models::Topology topo(sc.hardware);
   const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
   StageProblem p;
   p.layers = 3;
@@ -150,7 +150,7 @@ TEST_CASE("recomputation-aware partitioning gives the uniform split when stages 
   sc.model.layers = 16;
   sc.recompute.strategy = RecomputeKind::kLynxHeu;
   sc.recompute.partition = PartitionKind::kBalanced;
-  const hw::Topology topo(sc.hardware);
+  const hw_models::Topology topo(sc.hardware);
   const model::Workload w = test::synthetic_workload();
   PlanningInputs in;
   in.windows.assign(4, StageWindows{100'000, 200'000, 0});

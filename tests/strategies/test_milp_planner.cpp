@@ -13,7 +13,7 @@
 #include <vector>
 
 using namespace lynx;
-using namespace lynx::strategy;
+using namespace lynx::strategies;
 
 namespace {
 

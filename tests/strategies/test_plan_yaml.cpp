@@ -13,7 +13,7 @@
 #include <algorithm>
 
 using namespace lynx;
-using namespace lynx::strategy;
+using namespace lynx::strategies;
 using model::OpGroup;
 
 namespace {
