@@ -32,7 +32,7 @@ std::vector<std::string> split_list(const std::string& text) {
 int cmd_figures(const std::vector<std::string>& argv) {
   const std::string source = LYNXSIM_SOURCE_DIR;
   const std::string committed_dir = source + "/results/paper";
-  PaperSelection selection;
+  runner::PaperSelection selection;
   selection.scenario_dir = source + "/scenarios/paper";
   std::string out_dir = "results/out/paper";
   std::string plot_script = source + "/results/plot_paper.py";
@@ -70,9 +70,9 @@ int cmd_figures(const std::vector<std::string>& argv) {
     out_dir = committed_dir;
   }
 
-  const std::vector<PaperRun> runs = paper_runs(selection);
+  const std::vector<runner::PaperRun> runs = runner::paper_runs(selection);
   ProgressBar bar(runs.size(), "figures");
-  const std::vector<PaperRow> rows = run_paper_experiment(runs, [&](std::size_t done, const PaperRun& next) {
+  const std::vector<runner::PaperRow> rows = runner::run_paper_experiment(runs, [&](std::size_t done, const runner::PaperRun& next) {
     bar.update(done, fmt::format("{} {} {}", next.cluster, next.scenario->model.preset, next.strategy));
   });
   bar.finish();
@@ -81,7 +81,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
   const std::string csv_path = (fs::path(out_dir) / "paper_results.csv").string();
   std::ofstream csv(csv_path);
   if (!csv) fail("cannot write '{}'", csv_path);
-  write_paper_csv(csv, rows);
+  runner::write_paper_csv(csv, rows);
   csv.close();
   if (!csv) fail("cannot write '{}'", csv_path);
   fmt::print("wrote {} ({} runs)\n", csv_path, rows.size());

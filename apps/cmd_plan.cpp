@@ -16,9 +16,9 @@ namespace lynx::apps {
 namespace {
 
 /// How the run's plan was made, for the plan file (informational).
-strategies::PlanProvenance provenance(const SimRun& run) {
+strategies::PlanProvenance provenance(const runner::SimRun& run) {
   strategies::PlanProvenance p;
-  p.lynxsim_version = lynxsim_version();
+  p.lynxsim_version = runner::lynxsim_version();
   p.strategy_requested = run.result.strategy_requested;
   p.strategy_won = run.planner.fallback.empty() ? run.result.strategy : run.planner.fallback;
   p.search_seconds = run.result.search_seconds;
@@ -52,9 +52,9 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "they were made for, and how they were made."))
     return 0;
   const model::ResolvedScenario resolved = load_scenario(args);
-  SimOptions options;
+  runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
-  const SimRun run = simulate(resolved, options);
+  const runner::SimRun run = runner::simulate(resolved, options);
   const std::string yaml = strategies::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
   if (output_path.empty()) {
     std::cout << yaml;

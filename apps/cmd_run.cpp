@@ -33,8 +33,8 @@ int cmd_run(const std::vector<std::string>& argv) {
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
                      "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]"))
     return 0;
-  const auto report_format = parse_report_format(format);
-  SimOptions options;
+  const auto report_format = runner::parse_report_format(format);
+  runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
   strategies::PlanFile plan_file;
@@ -45,14 +45,14 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (!plan_path.empty()) options.plan = &plan_file.plan;
   const TraceRequest trace = parse_trace_request(trace_args, resolved->parallel.pp);
   options.keep_trace_data = !trace.path.empty();
-  const SimRun run = simulate(resolved, options);
+  const runner::SimRun run = runner::simulate(resolved, options);
   write_trace(trace, run);
   if (output_path.empty()) {
-    write_report(std::cout, run.result, report_format);
+    runner::write_report(std::cout, run.result, report_format);
   } else {
     std::ofstream out(output_path);
     if (!out) fail("-o: cannot write '{}'", output_path);
-    write_report(out, run.result, report_format);
+    runner::write_report(out, run.result, report_format);
   }
   if (!trace.path.empty()) fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", trace.path);
   return 0;

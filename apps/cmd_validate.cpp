@@ -121,7 +121,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     StageBars bars;
     const auto rows =
         val::simulate_stage(base, runs, all, csv, threads, "simulating", bars.progress());
-    report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", lynxsim_version(), csv,
+    report.title = fmt::format("lynxsim {} validate: {} ({} rows) on {}", runner::lynxsim_version(), csv,
                                runs.size(), profile_label);
     val::write_validation_report(std::cout, rows, report);
     return 0;
@@ -151,7 +151,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
              "objective: mean |ln(predicted / measured)| over the training rows (the optimiser "
              "scores {} of them); cyclic coordinate descent, {} sweeps, golden section of {} steps per "
              "coordinate over a fixed interval\n",
-             lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(inner_stride),
+             runner::lynxsim_version(), csv, runs.size(), profile_label, val::every_nth_row(inner_stride),
              sweeps, golden_steps);
   flush_fit_text();
 

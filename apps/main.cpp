@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (args[0] == "--version") {
-      fmt::print("lynxsim {}\n", lynx::lynxsim_version());
+      fmt::print("lynxsim {}\n", lynx::runner::lynxsim_version());
       return 0;
     }
     const auto it = commands().find(args[0]);

@@ -81,7 +81,7 @@ TraceRequest parse_trace_request(const TraceArgs& args, int pipeline_stages) {
   return request;
 }
 
-void write_trace(const TraceRequest& request, const SimRun& run) {
+void write_trace(const TraceRequest& request, const runner::SimRun& run) {
   if (request.path.empty()) return;
   sim::TraceOptions options;
   options.from_ps = request.from_ps;
@@ -89,7 +89,7 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
   if (!request.stages.empty()) {
     for (const int stage : run.built.gpu_stage) options.gpus.push_back(request.stages[static_cast<std::size_t>(stage)]);
   }
-  options.metadata = {{"lynxsim_version", lynxsim_version()},
+  options.metadata = {{"lynxsim_version", runner::lynxsim_version()},
                       {"strategy", run.result.strategy},
                       {"strategy_requested", run.result.strategy_requested},
                       {"scenario_yaml", scenario_to_yaml(run.result.scenario)}};
@@ -100,7 +100,7 @@ void write_trace(const TraceRequest& request, const SimRun& run) {
                units::format_time(run.exec.makespan_ps));
   std::ofstream trace(request.path);
   if (!trace) fail("--trace: cannot write '{}'", request.path);
-  sim::write_chrome_trace(trace, run.built.machine, run.built.program, run.exec, trace_annotations(run), options);
+  sim::write_chrome_trace(trace, run.built.machine, run.built.program, run.exec, runner::trace_annotations(run), options);
   if (!trace) fail("--trace: writing '{}' failed", request.path);
 }
 

@@ -35,6 +35,6 @@ TraceRequest parse_trace_request(const TraceArgs& args, int pipeline_stages);
 
 /// Writes the trace of `run` (kept with SimOptions::keep_trace_data) to request.path, with the
 /// lynxsim version, the strategies and the resolved scenario as metadata.
-void write_trace(const TraceRequest& request, const SimRun& run);
+void write_trace(const TraceRequest& request, const runner::SimRun& run);
 
 }  // namespace lynx::apps

@@ -38,11 +38,11 @@ int main(int argc, char** argv) {
              "events/s", "sim s");
   for (const Case& c : cases) {
     double best = 1e30;
-    lynx::SimResult last;
+    lynx::runner::SimResult last;
     for (int r = 0; r < repeats; ++r) {
       const auto start = std::chrono::steady_clock::now();
       const auto sc = lynx::model::load_scenario_file(c.file, c.overrides);
-      last = lynx::simulate(sc).result;
+      last = lynx::runner::simulate(sc).result;
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     const std::string label = fmt::format("{}{}", std::filesystem::path(c.file).stem().string(),
@@ -62,13 +62,13 @@ int main(int argc, char** argv) {
   for (const auto& e : std::filesystem::directory_iterator("scenarios/paper")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    lynx::SimResult r[2];
+    lynx::runner::SimResult r[2];
     const char* strategies[2] = {"lynx-heu", "lynx-opt"};
     for (int k = 0; k < 2; ++k)
-      r[k] = lynx::simulate(lynx::model::load_scenario_file(
+      r[k] = lynx::runner::simulate(lynx::model::load_scenario_file(
                                 f.string(), {std::string("recompute.strategy=") + strategies[k]}))
                  .result;
-    auto all_ms = [](const lynx::SimResult& x) {
+    auto all_ms = [](const lynx::runner::SimResult& x) {
       return (x.search_seconds + x.baseline_seconds + x.confirm_seconds) * 1e3;
     };
     fmt::print("{:<22} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f} {:>5} {:>5} {:>13.1f} {:>13.1f}\n",

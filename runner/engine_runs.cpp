@@ -3,7 +3,7 @@
 #include "common/clock.hpp"
 #include "runner/step_progress.hpp"
 
-namespace lynx {
+namespace lynx::runner {
 
 EngineRuns::EngineRuns(const Scenario& sc, const hw_models::Topology& topo, const model::Workload& workload,
                        sim::ExecOptions options, bool show_progress)
@@ -38,4 +38,4 @@ void EngineRuns::discard(std::size_t i) {
   runs_[i].exec = {};
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

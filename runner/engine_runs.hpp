@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx {
+namespace lynx::runner {
 
 /// One engine run: the plan executed, its programs and their simulated result.
 struct EngineRun {
@@ -58,4 +58,4 @@ class EngineRuns {
   std::vector<EngineRun> runs_;
 };
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -17,7 +17,7 @@
 #include <ostream>
 #include <set>
 
-namespace lynx {
+namespace lynx::runner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -160,4 +160,4 @@ std::string paper_columns_markdown() {
   return out;
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

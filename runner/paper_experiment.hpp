@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx {
+namespace lynx::runner {
 
 /// Which part of the experiment to run; empty lists keep everything.
 struct PaperSelection {
@@ -69,4 +69,4 @@ void write_paper_csv(std::ostream& out, const std::vector<PaperRow>& rows);
 /// paper_columns() as Markdown (docs/results.md holds it between GENERATED markers).
 std::string paper_columns_markdown();
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace lynx {
+namespace lynx::runner {
 namespace {
 
 /// The planners' inputs measured on the keep-everything baseline run.
@@ -130,4 +130,4 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
   return out;
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

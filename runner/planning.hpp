@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-namespace lynx {
+namespace lynx::runner {
 
 /// What planning chose and what it cost.
 struct PlanningResult {
@@ -32,4 +32,4 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
                                 const model::Workload& workload, EngineRuns& runs,
                                 bool show_progress);
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -12,7 +12,7 @@
 #include <ostream>
 #include <sstream>
 
-namespace lynx {
+namespace lynx::runner {
 
 const char* lynxsim_version() { return LYNXSIM_VERSION; }
 
@@ -137,4 +137,4 @@ void write_report(std::ostream& out, const SimResult& result, ReportFormat forma
   }
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -7,7 +7,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace lynx {
+namespace lynx::runner {
 
 enum class ReportFormat { kTable, kCsv, kJson };
 
@@ -25,4 +25,4 @@ std::string strategy_sentence(const SimResult& result);
 /// The lynxsim version string, e.g. "0.1.0".
 const char* lynxsim_version();
 
-}  // namespace lynx
+}  // namespace lynx::runner

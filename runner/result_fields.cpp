@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace lynx {
+namespace lynx::runner {
 
 FieldValue FieldValue::of_bool(bool b) { return {Kind::kBool, b, 0, 0, {}, {}}; }
 FieldValue FieldValue::of_int(std::int64_t i) { return {Kind::kInt, false, i, 0, {}, {}}; }
@@ -280,4 +280,4 @@ std::string result_fields_markdown() {
   return out;
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

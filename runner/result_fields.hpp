@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx {
+namespace lynx::runner {
 
 /// Whether a field is written once per run or once per pipeline stage.
 enum class FieldLevel { kRun, kStage };
@@ -80,4 +80,4 @@ std::string csv_names(const std::vector<const ResultField*>& fields);
 /// The table as Markdown (docs/results.md holds it between GENERATED markers).
 std::string result_fields_markdown();
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-namespace lynx {
+namespace lynx::runner {
 namespace {
 
 /// Where each GPU's iteration went (index = GPU): busy time of its compute stream by
@@ -152,4 +152,4 @@ std::vector<sim::TraceSpan> trace_annotations(const SimRun& run) {
   return schedule::window_annotations(run.built, run.exec);
 }
 
-}  // namespace lynx
+}  // namespace lynx::runner

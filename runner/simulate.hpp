@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace lynx {
+namespace lynx::runner {
 
 /// Where one pipeline stage's iteration time went (seconds, from its compute stream).
 struct StageBreakdown {
@@ -110,4 +110,4 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
 /// The overlap windows of a kept run, as trace annotations.
 std::vector<sim::TraceSpan> trace_annotations(const SimRun& run);
 
-}  // namespace lynx
+}  // namespace lynx::runner

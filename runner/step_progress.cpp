@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace lynx {
+namespace lynx::runner {
 
 namespace {
 constexpr double kQuietSeconds = 1.0;  ///< steps shorter than this draw nothing
@@ -26,4 +26,4 @@ void StepProgress::finish() {
 
 bool progress_allowed() { return isatty(fileno(stderr)) != 0; }
 
-}  // namespace lynx
+}  // namespace lynx::runner

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-namespace lynx {
+namespace lynx::runner {
 
 class StepProgress {
  public:
@@ -30,4 +30,4 @@ class StepProgress {
 /// Whether a single run asked for progress can show it: stderr is a terminal.
 bool progress_allowed();
 
-}  // namespace lynx
+}  // namespace lynx::runner

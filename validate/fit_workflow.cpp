@@ -110,7 +110,7 @@ HardwareSpec fitted_profile(const FitWorkflowInput& input, const FitWorkflowResu
       "({} sweeps, {} steps). Two-fold held-out check (fit on even rows, test on odd; and the "
       "reverse): MAPE {:.2f}% / {:.2f}%, Kendall tau-b {:.3f} / {:.3f}; all rows: MAPE {:.2f}%, "
       "tau-b {:.3f}. Every other number is {}'s (citations there). See VALIDATION.md.",
-      input.file_label, lynxsim_version(), input.runs.size(), fitted_list,
+      input.file_label, runner::lynxsim_version(), input.runs.size(), fitted_list,
       every_nth_row(input.fit.inner_stride), input.fit.sweeps, input.fit.golden_steps,
       fold0.mape_percent, fold1.mape_percent, fold0.kendall_tau_b, fold1.kendall_tau_b,
       result.fitted_summary.mape_percent, result.fitted_summary.kendall_tau_b,

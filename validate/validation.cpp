@@ -87,9 +87,9 @@ RowResult simulate_row(const Scenario& base, const std::vector<MeasuredRun>& run
   const MeasuredRun& run = runs[index];
   const model::ResolvedScenario sc = model::resolve_scenario(
       scenario_for_run(base, run, file_label), fmt::format("{}:{}", file_label, run.line));
-  SimRun sim;
+  runner::SimRun sim;
   try {
-    sim = simulate(sc);
+    sim = runner::simulate(sc);
   } catch (const Error& e) {
     fail("{}:{}: {}", file_label, run.line, e.what());
   }

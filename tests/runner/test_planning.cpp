@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace lynx;
+using namespace lynx::runner;
 
 namespace {
 

@@ -17,6 +17,7 @@
 #include <sstream>
 
 using namespace lynx;
+using namespace lynx::runner;
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include <sstream>
 
 using namespace lynx;
+using namespace lynx::runner;
 
 namespace {
 

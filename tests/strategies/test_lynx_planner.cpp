@@ -20,6 +20,7 @@
 #include <limits>
 
 using namespace lynx;
+using namespace lynx::runner;
 using namespace lynx::strategies;
 
 namespace {

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 using namespace lynx;
+using namespace lynx::runner;
 using namespace lynx::strategies;
 using model::OpGroup;
 

@@ -15,6 +15,7 @@
 #include <string>
 
 using namespace lynx;
+using namespace lynx::runner;
 using namespace lynx::validate;
 
 namespace {
