@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     lynx::runner::SimResult r[2];
-    const char* strategies[2] = {"lynx-heu", "lynx-opt"};
+    const char* strategies[2] = {lynx::recompute_kind_name(lynx::RecomputeKind::kLynxHeu),
+                                 lynx::recompute_kind_name(lynx::RecomputeKind::kLynxOpt)};
     for (int k = 0; k < 2; ++k)
       r[k] = lynx::runner::simulate(lynx::model::load_scenario_file(
                                 f.string(), {std::string("recompute.strategy=") + strategies[k]}))

@@ -6,6 +6,8 @@
 #include "common/error.hpp"
 #include "scenarios/scenario.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -73,6 +75,15 @@ enum class OpGroup : std::uint8_t {
   kMlp,            ///< FC1 input, GeLU input, FC2 input
   kLayerInput,     ///< the layer input (kept by every strategy); also every embedding/head op
 };
+
+/// Plan-file names of the op groups, indexed by OpGroup (the one list of these spellings).
+inline constexpr std::array<const char*, 5> kOpGroupNames = {"post", "proj", "core", "mlp", "input"};
+static_assert(kOpGroupNames.size() == static_cast<std::size_t>(OpGroup::kLayerInput) + 1);
+
+/// Plan-file name of an op group: post, proj, core, mlp, input.
+constexpr const char* op_group_name(OpGroup group) {
+  return kOpGroupNames[static_cast<std::size_t>(group)];
+}
 
 enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather };
 

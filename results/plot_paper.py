@@ -67,7 +67,9 @@ INFINITE_OK_COLUMNS = {"solver_gap"}
 GIB = float(1 << 30)
 
 # Fixed strategy order, display names and colours (Okabe-Ito palette: colour-blind safe and
-# distinguishable in grey-scale print by lightness).
+# distinguishable in grey-scale print by lightness). The names and order repeat
+# lynx::kRecomputeKindNames (scenarios/scenario.hpp, the paper's bar order) on purpose: this is
+# the figure's order, next to its styles, and the script reads only CSV.
 STRATEGY_ORDER = ("none", "full", "selective", "checkmate", "lynx-heu", "lynx-opt")
 STRATEGY_STYLE = {
     "none": ("No recomputation", "None", "#C8C8C8"),

@@ -45,13 +45,7 @@ const StageBreakdown& slowest_stage(const SimResult& r) {
 }  // namespace
 
 const std::vector<std::string>& paper_strategies() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kFull, RecomputeKind::kSelective,
-                            RecomputeKind::kCheckmate, RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt})
-      out.push_back(strategies::to_string(k));
-    return out;
-  }();
+  static const std::vector<std::string> names(kRecomputeKindNames.begin(), kRecomputeKindNames.end());
   return names;
 }
 

@@ -423,14 +423,11 @@ std::vector<FieldDesc> scenario_field_table() {
       [](auto& s) -> auto& { return s.hardware.collective_efficiency; }));
 
   // recompute:
+  std::vector<std::pair<std::string, RecomputeKind>> strategies;
+  for (std::size_t k = 0; k < kRecomputeKindNames.size(); ++k)
+    strategies.emplace_back(kRecomputeKindNames[k], static_cast<RecomputeKind>(k));
   t.push_back(choice_field<RecomputeKind>(
-      "recompute.strategy", kScn,
-      {{"none", RecomputeKind::kNone},
-       {"full", RecomputeKind::kFull},
-       {"selective", RecomputeKind::kSelective},
-       {"lynx-heu", RecomputeKind::kLynxHeu},
-       {"lynx-opt", RecomputeKind::kLynxOpt},
-       {"checkmate", RecomputeKind::kCheckmate}},
+      "recompute.strategy", kScn, std::move(strategies),
       "activation recomputation strategy", [](auto& s) -> auto& { return s.recompute.strategy; }));
   t.push_back(choice_field<FullMethod>(
       "recompute.method", kScn, {{"uniform", FullMethod::kUniform}, {"block", FullMethod::kBlock}},

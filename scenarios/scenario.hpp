@@ -5,6 +5,8 @@
 /// also what `lynxsim show`, the loader and docs/scenario.md use — one place only.
 #include "sim/time.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -94,7 +96,19 @@ struct HardwareSpec {
   double collective_efficiency = 1.0;     ///< achieved/link bandwidth of NCCL ring steps
 };
 
-enum class RecomputeKind { kNone, kFull, kSelective, kLynxHeu, kLynxOpt, kCheckmate };
+/// Activation recomputation strategies, in the paper's order (its figures' bars).
+enum class RecomputeKind { kNone, kFull, kSelective, kCheckmate, kLynxHeu, kLynxOpt };
+
+/// Scenario-file names of the strategies (recompute.strategy), indexed by RecomputeKind: the one
+/// list of these spellings (the field table, to_string, the paper experiment derive from it).
+inline constexpr std::array<const char*, 6> kRecomputeKindNames = {
+    "none", "full", "selective", "checkmate", "lynx-heu", "lynx-opt"};
+static_assert(kRecomputeKindNames.size() == static_cast<std::size_t>(RecomputeKind::kLynxOpt) + 1);
+
+/// Scenario-file name of a recomputation strategy.
+constexpr const char* recompute_kind_name(RecomputeKind kind) {
+  return kRecomputeKindNames[static_cast<std::size_t>(kind)];
+}
 enum class FullMethod { kUniform, kBlock };
 
 enum class PartitionKind { kUniform, kBalanced };

@@ -673,7 +673,7 @@ BuiltProgram Builder::build() {
   head_ = with_times(work_.head);
   set_instance("");
   name_recompute_ = intern_name("recompute");
-  prog_.tags = {"act/layernorm", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
+  prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
 
   symmetric_ = sc_.sim.exploit_symmetry && topo_.links_private_per_gpu() && p_.tp * p_.dp > 1;
   BuiltProgram out;

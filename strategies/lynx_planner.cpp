@@ -25,7 +25,6 @@ using model::Workload;
 /// The groups a plan may drop; the layer input always stays (every strategy keeps it).
 constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kPost, OpGroup::kAttnProjInput,
                                                OpGroup::kAttnCore, OpGroup::kMlp};
-constexpr std::array<const char*, 4> kGroupLabel = {"post", "proj", "core", "mlp"};
 
 /// Kernel time an option spends recomputing, wherever it runs.
 TimePs recompute_work_ps(const LayerOption& o) { return o.overlapped ? o.overlapped_ps : o.recompute_ps; }
@@ -47,7 +46,8 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
     for (size_t g = 0; g < kDroppable.size(); ++g) {
       if (!(mask & (1u << g))) continue;
       d.group[static_cast<size_t>(kDroppable[g])] = Action::kRecompute;
-      dropped_label += dropped_label.empty() ? kGroupLabel[g] : fmt::format(",{}", kGroupLabel[g]);
+      const char* label = model::op_group_name(kDroppable[g]);
+      dropped_label += dropped_label.empty() ? label : fmt::format(",{}", label);
     }
     std::int64_t dropped = 0;
     for (const auto& op : w.layer)

@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "model/gpt.hpp"
 #include "scenarios/fields.hpp"
 #include "scenarios/scenario_loader.hpp"
 
@@ -24,8 +25,7 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
   std::string dropped;
   for (size_t g = 0; g < kNumOpGroups; ++g) {
     if (d.group[g] == Action::kKeep) continue;
-    const auto group = static_cast<OpGroup>(g);
-    dropped += fmt::format("{}'{}'", dropped.empty() ? "" : ", ", group_name(group));
+    dropped += fmt::format("{}'{}'", dropped.empty() ? "" : ", ", model::kOpGroupNames[g]);
     LayerDecision alone;
     alone.group[g] = Action::kRecompute;
     alone.rerun_whole_groups = d.rerun_whole_groups;
@@ -34,7 +34,7 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
       return fmt::format(
           "layer {}: overlapped recompute of group '{}' re-runs '{}', a TP collective; only "
           "communication-free recomputes can be overlapped (keep '{}', or use mode demand)",
-          layer, group_name(group), ops[static_cast<size_t>(c)].name, group_name(group));
+          layer, model::kOpGroupNames[g], ops[static_cast<size_t>(c)].name, model::kOpGroupNames[g]);
   }
   return fmt::format(
       "layer {}: overlapped recompute of groups {} together re-runs '{}', a TP collective; only "

@@ -22,9 +22,6 @@
 namespace lynx::strategies {
 namespace {
 
-/// Plan-file names of the op groups, indexed by model::OpGroup.
-constexpr std::array<const char*, kNumOpGroups> kGroupNames = {"post", "proj", "core", "mlp",
-                                                               "input"};
 constexpr std::array<Window, 4> kWindows = {Window::kNone, Window::kBwdTpComm, Window::kPpRecvWait,
                                             Window::kFwdTpComm};
 
@@ -109,7 +106,7 @@ void emit_layer(YAML::Emitter& out, const LayerDecision& d, int layer) {
   entry(out, "layer", layer);
   out << YAML::Key << "drop" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (size_t g = 0; g < kNumOpGroups; ++g)
-    if (d.group[g] != Action::kKeep) out << kGroupNames[g];
+    if (d.group[g] != Action::kKeep) out << model::kOpGroupNames[g];
   out << YAML::EndSeq;
   out << YAML::Key << "mode" << YAML::Value
       << (d.keeps_everything() ? "keep" : d.overlapped() ? "overlap" : "demand");
@@ -285,11 +282,11 @@ class Reader {
     list(drop, at + ".drop", "op groups");
     for (const YAML::Node& g : drop) {
       const auto name = value<std::string>(g, at + ".drop");
-      const auto it = std::find_if(kGroupNames.begin(), kGroupNames.end(),
-                                   [&](const char* n) { return name == n; });
-      if (it == kGroupNames.end())
+      const auto& names = model::kOpGroupNames;
+      const auto it = std::find_if(names.begin(), names.end(), [&](const char* n) { return name == n; });
+      if (it == names.end())
         fail_at(g, at + ".drop", fmt::format("unknown group {} (post, proj, core, mlp)", describe(g)));
-      Action& slot = d.group[static_cast<size_t>(it - kGroupNames.begin())];
+      Action& slot = d.group[static_cast<size_t>(it - names.begin())];
       if (slot != Action::kKeep) fail_at(g, at + ".drop", fmt::format("group '{}' is listed twice", name));
       slot = action;
     }
@@ -349,8 +346,6 @@ class Reader {
 };
 
 }  // namespace
-
-const char* group_name(model::OpGroup group) { return kGroupNames[static_cast<size_t>(group)]; }
 
 const char* window_name(Window w) {
   switch (w) {

@@ -66,8 +66,6 @@ PlanFile read_plan_file(const std::string& path);
 /// Same, from text; `file_label` is used in messages.
 PlanFile read_plan_text(const std::string& yaml_text, const std::string& file_label);
 
-/// Plan-file name of an op group: post, proj, core, mlp, input.
-const char* group_name(model::OpGroup group);
 /// Plan-file name of a window: none, bwd-tp, pp-wait, fwd-tp.
 const char* window_name(Window window);
 

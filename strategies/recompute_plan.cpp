@@ -54,17 +54,7 @@ std::vector<int> uniform_partition(int layers, int virtual_stages) {
   return std::vector<int>(static_cast<size_t>(virtual_stages), layers / virtual_stages);
 }
 
-std::string to_string(RecomputeKind kind) {
-  switch (kind) {
-    case RecomputeKind::kNone: return "none";
-    case RecomputeKind::kFull: return "full";
-    case RecomputeKind::kSelective: return "selective";
-    case RecomputeKind::kLynxHeu: return "lynx-heu";
-    case RecomputeKind::kLynxOpt: return "lynx-opt";
-    case RecomputeKind::kCheckmate: return "checkmate";
-  }
-  return "?";
-}
+std::string to_string(RecomputeKind kind) { return recompute_kind_name(kind); }
 
 namespace {
 

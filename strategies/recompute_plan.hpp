@@ -12,7 +12,7 @@
 
 namespace lynx::strategies {
 
-inline constexpr int kNumOpGroups = 5;  ///< model::OpGroup values
+inline constexpr int kNumOpGroups = static_cast<int>(model::kOpGroupNames.size());  ///< model::OpGroup values
 
 enum class Action : std::uint8_t {
   kKeep,       ///< stored in forward, freed by its backward consumer

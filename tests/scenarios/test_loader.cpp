@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scenarios/fields.hpp"
@@ -179,6 +180,21 @@ TEST_CASE("the default scenario is scenarios/examples/default.yaml") {
   CHECK(changed.parallel.dp == 1);
 }
 
+TEST_CASE("recompute.strategy spellings come from kRecomputeKindNames, one per RecomputeKind") {
+  // The spellings scenario and plan files use; the field table and to_string derive from the list.
+  const std::vector<std::pair<std::string, RecomputeKind>> expected = {
+      {"none", RecomputeKind::kNone},          {"full", RecomputeKind::kFull},
+      {"selective", RecomputeKind::kSelective}, {"checkmate", RecomputeKind::kCheckmate},
+      {"lynx-heu", RecomputeKind::kLynxHeu},   {"lynx-opt", RecomputeKind::kLynxOpt}};
+  REQUIRE(kRecomputeKindNames.size() == expected.size());
+  for (const auto& [name, kind] : expected) {
+    CAPTURE(name);
+    CHECK(std::string(recompute_kind_name(kind)) == name);
+    const Scenario s = read_scenario_text(kHeader, "t.yaml", {"recompute.strategy=" + name}).scenario;
+    CHECK(s.recompute.strategy == kind);
+  }
+}
+
 TEST_CASE("--set overrides change values, after the file and before the checks") {
   const std::string yaml = kHeader + "parallel:\n  tp: 2\n  pp: 2\n  dp: 2\n";
   const Scenario s = read_scenario_text(
@@ -286,7 +302,7 @@ TEST_CASE("bad enum values list the allowed ones") {
         "t.yaml:4:13: key 'parallel.schedule': 'zb-h1' is not one of: gpipe, 1f1b, interleaved");
   CHECK(load_error(kHeader + "recompute:\n  strategy: lynx\n") ==
         "t.yaml:4:13: key 'recompute.strategy': 'lynx' is not one of: none, full, selective, "
-        "lynx-heu, lynx-opt, checkmate");
+        "checkmate, lynx-heu, lynx-opt");
   CHECK(load_error(kHeader + "  node: {intra: infiniband}\n") ==
         "t.yaml:3:17: key 'hardware.node.intra': 'infiniband' is not one of: nvswitch, pcie");
 }
