@@ -63,7 +63,7 @@ enum class OpKind : std::uint8_t {
                  ///< (`collective` may be kNone when only the backward communicates)
 };
 
-/// The op groups a recomputation plan decides about (DESIGN.md "Decision").
+/// The op groups a recomputation plan decides about (README "Lynx, as this project defines it": Decisions).
 enum class OpGroup : std::uint8_t {
   kPost,           ///< the small post-collective tensors: LN2 input and both residual dropout
                    ///< masks — keeping them makes every other group's recompute local
@@ -116,8 +116,8 @@ struct Op {
   std::uint64_t bwd_input_allgather_bytes = 0;
 };
 
-/// Forward ops of one transformer layer in execution order (DESIGN.md "Workload"); the
-/// backward runs them in reverse. With tp > 1 there are four TP ops per layer:
+/// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the
+/// README's "What is modelled" lists it); the backward runs them in reverse. With tp > 1 there are four TP ops per layer:
 ///   no SP: tp_copy_{attn,mlp} (before QKV / FC1: forward nothing, backward all-reduce) and
 ///          tp_allreduce_{attn,mlp} (after out-proj / FC2: forward all-reduce, backward nothing);
 ///   SP:    sp_allgather_{attn,mlp} (forward all-gather, backward reduce-scatter) and

@@ -2,7 +2,7 @@
 /// The planners of recomputation decisions: lynx-heu (one policy per layer structure, fast
 /// analytic search), lynx-opt (a MILP over every layer's decision) and checkmate (the same
 /// MILP without overlap), all on windows measured from a simulated baseline, plus the
-/// recomputation-aware stage partition. DESIGN.md "Lynx as this project defines it".
+/// recomputation-aware stage partition. README "Lynx, as this project defines it".
 /// Decisions only: runner/planning.cpp runs the baseline, the confirmations and the
 /// comparisons on the engine and hands the measured windows in as plain numbers.
 #include "hw_models/topology.hpp"

@@ -407,8 +407,9 @@ TEST_CASE("fit of real H200 measurements (calibrate/measurements/h200-sxm-quick.
   CHECK(raw.rows.size() == 876);
   FitReport report;
   const HardwareSpec fitted = fit_profile(raw, builtin_hardware_profile("h200-sxm-141gb"), &report);
-  // Bounds, not values: KINDS.md saw 769-798 TFLOP/s for an 8192^3 bf16 GEMM (0.78-0.81 of
-  // 989.5) and ~4.3 TB/s for a copy (0.9 of 4.8 TB/s); launch costs are microseconds.
+  // Bounds, not values: an earlier H200 reading gave 769-798 TFLOP/s for an 8192^3 bf16 GEMM
+  // (0.78-0.81 of 989.5) and ~4.3 TB/s for a copy (0.9 of 4.8 TB/s); launch costs are
+  // microseconds.
   CHECK(fitted.gemm.max > 0.6);
   CHECK(fitted.gemm.max <= 1.0);
   CHECK(fitted.memory_bound.max > 0.5);
