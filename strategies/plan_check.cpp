@@ -160,7 +160,9 @@ const std::vector<std::string>& plan_scenario_keys() {
       "parallel.pp",          "parallel.dp",
       "parallel.sequence_parallel", "parallel.micro_batch",
       "parallel.global_batch", "parallel.schedule",
-      "parallel.virtual_stages", "hardware.gpu.memory",
+      "parallel.virtual_stages", "parallel.distributed_optimizer",
+      // What the plan's memory budget was cut from: capacity minus reserve and static bytes.
+      "hardware.gpu.memory",  "hardware.gpu.reserve",
   };
   return keys;
 }

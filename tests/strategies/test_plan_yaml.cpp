@@ -351,6 +351,10 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK(message({"parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
           "p.yaml: made for parallel.sequence_parallel false, s.yaml has true");
     CHECK(message({"hardware.gpu.memory=40GiB"}) == "p.yaml: made for hardware.gpu.memory 80GiB, s.yaml has 40GiB");
+    // The budget also depends on the reserve and on the optimizer state's sharding.
+    CHECK(message({"hardware.gpu.reserve=8GiB"}) == "p.yaml: made for hardware.gpu.reserve 4GiB, s.yaml has 8GiB");
+    CHECK(message({"parallel.distributed_optimizer=true"}) ==
+          "p.yaml: made for parallel.distributed_optimizer false, s.yaml has true");
     // What-ifs: the plan does not depend on links, efficiencies or the strategy field.
     CHECK(message({"hardware.node.nvlink.bw=100GB/s", "hardware.gpu.contention=0.3", "recompute.strategy=full"}).empty());
     // A preset and its explicit shape are the same model.
