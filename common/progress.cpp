@@ -18,9 +18,11 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
+bool is_terminal(std::FILE* stream) { return isatty(fileno(stream)) != 0; }
+
 ProgressBar::ProgressBar(std::size_t total, std::string label, bool enabled, std::FILE* stream)
     : total_(total), label_(std::move(label)), enabled_(enabled), stream_(stream),
-      terminal_(isatty(fileno(stream)) != 0) {}
+      terminal_(is_terminal(stream)) {}
 
 ProgressBar::~ProgressBar() {
   if (enabled_ && drawn_ && !finished_ && terminal_) std::fputc('\n', stream_);

@@ -10,6 +10,10 @@
 
 namespace lynx {
 
+/// Whether `stream` is a terminal (progress is drawn in place there, and only there for
+/// single runs).
+bool is_terminal(std::FILE* stream);
+
 class ProgressBar {
  public:
   /// `total` units of work named `label` (e.g. "figures", "MILP solves"). `enabled` false

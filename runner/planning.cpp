@@ -63,7 +63,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
   };
   const strategies::LynxPlanner planner =
       decide([&] { return strategies::LynxPlanner(sc, topo, workload, std::move(inputs)); });
-  const std::string label = strategies::to_string(sc.recompute.strategy);
+  const std::string label = recompute_kind_name(sc.recompute.strategy);
 
   std::vector<std::int64_t> cut(static_cast<size_t>(sc.parallel.pp), 0);
   strategies::SearchResult searched;

@@ -1,6 +1,7 @@
 #include "runner/simulate.hpp"
 
 #include "common/error.hpp"
+#include "common/progress.hpp"
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
 #include "model/workload.hpp"
@@ -60,7 +61,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   const RecomputeKind kind = sc.recompute.strategy;
   sim::ExecOptions exec_options;
   exec_options.record_memory_timeline = options.keep_trace_data;
-  const bool progress = options.progress && progress_allowed();
+  const bool progress = options.progress && is_terminal(stderr);
   EngineRuns runs(sc, topo, workload, exec_options, progress);
   std::size_t reported = 0;
   if (options.plan) {
@@ -97,7 +98,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
 
   r.scenario = sc;
   r.strategy = run.plan.strategy;
-  r.strategy_requested = options.plan ? options.plan->strategy : strategies::to_string(kind);
+  r.strategy_requested = options.plan ? options.plan->strategy : recompute_kind_name(kind);
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
   r.gpus = p.tp * p.pp * p.dp;
   r.micro_batches = p.global_batch / (p.micro_batch * p.dp);

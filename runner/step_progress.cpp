@@ -1,7 +1,5 @@
 #include "runner/step_progress.hpp"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 namespace lynx::runner {
@@ -23,7 +21,5 @@ void StepProgress::update(std::size_t done, std::size_t total) {
 void StepProgress::finish() {
   if (shown_) bar_.finish();
 }
-
-bool progress_allowed() { return isatty(fileno(stderr)) != 0; }
 
 }  // namespace lynx::runner

@@ -27,7 +27,4 @@ class StepProgress {
   ProgressBar bar_;
 };
 
-/// Whether a single run asked for progress can show it: stderr is a terminal.
-bool progress_allowed();
-
 }  // namespace lynx::runner

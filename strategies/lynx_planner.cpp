@@ -231,7 +231,7 @@ LynxPlanner::LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, co
     : sc_(sc), p_(sc.parallel), w_(w), inputs_(std::move(inputs)) {
   const RecomputeKind k = sc.recompute.strategy;
   if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
-    fail("internal: LynxPlanner for strategy '{}'", to_string(k));
+    fail("internal: LynxPlanner for strategy '{}'", recompute_kind_name(k));
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   chunks_ = p_.virtual_stages;
   virtual_stages_ = p_.pp * chunks_;
@@ -348,7 +348,7 @@ std::vector<int> LynxPlanner::balanced_partition(const std::vector<std::int64_t>
 RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
                                        const std::vector<StageSolution>& solutions) const {
   RecomputePlan plan;
-  plan.strategy = to_string(sc_.recompute.strategy);
+  plan.strategy = recompute_kind_name(sc_.recompute.strategy);
   int first = 0;
   for (int vs = 0; vs < virtual_stages_; ++vs) {
     StagePlan sp;

@@ -54,7 +54,6 @@ std::vector<int> uniform_partition(int layers, int virtual_stages) {
   return std::vector<int>(static_cast<size_t>(virtual_stages), layers / virtual_stages);
 }
 
-std::string to_string(RecomputeKind kind) { return recompute_kind_name(kind); }
 
 namespace {
 
@@ -83,7 +82,7 @@ LayerDecision attention_core_recompute() {
 RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
                                   const std::vector<int>& layers_per_stage) {
   RecomputePlan plan;
-  plan.strategy = to_string(recompute.strategy);
+  plan.strategy = recompute_kind_name(recompute.strategy);
   int first = 0;
   for (int n : layers_per_stage) {
     StagePlan stage;
@@ -105,7 +104,7 @@ RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
         }
         default:
           fail("recompute.strategy '{}' needs a planner (not available in this build)",
-               to_string(recompute.strategy));
+               recompute_kind_name(recompute.strategy));
       }
     }
     plan.stages.push_back(std::move(stage));

@@ -80,6 +80,4 @@ std::vector<int> uniform_partition(int layers, int virtual_stages);
 RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
                                   const std::vector<int>& layers_per_stage);
 
-std::string to_string(RecomputeKind kind);
-
 }  // namespace lynx::strategies

@@ -60,7 +60,7 @@ TEST_CASE("planned plans fit the memory budget in simulation and are never slowe
       if (!r->oom) best_megatron = std::min(best_megatron, r->iteration_time_s);
     REQUIRE(best_megatron < std::numeric_limits<double>::infinity());
     for (RecomputeKind k : {RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt, RecomputeKind::kCheckmate}) {
-      CAPTURE(to_string(k));
+      CAPTURE(recompute_kind_name(k));
       CAPTURE(sp);
       const SimResult r = run(tight_gpt(k, sp));
       CHECK_FALSE(r.oom);
