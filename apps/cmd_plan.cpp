@@ -1,5 +1,6 @@
 // `lynxsim plan`: plan a scenario's recomputation and write the plan file.
 #include "apps/cli.hpp"
+#include "apps/megatron_options.hpp"
 #include "common/files.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
@@ -42,8 +43,10 @@ strategies::PlanProvenance provenance(const runner::SimRun& run) {
 int cmd_plan(const std::vector<std::string>& argv) {
   ScenarioArgs args;
   std::string output_path;
+  MegatronCliArgs megatron;
   po::options_description desc("plan options");
   add_scenario_options(desc, args);
+  add_megatron_options(desc, megatron);
   desc.add_options()("output,o", po::value(&output_path), "write the plan here (default: stdout)");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim plan [FILE] [--set k=v]... [-o plan.yaml]\n"
@@ -52,7 +55,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
                      "`lynxsim run --plan` reads: every layer's decisions, the resolved scenario "
                      "they were made for, and how they were made."))
     return 0;
-  const model::ResolvedScenario resolved = load_scenario(args);
+  const model::ResolvedScenario resolved = load_scenario(args, megatron);
   runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   const runner::SimRun run = runner::simulate(resolved, options);

@@ -1,5 +1,6 @@
 // `lynxsim run`: simulate one training iteration of a scenario.
 #include "apps/cli.hpp"
+#include "apps/megatron_options.hpp"
 #include "common/files.hpp"
 #include "apps/trace_options.hpp"
 #include "strategies/plan_check.hpp"
@@ -22,8 +23,10 @@ int cmd_run(const std::vector<std::string>& argv) {
   std::string output_path;
   std::string plan_path;
   TraceArgs trace_args;
+  MegatronCliArgs megatron;
   po::options_description desc("run options");
   add_scenario_options(desc, args);
+  add_megatron_options(desc, megatron);
   add_trace_options(desc, trace_args);
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
@@ -32,16 +35,20 @@ int cmd_run(const std::vector<std::string>& argv) {
       "match the plan's model, layout and GPU memory), else on the scenario the plan holds");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
-                     "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]"))
+                     "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]\n"
+                     "       lynxsim run --megatron-args \"...\" | --megatron-args-file launch.sh "
+                     "--profile NAME | --profile-file FILE [--gpus N] [--set k=v]... [...]"))
     return 0;
   const auto report_format = runner::parse_report_format(format);
   runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
   strategies::PlanFile plan_file;
+  if (!plan_path.empty() && megatron_given(megatron))
+    fail("--plan runs a plan file's scenario (or FILE's): give it no Megatron-LM arguments");
   if (!plan_path.empty()) plan_file = strategies::read_plan_file(plan_path);
   const model::ResolvedScenario resolved =
-      plan_path.empty() ? load_scenario(args)
+      plan_path.empty() ? load_scenario(args, megatron)
                         : strategies::scenario_for_plan(plan_file, plan_path, args.file, args.overrides);
   if (!plan_path.empty()) options.plan = &plan_file.plan;
   const TraceRequest trace = parse_trace_request(trace_args, resolved->parallel.pp);

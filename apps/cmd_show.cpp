@@ -1,5 +1,7 @@
 // `lynxsim show`: the resolved scenario, every field with units, and derived sizes.
 #include "apps/cli.hpp"
+#include "apps/megatron_options.hpp"
+#include "megatron/megatron_export.hpp"
 #include "model/gpt.hpp"
 #include "scenarios/scenario_loader.hpp"
 
@@ -11,11 +13,24 @@ namespace lynx::apps {
 
 int cmd_show(const std::vector<std::string>& argv) {
   ScenarioArgs args;
+  MegatronCliArgs megatron;
+  bool as_megatron_args = false;
   po::options_description desc("show options");
   add_scenario_options(desc, args);
-  if (!parse_options(argv, desc, {"file"}, "usage: lynxsim show [FILE] [--set k=v]...")) return 0;
-  const model::ResolvedScenario resolved = load_scenario(args);
+  add_megatron_options(desc, megatron);
+  desc.add_options()("as-megatron-args", po::bool_switch(&as_megatron_args),
+                     "print the scenario as Megatron-LM launch arguments (docs/megatron.md)");
+  if (!parse_options(argv, desc, {"file"},
+                     "usage: lynxsim show [FILE] [--set k=v]... [--as-megatron-args]\n"
+                     "       lynxsim show --megatron-args \"...\" | --megatron-args-file F "
+                     "--profile NAME [--gpus N] [--as-megatron-args]"))
+    return 0;
+  const model::ResolvedScenario resolved = load_scenario(args, megatron);
   const Scenario& scenario = resolved.scenario();
+  if (as_megatron_args) {
+    std::cout << megatron::scenario_to_megatron_args(scenario);
+    return 0;
+  }
   std::cout << scenario_to_yaml(scenario);
   const auto& m = scenario.model;
   const auto& p = scenario.parallel;

@@ -1,0 +1,101 @@
+#include "megatron/megatron_export.hpp"
+
+#include "megatron/megatron_vocab.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace lynx::megatron {
+
+std::string scenario_to_megatron_args(const Scenario& scenario) {
+  const ModelSpec& m = scenario.model;
+  const ParallelSpec& p = scenario.parallel;
+  const RecomputeSpec& r = scenario.recompute;
+  std::vector<std::string> comments;
+  std::vector<std::pair<std::string, std::string>> options;  // name, value ("" for a flag)
+  const auto option = [&](std::string name, std::string value = {}) {
+    options.emplace_back(std::move(name), std::move(value));
+  };
+
+  const int gpus = p.tp * p.pp * p.dp;
+  comments.push_back(fmt::format(
+      "Megatron-LM arguments for lynxsim scenario '{}'. Launch on {} GPUs ({} node(s) of {}, "
+      "hardware profile {}): data parallel = GPUs / (tp x pp) = {}.",
+      scenario.name, gpus, (gpus + scenario.hardware.gpus_per_node - 1) / scenario.hardware.gpus_per_node,
+      scenario.hardware.gpus_per_node, scenario.hardware.profile, p.dp));
+  std::string no_argument =
+      "No Megatron-LM argument for: the hardware (GPU, links, efficiencies), parallel.dp_bucket, "
+      "recompute.time_limit, sim.exploit_symmetry";
+  if (r.partition == PartitionKind::kBalanced)
+    no_argument += ", recompute.partition balanced (Megatron-LM splits layers evenly)";
+  comments.push_back(no_argument + ".");
+
+  option("--num-layers", std::to_string(m.layers));
+  option("--hidden-size", std::to_string(m.hidden));
+  option("--num-attention-heads", std::to_string(m.heads));
+  if (m.ffn_hidden != 4 * m.hidden) option("--ffn-hidden-size", std::to_string(m.ffn_hidden));
+  option("--seq-length", std::to_string(m.seq_len));
+  option("--max-position-embeddings", std::to_string(m.seq_len));
+  if (m.vocab == padded_vocab(kGpt2BpeVocab, kMegatronVocabDivisibleBy, p.tp)) {
+    comments.push_back(fmt::format(
+        "Vocabulary {}: GPT-2 BPE ({} tokens) as Megatron-LM pads it for tp {} (the default "
+        "GPT2BPETokenizer with --vocab-file / --merge-file).",
+        m.vocab, kGpt2BpeVocab, p.tp));
+  } else {
+    option("--vocab-size", std::to_string(m.vocab));
+    if (m.vocab % (kMegatronVocabDivisibleBy * p.tp) != 0) option("--make-vocab-size-divisible-by", "1");
+  }
+  option("--micro-batch-size", std::to_string(p.micro_batch));
+  option("--global-batch-size", std::to_string(p.global_batch));
+  option("--tensor-model-parallel-size", std::to_string(p.tp));
+  option("--pipeline-model-parallel-size", std::to_string(p.pp));
+  if (p.schedule == ScheduleKind::kInterleaved)
+    option("--num-layers-per-virtual-pipeline-stage",
+           std::to_string(m.layers / (p.pp * p.virtual_stages)));
+  if (p.schedule == ScheduleKind::kGpipe)
+    comments.push_back("parallel.schedule gpipe has no Megatron-LM equivalent; closest: its 1F1B "
+                       "schedule (the default, printed here).");
+  if (p.sequence_parallel && p.tp > 1) option("--sequence-parallel");
+
+  switch (r.strategy) {
+    case RecomputeKind::kNone:
+      break;
+    case RecomputeKind::kFull:
+      option("--recompute-granularity", "full");
+      option("--recompute-method", r.method == FullMethod::kUniform ? "uniform" : "block");
+      option("--recompute-num-layers", std::to_string(r.num_layers));
+      break;
+    case RecomputeKind::kSelective:
+      option("--recompute-granularity", "selective");
+      break;
+    case RecomputeKind::kCheckmate:
+    case RecomputeKind::kLynxHeu:
+    case RecomputeKind::kLynxOpt:
+      comments.push_back(fmt::format(
+          "recompute.strategy {} has no Megatron-LM equivalent (per-layer keep / recompute "
+          "decisions{}); closest: --recompute-granularity selective, printed here.",
+          recompute_kind_name(r.strategy),
+          r.strategy == RecomputeKind::kCheckmate ? "" : ", recomputation overlapped with communication"));
+      option("--recompute-granularity", "selective");
+      break;
+  }
+  if (p.distributed_optimizer) option("--use-distributed-optimizer");
+  if (p.dp_overlap == DpOverlap::kBucketed) option("--overlap-grad-reduce");
+  if (m.flash_attention) option("--use-flash-attn");
+  comments.push_back("lynxsim simulates 16-bit mixed precision: --bf16 (or --fp16, the same to it).");
+  option("--bf16");
+
+  std::string out;
+  for (const std::string& c : comments) out += "# " + c + "\n";
+  for (std::size_t k = 0; k < options.size(); ++k) {
+    out += options[k].first;
+    if (!options[k].second.empty()) out += " " + options[k].second;
+    out += k + 1 < options.size() ? " \\\n" : "\n";
+  }
+  return out;
+}
+
+}  // namespace lynx::megatron

@@ -1,0 +1,532 @@
+#include "megatron/megatron_launch.hpp"
+
+#include "megatron/megatron_vocab.hpp"
+#include "model/gpt.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+#include "common/error.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <algorithm>
+
+namespace lynx::megatron {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One option as given: `--name value`, `--name=value`, or a flag.
+struct Given {
+  std::string name;
+  std::optional<std::string> value;  ///< none for a flag
+  std::string origin;
+  std::string unresolved;  ///< what the value needed and could not resolve
+};
+
+/// Options lynxsim reads, with whether they take a value (all others are ignored, and take
+/// every following word that does not start with "--", as Megatron's nargs options do).
+const std::map<std::string, bool>& known_options() {
+  static const std::map<std::string, bool> table = {
+      {"--num-layers", true}, {"--hidden-size", true}, {"--num-attention-heads", true},
+      {"--ffn-hidden-size", true}, {"--seq-length", true}, {"--encoder-seq-length", true},
+      {"--max-position-embeddings", true}, {"--micro-batch-size", true},
+      {"--global-batch-size", true}, {"--tensor-model-parallel-size", true},
+      {"--pipeline-model-parallel-size", true}, {"--num-layers-per-virtual-pipeline-stage", true},
+      {"--num-virtual-stages-per-pipeline-rank", true}, {"--sequence-parallel", false},
+      {"--recompute-granularity", true}, {"--recompute-method", true},
+      {"--recompute-num-layers", true}, {"--recompute-activations", false},
+      {"--use-distributed-optimizer", false}, {"--use-flash-attn", false},
+      {"--attention-backend", true}, {"--overlap-grad-reduce", false}, {"--bf16", false},
+      {"--fp16", false}, {"--vocab-size", true}, {"--make-vocab-size-divisible-by", true},
+      {"--tokenizer-type", true}, {"--num-query-groups", true}, {"--group-query-attention", false},
+      {"--context-parallel-size", true}, {"--expert-model-parallel-size", true},
+      {"--num-experts", true}, {"--normalization", true}, {"--position-embedding-type", true},
+      // Refused whenever given: lynxsim has no model for them (reason below).
+      {"--swiglu", false}, {"--squared-relu", false}, {"--untie-embeddings-and-output-weights", false},
+      {"--disable-bias-linear", false}, {"--tp-comm-overlap", false},
+      {"--overlap-param-gather", false}, {"--distribute-saved-activations", false},
+      {"--fp8-format", true}, {"--multi-latent-attention", false},
+      {"--decoder-first-pipeline-num-layers", true}, {"--decoder-last-pipeline-num-layers", true},
+      {"--account-for-embedding-in-pipeline-split", false},
+      {"--account-for-loss-in-pipeline-split", false}, {"--pipeline-model-parallel-layout", true},
+      {"--pipeline-model-parallel-split-rank", true},
+  };
+  return table;
+}
+
+/// Why an option is refused whenever it is given.
+const std::map<std::string, std::string>& not_modelled() {
+  static const std::map<std::string, std::string> table = {
+      {"--swiglu", "lynxsim's MLP is FC1 -> GeLU -> FC2, not the gated SwiGLU MLP (three weight matrices)"},
+      {"--squared-relu", "lynxsim's MLP activation is GeLU"},
+      {"--untie-embeddings-and-output-weights",
+       "lynxsim ties the output layer to the input embedding (one V x h matrix, Narayanan et al. 2021 Eq. 2)"},
+      {"--disable-bias-linear", "lynxsim's layers have biases (Narayanan et al. 2021 Eq. 2)"},
+      {"--tp-comm-overlap", "lynxsim does not split GEMMs to overlap them with TP communication"},
+      {"--overlap-param-gather", "lynxsim does not overlap the distributed optimizer's parameter all-gather"},
+      {"--distribute-saved-activations", "lynxsim keeps full recomputation's layer inputs on every TP rank"},
+      {"--fp8-format", "lynxsim simulates 16-bit (bf16 / fp16) training"},
+      {"--multi-latent-attention", "lynxsim's attention is multi-head attention"},
+      {"--decoder-first-pipeline-num-layers", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--decoder-last-pipeline-num-layers", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--account-for-embedding-in-pipeline-split", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--account-for-loss-in-pipeline-split", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--pipeline-model-parallel-layout", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--pipeline-model-parallel-split-rank", "lynxsim models decoder-only GPT"},
+  };
+  return table;
+}
+
+[[noreturn]] void refuse_not_modelled(const Given& g, const std::string& why) {
+  fail("{}: {}{}: not modelled by lynxsim yet: {}", g.origin, g.name,
+       g.value ? " " + *g.value : std::string(), why);
+}
+
+/// Reads words into options; the same option twice must say the same.
+class Options {
+ public:
+  Options(const std::vector<LaunchWord>& words, const std::string& label) : label_(label) {
+    const Given* previous = nullptr;
+    bool taking_values = false;  // after an ignored option: its values
+    for (std::size_t k = 0; k < words.size(); ++k) {
+      const LaunchWord& w = words[k];
+      if (w.text.rfind("--", 0) != 0 || w.text.size() == 2) {
+        if (taking_values) continue;
+        if (!w.unresolved.empty())
+          fail("{}: {} cannot be resolved{}; {}", w.origin, w.unresolved,
+               previous ? " (after " + previous->name + ")" : std::string(), kResolveHint);
+        fail("{}: unexpected word '{}'{}: Megatron-LM arguments are --name value, --name=value "
+             "or --flag", w.origin, w.text, previous ? " after " + previous->name : std::string());
+      }
+      Given g;
+      g.origin = w.origin;
+      const std::size_t eq = w.text.find('=');
+      g.name = w.text.substr(0, eq);
+      std::replace(g.name.begin() + 2, g.name.end(), '_', '-');  // argparse accepts both
+      const auto known = known_options().find(g.name);
+      if (known == known_options().end()) {
+        if (std::find(ignored_.begin(), ignored_.end(), g.name) == ignored_.end())
+          ignored_.push_back(g.name);
+        taking_values = true;
+        previous = nullptr;
+        continue;
+      }
+      taking_values = false;
+      if (eq != std::string::npos) {
+        if (!known->second) fail("{}: {} is a flag and takes no value", w.origin, g.name);
+        g.value = w.text.substr(eq + 1);
+        g.unresolved = w.unresolved;
+      } else if (known->second) {
+        if (k + 1 >= words.size() || words[k + 1].text.rfind("--", 0) == 0)
+          fail("{}: {} needs a value", w.origin, g.name);
+        ++k;
+        g.value = words[k].text;
+        g.unresolved = words[k].unresolved;
+        g.origin = w.origin;
+      } else if (!w.unresolved.empty()) {
+        fail("{}: {} cannot be resolved; {}", w.origin, w.unresolved, kResolveHint);
+      }
+      const auto seen = given_.find(g.name);
+      if (seen != given_.end()) {
+        if (seen->second.value != g.value || !seen->second.unresolved.empty() || !g.unresolved.empty())
+          fail("{}: {} is given twice with different values ({} at {}, then {})", g.origin, g.name,
+               seen->second.value.value_or("flag"), seen->second.origin, g.value.value_or("flag"));
+        continue;
+      }
+      previous = &given_.emplace(g.name, std::move(g)).first->second;
+    }
+  }
+
+  const Given* get(const std::string& name) const {
+    const auto it = given_.find(name);
+    return it == given_.end() ? nullptr : &it->second;
+  }
+  bool has(const std::string& name) const { return get(name) != nullptr; }
+  const std::map<std::string, Given>& all() const { return given_; }
+  const std::vector<std::string>& ignored() const { return ignored_; }
+  const std::string& label() const { return label_; }
+
+  /// The value of a valued option (its unresolved variable is an error now).
+  std::string text(const Given& g) const {
+    if (!g.unresolved.empty()) fail("{}: {}: {} cannot be resolved; {}", g.origin, g.name, g.unresolved, kResolveHint);
+    return *g.value;
+  }
+  /// A positive integer value.
+  int integer(const Given& g) const {
+    const std::string t = text(g);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || end != t.data() + t.size() || v < 1)
+      fail("{}: {} {}: expected a positive integer", g.origin, g.name, t);
+    return v;
+  }
+  std::optional<int> integer(const std::string& name) const {
+    const Given* g = get(name);
+    return g ? std::optional<int>(integer(*g)) : std::nullopt;
+  }
+  /// A required integer: Megatron-LM refuses to start without it.
+  int required(const std::string& name, const char* alias = nullptr) const {
+    const Given* g = get(name);
+    if (g == nullptr && alias != nullptr) g = get(alias);
+    if (g == nullptr) fail("{}: {} is missing (Megatron-LM needs it)", label_, name);
+    return integer(*g);
+  }
+
+  static constexpr const char* kResolveHint =
+      "lynxsim runs nothing and reads no environment: set the variable in the script or give "
+      "--megatron-env NAME=VALUE";
+
+ private:
+  std::string label_;
+  std::map<std::string, Given> given_;
+  std::vector<std::string> ignored_;
+};
+
+/// Collects overrides; two arguments that set one key differently contradict each other.
+class Overrides {
+ public:
+  void set(const std::string& key, const std::string& value, const Given* from,
+           const std::string& fallback_source) {
+    const std::string source =
+        from ? fmt::format("{}: {}{}", from->origin, from->name, from->value ? " " + *from->value : "")
+             : fallback_source;
+    const auto seen = values_.find(key);
+    if (seen != values_.end()) {
+      if (seen->second.first != value)
+        fail("{}: contradicts {} (both set {}: {} vs {})", source, seen->second.second, key, value,
+             seen->second.first);
+      return;
+    }
+    values_[key] = {value, source};
+    out_.overrides.push_back(key + "=" + value);
+    out_.sources[key + "=" + value] = source;
+  }
+  MegatronArgs& out() { return out_; }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::string>> values_;
+  MegatronArgs out_;
+};
+
+/// The preset whose shape (layers, hidden, heads, ffn = 4h) this is, or empty.
+std::string preset_of(int layers, int hidden, int heads, int ffn) {
+  for (const std::string& name : model::preset_names()) {
+    ModelSpec spec;
+    spec.preset = name;
+    const ModelSpec m = model::resolve_model(spec);
+    if (m.layers == layers && m.hidden == hidden && m.heads == heads && m.ffn_hidden == ffn)
+      return name;
+  }
+  return {};
+}
+
+void map_vocab(const Options& o, Overrides& set, int tp) {
+  const Given* size = o.get("--vocab-size");
+  const Given* tokenizer = o.get("--tokenizer-type");
+  if (size == nullptr && tokenizer != nullptr && o.text(*tokenizer) != "GPT2BPETokenizer")
+    fail("{}: {} {}: the vocabulary size comes from the tokenizer's files, which lynxsim does not "
+         "read: give --vocab-size", tokenizer->origin, tokenizer->name, o.text(*tokenizer));
+  const int divisible_by =
+      o.integer("--make-vocab-size-divisible-by").value_or(kMegatronVocabDivisibleBy);
+  const int vocab = size ? o.integer(*size) : kGpt2BpeVocab;
+  set.set("model.vocab", std::to_string(padded_vocab(vocab, divisible_by, tp)), size,
+          fmt::format("{}: GPT-2 BPE's {} tokens padded to a multiple of {} x tp", o.label(),
+                      kGpt2BpeVocab, divisible_by));
+}
+
+/// Model shape: layers, hidden, heads, ffn, sequence, vocabulary; refuses shapes not modelled.
+void map_model(const Options& o, Overrides& set, int tp) {
+  const int layers = o.required("--num-layers");
+  const int hidden = o.required("--hidden-size");
+  const int heads = o.required("--num-attention-heads");
+  const int seq = o.required("--seq-length", "--encoder-seq-length");
+  const int ffn = o.integer("--ffn-hidden-size").value_or(4 * hidden);
+  const std::string preset = preset_of(layers, hidden, heads, ffn);
+  if (!preset.empty()) set.set("model.preset", preset, nullptr, "the shape of preset " + preset);
+  set.set("model.layers", std::to_string(layers), o.get("--num-layers"), "");
+  set.set("model.hidden", std::to_string(hidden), o.get("--hidden-size"), "");
+  set.set("model.heads", std::to_string(heads), o.get("--num-attention-heads"), "");
+  set.set("model.ffn_hidden", std::to_string(ffn), o.get("--ffn-hidden-size"),
+          fmt::format("{}: Megatron-LM's default --ffn-hidden-size 4 x --hidden-size", o.label()));
+  for (const char* name : {"--seq-length", "--encoder-seq-length"})
+    if (const Given* g = o.get(name)) set.set("model.seq_len", std::to_string(o.integer(*g)), g, "");
+  if (const Given* g = o.get("--max-position-embeddings")) {
+    const int max_pos = o.integer(*g);
+    if (max_pos < seq)
+      fail("{}: {} {} is less than the sequence length {}: Megatron-LM refuses it", g->origin,
+           g->name, max_pos, seq);
+    if (max_pos > seq)
+      refuse_not_modelled(*g, fmt::format("lynxsim sizes the learned position embedding by the "
+                                          "sequence length; give --max-position-embeddings {}",
+                                          seq));
+  }
+  if (const Given* g = o.get("--position-embedding-type"); g && o.text(*g) != "learned_absolute")
+    refuse_not_modelled(*g, "lynxsim's GPT has learned absolute position embeddings");
+  if (const Given* g = o.get("--normalization"); g && o.text(*g) != "LayerNorm")
+    refuse_not_modelled(*g, "lynxsim's layers use LayerNorm");
+  if (const Given* g = o.get("--num-experts"))
+    refuse_not_modelled(*g, "lynxsim models dense GPT, not mixture of experts");
+  if (const Given* g = o.get("--group-query-attention")) {
+    const Given* groups = o.get("--num-query-groups");
+    const int n = groups ? o.integer(*groups) : 1;  // Megatron-LM's default: 1 group
+    if (n != heads)
+      refuse_not_modelled(groups ? *groups : *g,
+                          fmt::format("lynxsim's attention has as many key/value heads as query "
+                                      "heads ({}), not {} groups",
+                                      heads, n));
+  }
+  map_vocab(o, set, tp);
+}
+
+/// Layout: tp, pp, virtual stages, sequence parallelism, batch sizes, DP options.
+void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& notes) {
+  MegatronArgs& out = set.out();
+  out.tp = o.integer("--tensor-model-parallel-size").value_or(1);
+  out.pp = o.integer("--pipeline-model-parallel-size").value_or(1);
+  const Given* tp_arg = o.get("--tensor-model-parallel-size");
+  const Given* pp_arg = o.get("--pipeline-model-parallel-size");
+  out.layout_source = fmt::format("tp {} ({}) x pp {} ({})", out.tp,
+                                  tp_arg ? tp_arg->origin : "Megatron-LM's default", out.pp,
+                                  pp_arg ? pp_arg->origin : "Megatron-LM's default");
+  set.set("parallel.tp", std::to_string(out.tp), tp_arg, o.label() + ": Megatron-LM's default tp 1");
+  set.set("parallel.pp", std::to_string(out.pp), pp_arg, o.label() + ": Megatron-LM's default pp 1");
+  for (const char* name : {"--context-parallel-size", "--expert-model-parallel-size"})
+    if (const Given* g = o.get(name); g && o.integer(*g) > 1)
+      refuse_not_modelled(*g, "lynxsim parallelises over tp, pp and dp only");
+
+  // Interleaving: chunks per GPU = (layers / pp) / layers per virtual stage.
+  int chunks = 1;
+  const Given* chunk_source = nullptr;
+  if (const Given* g = o.get("--num-layers-per-virtual-pipeline-stage")) {
+    const int layers = o.required("--num-layers");
+    const int per_chunk = o.integer(*g);
+    if (layers % out.pp != 0 || (layers / out.pp) % per_chunk != 0)
+      fail("{}: {} {}: --num-layers {} does not split into pipeline stages of whole chunks of {} "
+           "layers (pp {}): Megatron-LM refuses it",
+           g->origin, g->name, per_chunk, layers, per_chunk, out.pp);
+    chunks = layers / out.pp / per_chunk;
+    chunk_source = g;
+  }
+  if (const Given* g = o.get("--num-virtual-stages-per-pipeline-rank")) {
+    if (chunk_source != nullptr && o.integer(*g) != chunks)
+      fail("{}: {} {} contradicts {} ({} chunks per GPU)", g->origin, g->name, o.integer(*g),
+           chunk_source->name, chunks);
+    chunks = o.integer(*g);
+    chunk_source = g;
+  }
+  set.set("parallel.schedule", chunks > 1 ? "interleaved" : "1f1b", chunk_source,
+          o.label() + ": Megatron-LM's 1F1B schedule");
+  set.set("parallel.virtual_stages", std::to_string(chunks), chunk_source,
+          o.label() + ": one model chunk per GPU");
+  if (chunk_source != nullptr && chunks == 1)
+    notes.push_back(fmt::format("{}: {} gives one chunk per GPU: plain 1F1B", chunk_source->origin,
+                                chunk_source->name));
+
+  const Given* sp = o.get("--sequence-parallel");
+  if (sp != nullptr && out.tp == 1)
+    notes.push_back(fmt::format("{}: --sequence-parallel with tp 1: Megatron-LM turns it off, and "
+                                "so does lynxsim", sp->origin));
+  set.set("parallel.sequence_parallel", sp != nullptr && out.tp > 1 ? "true" : "false", sp,
+          o.label() + ": no --sequence-parallel");
+
+  out.micro_batch = o.required("--micro-batch-size");
+  set.set("parallel.micro_batch", std::to_string(out.micro_batch), o.get("--micro-batch-size"), "");
+  if (const Given* g = o.get("--global-batch-size")) {
+    out.global_batch_given = true;
+    set.set("parallel.global_batch", std::to_string(o.integer(*g)), g, "");
+  }
+  const Given* dist = o.get("--use-distributed-optimizer");
+  set.set("parallel.distributed_optimizer", dist ? "true" : "false", dist,
+          o.label() + ": no --use-distributed-optimizer");
+  const Given* overlap = o.get("--overlap-grad-reduce");
+  set.set("parallel.dp_overlap", overlap ? "bucketed" : "end", overlap,
+          o.label() + ": no --overlap-grad-reduce (gradients all-reduced after the backward pass)");
+}
+
+/// Activation recomputation.
+void map_recompute(const Options& o, Overrides& set, std::vector<std::string>& notes) {
+  const Given* granularity = o.get("--recompute-granularity");
+  const Given* activations = o.get("--recompute-activations");
+  const Given* method = o.get("--recompute-method");
+  const Given* layers = o.get("--recompute-num-layers");
+  std::string kind = "none";
+  if (granularity != nullptr) {
+    kind = o.text(*granularity);
+    if (kind != "full" && kind != "selective")
+      fail("{}: {} {}: expected full or selective", granularity->origin, granularity->name, kind);
+  }
+  if (activations != nullptr) {
+    if (granularity != nullptr && kind != "selective")
+      fail("{}: --recompute-activations (selective) contradicts {}: --recompute-granularity {}",
+           activations->origin, granularity->origin, kind);
+    kind = "selective";
+  }
+  const Given* strategy_source = granularity ? granularity : activations;
+  set.set("recompute.strategy", kind, strategy_source, o.label() + ": no --recompute-granularity");
+  if (kind != "full") {
+    for (const Given* g : {method, layers})
+      if (g != nullptr)
+        fail("{}: {} needs --recompute-granularity full (Megatron-LM refuses it {})", g->origin,
+             g->name, kind == "none" ? "without a granularity" : "with selective granularity");
+    return;
+  }
+  if (method == nullptr)
+    fail("{}: --recompute-granularity full needs --recompute-method uniform or block "
+         "(Megatron-LM refuses it without)", granularity->origin);
+  if (layers == nullptr)
+    fail("{}: --recompute-granularity full needs --recompute-num-layers (Megatron-LM refuses it "
+         "without)", granularity->origin);
+  const std::string m = o.text(*method);
+  if (m != "uniform" && m != "block")
+    fail("{}: {} {}: expected uniform or block", method->origin, method->name, m);
+  set.set("recompute.method", m, method, "");
+  const int n = o.integer(*layers);
+  set.set("recompute.num_layers", std::to_string(n), layers, "");
+  if (m == "uniform" && n > 1)
+    notes.push_back(fmt::format(
+        "{}: --recompute-method uniform with --recompute-num-layers {}: lynxsim recomputes every "
+        "layer on its own (chunks of layers are not modelled), which holds slightly more memory "
+        "than Megatron-LM's chunks", layers->origin, n));
+}
+
+/// Precision and the attention kernel.
+void map_kernels(const Options& o, Overrides& set, std::vector<std::string>& notes) {
+  const Given* bf16 = o.get("--bf16");
+  const Given* fp16 = o.get("--fp16");
+  if (bf16 != nullptr && fp16 != nullptr)
+    fail("{}: --fp16 contradicts --bf16 ({}): Megatron-LM refuses both", fp16->origin, bf16->origin);
+  if (bf16 == nullptr && fp16 == nullptr)
+    fail("{}: neither --bf16 nor --fp16: fp32 training is not modelled by lynxsim yet (it "
+         "simulates 16-bit mixed precision); add --bf16 or --fp16", o.label());
+
+  const Given* flash = o.get("--use-flash-attn");
+  if (flash != nullptr) set.set("model.flash_attention", "true", flash, "");
+  if (const Given* g = o.get("--attention-backend")) {
+    const std::string backend = o.text(*g);
+    if (backend == "auto")
+      notes.push_back(fmt::format("{}: --attention-backend auto: assumed a fused (flash) attention "
+                                  "kernel, what Megatron-LM picks with Transformer Engine or "
+                                  "flash-attn installed", g->origin));
+    if (backend != "auto" && backend != "flash" && backend != "fused" && backend != "unfused" &&
+        backend != "local")
+      fail("{}: {} {}: expected flash, fused, unfused, local or auto", g->origin, g->name, backend);
+    set.set("model.flash_attention", backend == "unfused" || backend == "local" ? "false" : "true",
+            g, "");
+  }
+  if (!o.has("--attention-backend") && flash == nullptr)
+    set.set("model.flash_attention", "false", nullptr, o.label() + ": no --use-flash-attn");
+}
+
+}  // namespace
+
+MegatronArgs map_megatron_args(const std::vector<LaunchWord>& words, const std::string& label) {
+  const Options o(words, label);
+  for (const auto& [name, why] : not_modelled())
+    if (const Given* g = o.get(name)) refuse_not_modelled(*g, why);
+  Overrides set;
+  std::vector<std::string> notes;
+  map_parallel(o, set, notes);
+  map_model(o, set, set.out().tp);
+  map_recompute(o, set, notes);
+  map_kernels(o, set, notes);
+  if (const Given* g = o.get("--num-query-groups"); g && !o.has("--group-query-attention"))
+    notes.push_back(fmt::format("{}: --num-query-groups without --group-query-attention: "
+                                "Megatron-LM ignores it", g->origin));
+  MegatronArgs out = std::move(set.out());
+  out.notes = std::move(notes);
+  out.ignored = o.ignored();
+  return out;
+}
+
+std::map<std::string, std::string> parse_megatron_env(const std::vector<std::string>& entries) {
+  std::map<std::string, std::string> env;
+  for (const std::string& entry : entries) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail("--megatron-env {}: expected NAME=VALUE", entry);
+    env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+namespace {
+
+/// "LABEL: --set key=value" in a loader message, replaced by the argument behind the override.
+std::string name_the_argument(std::string message, const std::string& label,
+                              const std::map<std::string, std::string>& sources) {
+  for (const auto& [override_text, source] : sources) {
+    const std::string written = fmt::format("{}: --set {}:", label, override_text);
+    const std::size_t at = message.find(written);
+    if (at != std::string::npos) return message.replace(at, written.size(), source + ":");
+  }
+  return message;
+}
+
+}  // namespace
+
+MegatronScenario load_megatron_scenario(const MegatronRequest& request) {
+  const MegatronArgs args =
+      map_megatron_args(launch_words(request.text, request.label, request.env), request.label);
+  if (request.profile.empty() == request.profile_file.empty())
+    fail("{}: give the hardware with --profile NAME (built-in: {}) or --profile-file FILE, one "
+         "of them", request.label, fmt::join(builtin_profile_names(), ", "));
+  const HardwareSpec hardware = request.profile.empty()
+                                    ? load_hardware_profile_file(request.profile_file)
+                                    : builtin_hardware_profile(request.profile);
+  const int model_parallel = args.tp * args.pp;
+  const int gpus = request.gpus > 0 ? request.gpus : model_parallel;
+  if (gpus % model_parallel != 0)
+    fail("--gpus {}: not divisible by {} = {} GPUs per model replica", gpus, args.layout_source,
+         model_parallel);
+  const int per_node = hardware.gpus_per_node;
+  if (gpus > per_node && gpus % per_node != 0)
+    fail("--gpus {}: not a whole number of nodes of {} GPUs (hardware profile {})", gpus, per_node,
+         hardware.profile);
+  const int dp = gpus / model_parallel;
+  const int nodes = gpus > per_node ? gpus / per_node : 1;
+
+  std::vector<std::string> overrides = args.overrides;
+  std::map<std::string, std::string> sources = args.sources;
+  const auto add = [&](const std::string& text, const std::string& source) {
+    overrides.push_back(text);
+    sources[text] = source;
+  };
+  add(fmt::format("parallel.dp={}", dp),
+      fmt::format("--gpus {}: data parallel {} = GPUs / ({})", gpus, dp, args.layout_source));
+  add(fmt::format("hardware.nodes={}", nodes),
+      fmt::format("--gpus {}: {} node(s) of {} GPUs", gpus, nodes, per_node));
+  if (!args.global_batch_given)
+    add(fmt::format("parallel.global_batch={}", args.micro_batch * dp),
+        fmt::format("{}: no --global-batch-size: Megatron-LM's default, micro-batch {} x dp {}",
+                    request.label, args.micro_batch, dp));
+  overrides.insert(overrides.end(), request.overrides.begin(), request.overrides.end());
+
+  YAML::Emitter base;
+  base << YAML::BeginMap << YAML::Key << "name" << YAML::Value
+       << (request.label == "--megatron-args" ? std::string("megatron-args")
+                                              : fs::path(request.label).stem().string());
+  base << YAML::Key << "hardware" << YAML::Value << YAML::BeginMap;
+  if (request.profile.empty()) {
+    base << YAML::Key << "profile_file" << YAML::Value << hardware.profile_file;
+  } else {
+    base << YAML::Key << "profile" << YAML::Value << request.profile;
+  }
+  base << YAML::EndMap << YAML::EndMap;
+  try {
+    MegatronScenario out{model::load_scenario_text(base.c_str(), request.label, overrides), {}};
+    if (!args.ignored.empty())
+      out.warnings.push_back(fmt::format(
+          "Megatron-LM arguments ignored (no effect on the simulated iteration, or unknown to "
+          "lynxsim): {}", fmt::join(args.ignored, " ")));
+    out.warnings.insert(out.warnings.end(), args.notes.begin(), args.notes.end());
+    return out;
+  } catch (const Error& e) {
+    throw Error(name_the_argument(e.what(), request.label, sources));
+  }
+}
+
+}  // namespace lynx::megatron
