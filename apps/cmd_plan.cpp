@@ -2,6 +2,7 @@
 #include "apps/cli.hpp"
 #include "apps/megatron_options.hpp"
 #include "common/files.hpp"
+#include "runner/plan_file.hpp"
 #include "runner/report.hpp"
 #include "runner/simulate.hpp"
 #include "common/error.hpp"
@@ -15,30 +16,6 @@
 #include <iostream>
 
 namespace lynx::apps {
-namespace {
-
-/// How the run's plan was made, for the plan file (informational).
-strategies::PlanProvenance provenance(const runner::SimRun& run) {
-  strategies::PlanProvenance p;
-  p.lynxsim_version = runner::lynxsim_version();
-  p.strategy_requested = run.result.strategy_requested;
-  p.strategy_won = run.planner.fallback.empty() ? run.result.strategy : run.planner.fallback;
-  p.search_seconds = run.result.search_seconds;
-  p.baseline_seconds = run.result.baseline_seconds;
-  p.confirm_rounds = run.planner.confirm_rounds;
-  for (size_t k = 0; k < run.planner.solutions.size(); ++k) {
-    const auto& s = run.planner.solutions[k];
-    p.stages.push_back({static_cast<int>(k), s.status.empty() ? "unknown" : s.status, s.feasible,
-                        ps_to_us(s.exposed_ps), s.activation_bytes,
-                        run.planner.problems[k].budget_bytes, s.gap});
-  }
-  for (size_t vs = 0; vs < run.planner.windows.size(); ++vs)
-    p.windows.push_back({static_cast<int>(vs), ps_to_us(run.planner.windows[vs].inner_ps),
-                         ps_to_us(run.planner.windows[vs].top_ps)});
-  return p;
-}
-
-}  // namespace
 
 int cmd_plan(const std::vector<std::string>& argv) {
   ScenarioArgs args;
@@ -59,7 +36,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   const runner::SimRun run = runner::simulate(resolved, options);
-  const std::string yaml = strategies::plan_to_yaml({run.plan, run.result.scenario, provenance(run)});
+  const std::string yaml = strategies::plan_to_yaml(runner::plan_file_of(run));
   if (output_path.empty()) {
     std::cout << yaml;
   } else {

@@ -350,7 +350,7 @@ class Expander {
         continue;
       }
       const auto found = piece.opaque ? vars_.end() : vars_.find(piece.text);
-      if (found == vars_.end() || unresolved_of(found->second) != nullptr) {
+      if (found == vars_.end() || (!piece.all_elements && is_unresolved(found->second))) {
         if (piece.fallback) {
           cur.text += *piece.fallback;
           have = true;
@@ -362,17 +362,23 @@ class Expander {
       }
       const std::vector<LaunchWord>& value = found->second;
       if (piece.all_elements) {
-        // "${A[@]}" and ${A[@]}: one word per element (split again when unquoted).
-        for (std::size_t k = 0; k < value.size(); ++k) {
-          const std::vector<std::string> parts =
-              piece.quoted ? std::vector<std::string>{value[k].text} : fields_of(value[k].text);
-          for (std::size_t f = 0; f < parts.size(); ++f) {
-            if (have && (k > 0 || f > 0)) {
+        // "${A[@]}" and ${A[@]}: one word per element (split again when unquoted); each word
+        // keeps where its element was written, and what it could not resolve.
+        bool any = false;
+        for (const LaunchWord& element : value) {
+          std::vector<std::string> parts =
+              piece.quoted ? std::vector<std::string>{element.text} : fields_of(element.text);
+          if (parts.empty() && !element.unresolved.empty()) parts.emplace_back();
+          for (const std::string& part : parts) {
+            if (any) {
               out.push_back(std::move(cur));
-              cur = LaunchWord{"", origin_of(raw), ""};
+              cur = LaunchWord{"", element.origin, ""};
+            } else if (!have) {
+              cur.origin = element.origin;
             }
-            if (!have || k > 0 || f > 0) cur.origin = value[k].origin;
-            cur.text += parts[f];
+            any = true;
+            cur.text += part;
+            if (cur.unresolved.empty()) cur.unresolved = element.unresolved;
             have = true;
           }
         }
@@ -420,10 +426,9 @@ class Expander {
   std::string origin_of(const RawWord& raw) const {
     return fmt::format("{}:{}:{}", label_, raw.line, raw.col);
   }
-  static const LaunchWord* unresolved_of(const std::vector<LaunchWord>& value) {
-    for (const LaunchWord& w : value)
-      if (!w.unresolved.empty() && value.size() == 1) return &w;
-    return nullptr;
+  /// A scalar whose value could not be resolved.
+  static bool is_unresolved(const std::vector<LaunchWord>& value) {
+    return value.size() == 1 && !value[0].unresolved.empty();
   }
 
   const std::string& label_;

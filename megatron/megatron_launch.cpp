@@ -135,6 +135,7 @@ class Options {
         if (seen->second.value != g.value || !seen->second.unresolved.empty() || !g.unresolved.empty())
           fail("{}: {} is given twice with different values ({} at {}, then {})", g.origin, g.name,
                seen->second.value.value_or("flag"), seen->second.origin, g.value.value_or("flag"));
+        previous = &seen->second;
         continue;
       }
       previous = &given_.emplace(g.name, std::move(g)).first->second;

@@ -363,6 +363,58 @@ def case_silent_inputs(b, tmp):
         check(err == "lynxsim: error: " + has, f"validate {' '.join(args)}: {err}")
 
 
+def case_megatron_args(b, tmp):
+    # A launch line: dp from --gpus, ignored arguments named in one warning on stderr.
+    line = ("--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
+            "--micro-batch-size 2 --global-batch-size 32 --tensor-model-parallel-size 2 "
+            "--pipeline-model-parallel-size 2 --overlap-grad-reduce --vocab-size 51200 --bf16 --lr 1e-4 --save /ckpt")
+    p = run(b, "run", "--megatron-args", line, "--profile", "dgx-a100-80gb", "--gpus", "8",
+            "--format", "json")
+    j = json.loads(p.stdout)
+    check((j["tp"], j["pp"], j["dp"], j["global_batch"]) == (2, 2, 2, 32), f"layout from the args: {j['dp']}")
+    warnings = [l for l in p.stderr.splitlines() if "warning" in l]
+    check(len(warnings) == 1 and "--lr --save" in warnings[0], f"one warning names the ignored: {p.stderr}")
+    # The same configuration as the built-in default scenario simulates identically, and the
+    # default scenario printed as arguments runs back to the same event stream.
+    default = json.loads(run(b, "run", "--format", "json").stdout)
+    check(j["event_fingerprint"] == default["event_fingerprint"], "launch line = default scenario")
+    printed = run(b, "show", "--as-megatron-args").stdout
+    check(printed.startswith("# ") and " \\\n--hidden-size 2048" in printed, f"one option per line: {printed}")
+    back = json.loads(run(b, "run", "--megatron-args", printed, "--profile", "dgx-a100-80gb",
+                          "--gpus", "8", "--format", "json").stdout)
+    check(back["event_fingerprint"] == default["event_fingerprint"], "show --as-megatron-args round trip")
+    # A launch script with a variable from --megatron-env, and --set on top.
+    script = os.path.join(tmp, "launch.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/bash\nGPT_ARGS=(\n  --num-layers 24 --hidden-size 2048\n  --num-attention-heads 16\n)\n"
+                "torchrun --nproc_per_node 8 pretrain_gpt.py ${GPT_ARGS[@]} \\\n"
+                "  --seq-length 2048 --micro-batch-size 2 --tensor-model-parallel-size $TP \\\n"
+                "  --bf16  # end\n")
+    show = run(b, "show", "--megatron-args-file", script, "--megatron-env", "TP=4", "--profile",
+               "dgx-a100-80gb", "--gpus", "8", "--set", "recompute.strategy=full").stdout
+    check("name: launch" in show and "tp: 4" in show and "dp: 2" in show
+          and "global_batch: 4" in show and "strategy: full" in show, f"script read: {show}")
+    err = run(b, "show", "--megatron-args-file", script, "--profile", "dgx-a100-80gb",
+              expect=1).stderr.strip()
+    check(err.count("\n") == 0 and "launch.sh:7:42: --tensor-model-parallel-size: $TP cannot be resolved" in err,
+          f"unresolved variable names the argument: {err}")
+    # Refused: not modelled, contradictory, GPUs that do not divide; FILE with arguments.
+    err = run(b, "run", "--megatron-args", line + " --swiglu", "--profile", "dgx-a100-80gb",
+              expect=1).stderr
+    check("--swiglu: not modelled by lynxsim yet" in err, f"swiglu refused: {err}")
+    err = run(b, "run", "--megatron-args", line + " --global-batch-size 30", "--profile",
+              "dgx-a100-80gb", "--gpus", "8", expect=1).stderr
+    check("--global-batch-size is given twice with different values" in err, f"twice: {err}")
+    err = run(b, "run", "--megatron-args", line, "--profile", "dgx-a100-80gb", "--gpus", "6",
+              expect=1).stderr
+    check("--gpus 6: not divisible by tp 2" in err, f"gpus: {err}")
+    err = run(b, "run", "--megatron-args", line, "--gpus", "8", expect=1).stderr
+    check("--profile NAME" in err, f"profile required: {err}")
+    run(b, "run", "scenarios/examples/default.yaml", "--megatron-args", line, "--profile",
+        "dgx-a100-80gb", expect=1)
+    run(b, "run", "--gpus", "8", expect=1)
+
+
 # Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
 def case_fields_and_presets(b, tmp):
     node = run(b, "fields", "hardware.node").stdout

@@ -1,0 +1,272 @@
+// Megatron-LM launch arguments in and out: shell words, the mapping onto scenario keys, real
+// GPT-3 175B and GPT 22B launch lines against hand-written scenarios, round trips, and what is
+// warned, rejected as contradictory, or refused as not modelled.
+#include "common/files.hpp"
+#include "megatron/launch_words.hpp"
+#include "megatron/megatron_export.hpp"
+#include "megatron/megatron_launch.hpp"
+#include "model/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "tests/error_of.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lynx::megatron {
+namespace {
+
+using test::error_of;
+
+std::vector<std::string> texts(const std::vector<LaunchWord>& words) {
+  std::vector<std::string> out;
+  for (const LaunchWord& w : words) out.push_back(w.text);
+  return out;
+}
+
+MegatronScenario load(const std::string& line, int gpus, const std::string& profile = "dgx-a100-80gb",
+                      std::map<std::string, std::string> env = {}) {
+  MegatronRequest r;
+  r.text = line;
+  r.label = "--megatron-args";
+  r.profile = profile;
+  r.gpus = gpus;
+  r.env = std::move(env);
+  return load_megatron_scenario(r);
+}
+
+/// The scenario as YAML without what names it (name, file): equal YAML = equal scenario.
+std::string content_of(const Scenario& s) {
+  Scenario copy = s;
+  copy.name.clear();
+  copy.source_file.clear();
+  return scenario_to_yaml(copy);
+}
+
+/// The options of an argument text, as "name value" strings, sorted.
+std::vector<std::string> option_set(const std::string& text) {
+  std::vector<std::string> out;
+  const std::vector<LaunchWord> words = launch_words(text, "t");
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    std::string item = words[k].text;
+    if (k + 1 < words.size() && words[k + 1].text.rfind("--", 0) != 0) item += " " + words[++k].text;
+    out.push_back(item);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// GPT-3 175B as Narayanan et al. 2021 train it (Megatron-LM's GPT-3 example shape), with the
+// interleaved schedule: tp 8, pp 8, 4 layers per virtual stage (3 chunks per GPU), on 1024 A100.
+const std::string kGpt175bInterleaved =
+    "--num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048 "
+    "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 1536 "
+    "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+    "--num-layers-per-virtual-pipeline-stage 4 --use-distributed-optimizer "
+    "--overlap-grad-reduce --bf16";
+const char* kGpt175bInterleavedYaml = R"(
+model: {preset: gpt-175b}
+parallel: {tp: 8, pp: 8, dp: 16, micro_batch: 1, global_batch: 1536, schedule: interleaved,
+           virtual_stages: 3, distributed_optimizer: true}
+hardware: {profile: dgx-a100-80gb, nodes: 128}
+)";
+
+// GPT 22B as Korthikanti et al. 2022 (Table 3: 48 layers, h 6144, 64 heads, tp 8) train it:
+// sequence parallelism and selective recomputation; scenarios/examples/gpt22b-selective.yaml.
+const std::string kGpt22b =
+    "pretrain_gpt.py --num-layers 48 --hidden-size 6144 --num-attention-heads 64 "
+    "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 4 "
+    "--global-batch-size 32 --tensor-model-parallel-size 8 --pipeline-model-parallel-size 1 "
+    "--sequence-parallel --recompute-granularity selective --overlap-grad-reduce --bf16 "
+    "--lr 1.0e-4 --save /checkpoints --log-interval 10";
+
+}  // namespace
+
+TEST_CASE("launch words: quotes, continuations, comments, variables, arrays") {
+  const std::string script =
+      "#!/bin/bash\n"
+      "TP=8   # tensor parallel\n"
+      "export PP=\"2\"\n"
+      "ARGS=(\n  --num-layers 24   # comment inside\n  --hidden-size=2048\n)\n"
+      "echo starting > /dev/null\n"
+      "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+      "  --tensor-model-parallel-size $TP --pipeline-model-parallel-size ${PP} \\\n"
+      "  ${ARGS[@]} --data-path 'a b' \"--lr\" 1e-4 --mb ${MB:-4} --save $UNSET 2>&1 | tee log\n";
+  const std::vector<LaunchWord> words = launch_words(script, "launch.sh");
+  CHECK(texts(words) == std::vector<std::string>{"--tensor-model-parallel-size", "8",
+                                                 "--pipeline-model-parallel-size", "2",
+                                                 "--num-layers", "24", "--hidden-size=2048",
+                                                 "--data-path", "a b", "--lr", "1e-4", "--mb", "4",
+                                                 "--save", ""});
+  CHECK(words[0].origin == "launch.sh:10:3");
+  CHECK(words[4].origin == "launch.sh:5:3");  // from the array's definition
+  CHECK(words.back().unresolved == "$UNSET");
+  CHECK(error_of([] { launch_words("--a 'open", "x"); }).find("x:1:5: unterminated single quote") == 0);
+  CHECK(error_of([] { launch_words("echo hi", "x"); }).find("no Megatron-LM arguments") != std::string::npos);
+}
+
+TEST_CASE("GPT-3 175B, Megatron-LM's example script: every shape and layout key, paths ignored") {
+  MegatronRequest r;
+  r.text = read_text_file(LYNXSIM_SOURCE_DIR "/megatron/examples/train_gpt3_175b_distributed.sh",
+                          "script");
+  r.label = "train_gpt3_175b_distributed.sh";
+  r.profile = "dgx-a100-80gb";
+  r.gpus = 1024;
+  const MegatronScenario got = load_megatron_scenario(r);
+  const model::ResolvedScenario hand = model::load_scenario_text(R"(
+model: {preset: gpt-175b, flash_attention: true}
+parallel: {tp: 8, pp: 16, dp: 8, micro_batch: 1, global_batch: 1536, dp_overlap: end}
+hardware: {profile: dgx-a100-80gb, nodes: 128}
+)", "hand");
+  CHECK(content_of(got.scenario.scenario()) == content_of(hand.scenario()));
+  CHECK(got.scenario->name == "train_gpt3_175b_distributed");
+  REQUIRE(!got.warnings.empty());
+  for (const char* ignored : {"--rampup-batch-size", "--lr", "--save", "--data-path", "--vocab-file"})
+    CHECK(got.warnings[0].find(ignored) != std::string::npos);
+  CHECK(got.warnings[0].find("--num-layers") == std::string::npos);
+  // --attention-backend auto is an assumption, said in a note.
+  CHECK(std::any_of(got.warnings.begin(), got.warnings.end(),
+                    [](const std::string& w) { return w.find("--attention-backend auto") != std::string::npos; }));
+  // Out and back in: the same scenario.
+  const std::string out = scenario_to_megatron_args(got.scenario.scenario());
+  CHECK(content_of(load(out, 1024).scenario.scenario()) == content_of(hand.scenario()));
+}
+
+TEST_CASE("GPT-3 175B interleaved: args -> scenario -> args gives the same options") {
+  const MegatronScenario got = load(kGpt175bInterleaved, 1024);
+  CHECK(got.warnings.empty());
+  CHECK(content_of(got.scenario.scenario()) ==
+        content_of(model::load_scenario_text(kGpt175bInterleavedYaml, "hand").scenario()));
+  const std::string out = scenario_to_megatron_args(got.scenario.scenario());
+  CHECK(option_set(out) == option_set(kGpt175bInterleaved));
+  CHECK(out.find("--num-layers 96 \\\n") != std::string::npos);
+  CHECK(out.find("Launch on 1024 GPUs (128 node(s) of 8") != std::string::npos);
+}
+
+TEST_CASE("GPT 22B (Korthikanti et al. 2022): equals scenarios/examples/gpt22b-selective.yaml") {
+  const MegatronScenario got = load(kGpt22b, 8);
+  const model::ResolvedScenario hand =
+      model::load_scenario_file(LYNXSIM_SOURCE_DIR "/scenarios/examples/gpt22b-selective.yaml");
+  CHECK(content_of(got.scenario.scenario()) == content_of(hand.scenario()));
+  REQUIRE(got.warnings.size() == 1);
+  CHECK(got.warnings[0].find("--lr --save --log-interval") != std::string::npos);
+  // The hand-written scenario printed as arguments reads back as the same options.
+  const std::string out = scenario_to_megatron_args(hand.scenario());
+  std::string line = kGpt22b.substr(kGpt22b.find("--num-layers"));
+  line = line.substr(0, line.find(" --lr"));
+  CHECK(option_set(out) == option_set(line));
+}
+
+TEST_CASE("Megatron-LM defaults and assumptions") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--micro-batch-size 2 --bf16";
+  const MegatronScenario s = load(base, 4);
+  CHECK(s.scenario->parallel.tp == 1);
+  CHECK(s.scenario->parallel.dp == 4);
+  CHECK(s.scenario->parallel.global_batch == 8);  // micro-batch x dp
+  CHECK(s.scenario->model.ffn_hidden == 4096);
+  CHECK(s.scenario->model.vocab == 50304);  // 50257 padded to 128 x tp 1
+  CHECK(s.scenario->model.preset.empty());
+  CHECK(s.scenario->parallel.dp_overlap == DpOverlap::kEnd);
+  CHECK(s.scenario->recompute.strategy == RecomputeKind::kNone);
+  // --sequence-parallel with tp 1: Megatron-LM turns it off with a warning; so does lynxsim.
+  const MegatronScenario sp = load(base + " --sequence-parallel", 4);
+  CHECK(!sp.scenario->parallel.sequence_parallel);
+  CHECK(sp.warnings.at(0).find("turns it off") != std::string::npos);
+  // Variables from --megatron-env; full recomputation; flash attention; vocab padding for tp 2.
+  const MegatronScenario full =
+      load(base + " --tensor-model-parallel-size $TP --recompute-granularity full "
+                  "--recompute-method block --recompute-num-layers 2 --use-flash-attn "
+                  "--vocab-size 32000",
+           4, "dgx-a100-80gb", {{"TP", "2"}});
+  CHECK(full.scenario->parallel.tp == 2);
+  CHECK(full.scenario->recompute.strategy == RecomputeKind::kFull);
+  CHECK(full.scenario->recompute.method == FullMethod::kBlock);
+  CHECK(full.scenario->recompute.num_layers == 2);
+  CHECK(full.scenario->model.flash_attention);
+  CHECK(full.scenario->model.vocab == 32000);  // already a multiple of 256
+  CHECK(load(base + " --vocab-size 32001", 1).scenario->model.vocab == 32128);
+}
+
+TEST_CASE("contradictory arguments are rejected, naming the argument") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --bf16 ";
+  CHECK(error_of([&] { load(base + "--micro-batch-size 2 --global-batch-size 10", 4); }) ==
+        "--megatron-args:1:106: --global-batch-size 10: key 'parallel.global_batch': 10 is not "
+        "divisible by micro_batch * dp = 2 * 4 = 8");
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --micro-batch-size 2", 1); })
+            .find("--micro-batch-size is given twice with different values (1 at --megatron-args:1:85, then 2)") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --fp16", 1); }).find("--fp16 contradicts --bf16") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --recompute-activations --recompute-method uniform", 1); })
+            .find("--recompute-method needs --recompute-granularity full") != std::string::npos);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --recompute-granularity full --recompute-num-layers 1", 1); })
+            .find("needs --recompute-method uniform or block") != std::string::npos);
+  CHECK(error_of([&] {
+          load(base + "--micro-batch-size 1 --pipeline-model-parallel-size 2 "
+                      "--num-layers-per-virtual-pipeline-stage 3", 2);
+        }).find("--num-layers-per-virtual-pipeline-stage 3: --num-layers 4 does not split") != std::string::npos);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --max-position-embeddings 512", 1); })
+            .find("less than the sequence length") != std::string::npos);
+  // The layout check of the loader, blamed on the argument behind the key.
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --tensor-model-parallel-size 3", 3); })
+            .find("--megatron-args:1:35: --num-attention-heads 16: key 'model.heads': model.heads (16) is not "
+                  "divisible by parallel.tp (3)") == 0);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --tensor-model-parallel-size 2", 3); })
+            .find("--gpus 3: not divisible by tp 2") == 0);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1", 12); })
+            .find("--gpus 12: not a whole number of nodes of 8 GPUs") == 0);
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --bf16 oops", 1); })
+            .find("unexpected word 'oops' after --bf16") != std::string::npos);
+  CHECK(error_of([&] { load(base, 1); }).find("--micro-batch-size is missing") != std::string::npos);
+  // An unresolved variable is an error naming the argument that needs it.
+  CHECK(error_of([&] { load(base + "--micro-batch-size 1 --tensor-model-parallel-size $TP", 1); }) ==
+        "--megatron-args:1:106: --tensor-model-parallel-size: $TP cannot be resolved; lynxsim runs "
+        "nothing and reads no environment: set the variable in the script or give "
+        "--megatron-env NAME=VALUE");
+}
+
+TEST_CASE("arguments lynxsim does not model are refused, not simulated as something else") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--micro-batch-size 1 ";
+  for (const char* arg : {"--swiglu", "--untie-embeddings-and-output-weights",
+                          "--group-query-attention --num-query-groups 4", "--num-experts 8",
+                          "--normalization RMSNorm", "--position-embedding-type rope",
+                          "--max-position-embeddings 4096", "--context-parallel-size 2",
+                          "--tokenizer-type HuggingFaceTokenizer"}) {
+    CAPTURE(arg);
+    const std::string message = error_of([&] { load(base + "--bf16 " + arg, 1); });
+    CHECK((message.find("not modelled by lynxsim yet") != std::string::npos ||
+           message.find("give --vocab-size") != std::string::npos));
+  }
+  CHECK(error_of([&] { load(base, 1); }).find("fp32 training is not modelled by lynxsim yet") !=
+        std::string::npos);
+  // Grouped-query attention with as many groups as heads is multi-head attention: accepted.
+  CHECK(load(base + "--bf16 --group-query-attention --num-query-groups 16", 1).scenario->model.heads == 16);
+}
+
+TEST_CASE("scenario -> arguments: strategies and schedules Megatron-LM lacks say the closest") {
+  const model::ResolvedScenario lynx = model::load_scenario_file(
+      LYNXSIM_SOURCE_DIR "/scenarios/examples/pcie-gpt1.3b-lynx.yaml");
+  const std::string out = scenario_to_megatron_args(lynx.scenario());
+  CHECK(out.find("# recompute.strategy lynx-heu has no Megatron-LM equivalent") != std::string::npos);
+  CHECK(out.find("--recompute-granularity selective") != std::string::npos);
+  CHECK(out.find("No Megatron-LM argument for: the hardware") != std::string::npos);
+  const model::ResolvedScenario gpipe =
+      model::default_scenario({"parallel.schedule=gpipe", "model.vocab=50000"});
+  const std::string g = scenario_to_megatron_args(gpipe.scenario());
+  CHECK(g.find("gpipe has no Megatron-LM equivalent") != std::string::npos);
+  CHECK(g.find("--vocab-size 50000 \\\n--make-vocab-size-divisible-by 1") != std::string::npos);
+  // Printed arguments read back (same profile, same GPUs) as the same scenario.
+  const model::ResolvedScenario def = model::default_scenario();
+  CHECK(content_of(load(scenario_to_megatron_args(def.scenario()), 8).scenario.scenario()) ==
+        content_of(def.scenario()));
+}
+
+}  // namespace lynx::megatron

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""The lynxsim Python module's calls and errors (plain unittest, run by CTest with Debian's
+/usr/bin/python3 and PYTHONPATH=build/python; LYNXSIM_CLI names the lynxsim binary, whose error
+messages the module's must equal)."""
+import os
+import subprocess
+import unittest
+import warnings
+
+import lynxsim
+
+CLI = os.environ.get("LYNXSIM_CLI", "build/lynxsim")
+PCIE_13B = "scenarios/paper/pcie-gpt-13b.yaml"
+
+
+class Calls(unittest.TestCase):
+    def test_presets_and_fields(self):
+        presets = {p["name"]: p for p in lynxsim.presets()}
+        self.assertEqual(presets["gpt-175b"]["layers"], 96)
+        self.assertEqual(presets["gpt-22b"]["hidden"], 6144)
+        fields = {f["name"]: f for f in lynxsim.fields()}
+        self.assertEqual(fields["iteration_time_s"]["level"], "run")
+        self.assertEqual(fields["iteration_time_s"]["unit"], "s")
+        self.assertEqual(fields["stage_peak_memory_bytes"]["level"], "stage")
+        keys = {f["key"] for f in lynxsim.scenario_fields()}
+        self.assertIn("parallel.tp", keys)
+        self.assertIn("hardware.node.nic.bw", keys)
+
+    def test_load_scenario_ways(self):
+        default = lynxsim.load_scenario()
+        self.assertEqual(default.name, "default")
+        self.assertEqual(default.to_dict()["parallel"]["tp"], 2)
+        from_file = lynxsim.load_scenario(PCIE_13B)
+        self.assertEqual(from_file.name, "pcie-gpt-13b")
+        text = "model: {preset: gpt-1.3b}\nparallel: {tp: 2, global_batch: 8}\nhardware: {profile: dgx-a100-80gb}\n"
+        from_text = lynxsim.load_scenario(yaml=text, overrides={"parallel.tp": 4, "model.flash_attention": True})
+        d = from_text.to_dict()
+        self.assertEqual(d["parallel"]["tp"], 4)
+        self.assertIs(d["model"]["flash_attention"], True)
+        self.assertEqual(d["model"]["layers"], 24)
+        as_list = lynxsim.load_scenario(yaml=text, overrides=["parallel.tp=4", "model.flash_attention=true"])
+        self.assertEqual(as_list.yaml, from_text.yaml)
+        self.assertIn("tp: 4", from_text.yaml)
+
+    def test_simulate_and_rows(self):
+        scenario = lynxsim.load_scenario(overrides={"recompute.strategy": "selective"})
+        result = lynxsim.simulate(scenario)
+        names = {f["name"] for f in lynxsim.fields() if f["level"] == "run"}
+        self.assertEqual(set(result) - {"stages"}, names)
+        self.assertGreater(result["iteration_time_s"], 0)
+        self.assertEqual(result["strategy_requested"], "selective")
+        self.assertEqual(len(result["stages"]), 2)
+        self.assertIsInstance(result["oom"], bool)
+        rows = lynxsim.rows([result, result])
+        self.assertEqual(len(rows), 4)
+        csv_columns = {f["name"] for f in lynxsim.fields() if f["in_csv"]}
+        for row in rows:
+            self.assertEqual(set(row), csv_columns)
+            self.assertEqual(row["iteration_time_s"], result["iteration_time_s"])
+        self.assertEqual([r["stage"] for r in lynxsim.rows(result)], [0, 1])
+
+    def test_plan(self):
+        plan = lynxsim.plan(lynxsim.load_scenario(overrides={"recompute.strategy": "full"}))
+        self.assertLessEqual({"scenario", "provenance", "stages"}, set(plan))
+        self.assertEqual(plan["scenario"]["recompute"]["strategy"], "full")
+        self.assertEqual(plan["provenance"]["strategy_requested"], "full")
+
+    def test_megatron(self):
+        line = ("--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
+                "--micro-batch-size 2 --global-batch-size 32 --tensor-model-parallel-size 2 "
+                "--pipeline-model-parallel-size 2 --overlap-grad-reduce --bf16 --lr 1e-4")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = lynxsim.load_megatron(args=line, profile="dgx-a100-80gb", gpus=8)
+        self.assertTrue(any("--lr" in str(w.message) for w in caught))
+        d = s.to_dict()
+        self.assertEqual((d["parallel"]["dp"], d["model"]["preset"]), (2, "gpt-1.3b"))
+        self.assertIn("--tensor-model-parallel-size 2 \\\n", s.megatron_args())
+
+
+class Errors(unittest.TestCase):
+    def test_error_type(self):
+        self.assertTrue(issubclass(lynxsim.Error, RuntimeError))
+
+    def test_bad_key(self):
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.load_scenario(overrides={"model.layer": 3})
+        self.assertIn("did you mean 'model.layers'", str(e.exception))
+
+    def test_bad_file(self):
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.load_scenario("no/such/file.yaml")
+        self.assertIn("no/such/file.yaml", str(e.exception))
+        with self.assertRaises(lynxsim.Error):
+            lynxsim.load_scenario(yaml="model: {preset: gpt-1.3b}\nparallel: {tp: 2\n")
+
+    def test_layout_error_equals_the_cli(self):
+        cli = subprocess.run([CLI, "run", PCIE_13B, "--set", "model.layers=41"],
+                             capture_output=True, text=True)
+        self.assertEqual(cli.returncode, 1)
+        prefix = "lynxsim: error: "
+        self.assertTrue(cli.stderr.startswith(prefix), cli.stderr)
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.load_scenario(PCIE_13B, overrides={"model.layers": 41})
+        self.assertEqual(str(e.exception), cli.stderr[len(prefix):].strip())
+
+    def test_megatron_refusal(self):
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.load_megatron(args="--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+                                  "--seq-length 128 --micro-batch-size 1 --bf16 --swiglu",
+                                  profile="dgx-a100-80gb")
+        self.assertIn("--swiglu: not modelled by lynxsim yet", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
