@@ -98,6 +98,12 @@ py::object from_yaml(const YAML::Node& node) {
   return py::str(text);
 }
 
+/// A path given as str or os.PathLike (pathlib.Path), or none.
+std::optional<std::string> path_of(const py::object& path) {
+  if (path.is_none()) return std::nullopt;
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
 /// A Python value as the text of a --set override.
 std::string override_text(const py::handle& value) {
   if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
@@ -118,10 +124,11 @@ std::vector<std::string> overrides_of(const py::object& overrides) {
   return out;
 }
 
-model::ResolvedScenario load_scenario(const std::optional<std::string>& path,
+model::ResolvedScenario load_scenario(const py::object& path_arg,
                                       const std::optional<std::string>& yaml,
                                       const py::object& overrides, const std::string& label) {
   const std::vector<std::string> sets = overrides_of(overrides);
+  const std::optional<std::string> path = path_of(path_arg);
   if (path && yaml) fail("load_scenario: give path or yaml, not both");
   if (path) return model::load_scenario_file(*path, sets);
   if (yaml) return model::load_scenario_text(*yaml, label, sets);
@@ -129,9 +136,10 @@ model::ResolvedScenario load_scenario(const std::optional<std::string>& path,
 }
 
 model::ResolvedScenario load_megatron(const std::optional<std::string>& args,
-                                      const std::optional<std::string>& file,
+                                      const py::object& file_arg,
                                       const std::string& profile, const std::string& profile_file,
                                       int gpus, const py::object& env, const py::object& overrides) {
+  const std::optional<std::string> file = path_of(file_arg);
   if (args.has_value() == file.has_value())
     fail("load_megatron: give args (a launch line) or file (a launch script), one of them");
   megatron::MegatronRequest request;

@@ -104,6 +104,11 @@ TEST_CASE("launch words: quotes, continuations, comments, variables, arrays") {
   CHECK(words[0].origin == "launch.sh:10:3");
   CHECK(words[4].origin == "launch.sh:5:3");  // from the array's definition
   CHECK(words.back().unresolved == "$UNSET");
+  // An array element that cannot be resolved stays a word that says so (not an empty nothing).
+  const std::vector<LaunchWord> array = launch_words("A=( --tp $TP )\nrun.py ${A[@]} --b", "s");
+  REQUIRE(array.size() == 3);
+  CHECK(array[1].unresolved == "$TP");
+  CHECK(array[1].origin == "s:1:10");
   CHECK(error_of([] { launch_words("--a 'open", "x"); }).find("x:1:5: unterminated single quote") == 0);
   CHECK(error_of([] { launch_words("echo hi", "x"); }).find("no Megatron-LM arguments") != std::string::npos);
 }

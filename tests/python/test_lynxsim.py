@@ -3,6 +3,7 @@
 /usr/bin/python3 and PYTHONPATH=build/python; LYNXSIM_CLI names the lynxsim binary, whose error
 messages the module's must equal)."""
 import os
+import pathlib
 import subprocess
 import unittest
 import warnings
@@ -30,7 +31,7 @@ class Calls(unittest.TestCase):
         default = lynxsim.load_scenario()
         self.assertEqual(default.name, "default")
         self.assertEqual(default.to_dict()["parallel"]["tp"], 2)
-        from_file = lynxsim.load_scenario(PCIE_13B)
+        from_file = lynxsim.load_scenario(pathlib.Path(PCIE_13B))
         self.assertEqual(from_file.name, "pcie-gpt-13b")
         text = "model: {preset: gpt-1.3b}\nparallel: {tp: 2, global_batch: 8}\nhardware: {profile: dgx-a100-80gb}\n"
         from_text = lynxsim.load_scenario(yaml=text, overrides={"parallel.tp": 4, "model.flash_attention": True})
@@ -76,6 +77,9 @@ class Calls(unittest.TestCase):
         d = s.to_dict()
         self.assertEqual((d["parallel"]["dp"], d["model"]["preset"]), (2, "gpt-1.3b"))
         self.assertIn("--tensor-model-parallel-size 2 \\\n", s.megatron_args())
+        script = lynxsim.load_megatron(file=pathlib.Path("megatron/examples/train_gpt3_175b_distributed.sh"),
+                                       profile="dgx-a100-80gb", gpus=1024)
+        self.assertEqual(script.to_dict()["parallel"]["pp"], 16)
 
 
 class Errors(unittest.TestCase):
