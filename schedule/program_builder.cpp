@@ -92,6 +92,18 @@ class Builder {
     return it->second;
   }
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
+  /// Reserves the program's arrays for `num_gpus` GPUs like the first one (+5%), so they do not
+  /// grow by doubling (which copies them and holds up to 3x their size at once). Capacity only:
+  /// the program built is the same.
+  void reserve_like_first_gpu(std::size_t num_gpus) {
+    auto grow = [num_gpus](auto& v) { v.reserve(v.size() * num_gpus + v.size() * num_gpus / 20); };
+    grow(prog_.tasks);
+    grow(prog_.deps);
+    grow(prog_.flows);
+    grow(prog_.path_links);
+    grow(prog_.mem);
+    grow(flops_);
+  }
 
   struct TaskArgs {
     sim::StreamId stream = kCompute;
@@ -710,6 +722,7 @@ BuiltProgram Builder::build() {
     for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
     prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params));
     build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
+    if (g == 0 && gpus.size() > 1) reserve_like_first_gpu(gpus.size());
   }
   for (const Pending& pd : pending_) {
     auto it = transfers_.find(pd.key);

@@ -72,7 +72,15 @@ struct UnitState {
   std::uint32_t ready_members = 0;
   std::uint32_t open_parts = 0;  ///< kernels with work still running + 1 for an open comm phase
   std::uint32_t open_flows = 0;
-  TimePs comm_work_ps = 0;  ///< largest work_ps among the unit's comm tasks
+};
+
+/// Per task, what starting and ending it touches, in one record (one cache line holds four):
+/// the executor's working set is millions of tasks, visited in time order, not program order.
+struct TaskState {
+  std::uint32_t pending = 0;         ///< unfinished deps + unfinished stream predecessor
+  std::uint32_t unit = 0;            ///< its rendezvous unit
+  TaskId stream_next = -1;           ///< next task on its (gpu, stream), -1 if none
+  std::uint32_t first_successor = 0; ///< successors_[first_successor, next task's first_successor)
 };
 
 /// Pool of records with a free list; indices stay valid while in use.
@@ -117,7 +125,7 @@ class Execution {
     build_structure();
     init_state();
     for (std::size_t t = 0; t < program_.tasks.size(); ++t) {
-      if (pending_[t] == 0) ready_.push_back(static_cast<TaskId>(t));
+      if (state_[t].pending == 0) ready_.push_back(static_cast<TaskId>(t));
     }
     settle();
     engine_.run();
@@ -230,20 +238,20 @@ class Execution {
   void build_structure() {
     const std::size_t num_tasks = program_.tasks.size();
     const std::size_t num_gpus = machine_.gpus.size();
-    pending_.assign(num_tasks, 0);
+    state_.assign(num_tasks + 1, TaskState{});  // the last one only ends the successor lists
 
     // Successors in CSR form; lists are in dependent-task order.
-    successor_offsets_.assign(num_tasks + 1, 0);
     for (const Task& task : program_.tasks) {
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++successor_offsets_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1];
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
     }
-    for (std::size_t t = 0; t < num_tasks; ++t) successor_offsets_[t + 1] += successor_offsets_[t];
-    successors_.resize(successor_offsets_[num_tasks]);
+    for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
+    successors_.resize(state_[num_tasks].first_successor);
     {
-      std::vector<std::uint32_t> fill(successor_offsets_.begin(), successor_offsets_.end() - 1);
+      std::vector<std::uint32_t> fill(num_tasks);
+      for (std::size_t t = 0; t < num_tasks; ++t) fill[t] = state_[t].first_successor;
       for (std::size_t t = 0; t < num_tasks; ++t) {
         const Task& task = program_.tasks[t];
-        pending_[t] = task.num_deps;
+        state_[t].pending = task.num_deps;
         for (std::uint32_t k = 0; k < task.num_deps; ++k) {
           successors_[fill[static_cast<std::size_t>(program_.deps[task.first_dep + k])]++] = static_cast<TaskId>(t);
         }
@@ -254,40 +262,43 @@ class Execution {
     std::vector<std::size_t> stream_base(num_gpus + 1, 0);
     for (std::size_t g = 0; g < num_gpus; ++g) stream_base[g + 1] = stream_base[g] + machine_.gpus[g].stream_names.size();
     std::vector<TaskId> last_on_stream(stream_base[num_gpus], -1);
-    stream_next_.assign(num_tasks, -1);
     for (std::size_t t = 0; t < num_tasks; ++t) {
       const Task& task = program_.tasks[t];
       TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
       if (last >= 0) {
-        stream_next_[static_cast<std::size_t>(last)] = static_cast<TaskId>(t);
-        ++pending_[t];
+        state_[static_cast<std::size_t>(last)].stream_next = static_cast<TaskId>(t);
+        ++state_[t].pending;
       }
       last = static_cast<TaskId>(t);
     }
 
-    // Units: dense ids for collective groups first, then one unit per ungrouped task.
+    // Units: dense ids 0..G-1 for collective groups (members listed in task order), then
+    // unit G + t for each ungrouped task t, which needs no member list.
     std::vector<std::pair<std::int32_t, TaskId>> grouped;
     for (std::size_t t = 0; t < num_tasks; ++t) {
       if (program_.tasks[t].group >= 0) grouped.emplace_back(program_.tasks[t].group, static_cast<TaskId>(t));
     }
     std::sort(grouped.begin(), grouped.end());
-    unit_of_.assign(num_tasks, 0);
-    std::uint32_t num_units = 0;
+    std::uint32_t num_groups = 0;
+    unit_offsets_.assign(1, 0);
+    unit_members_.resize(grouped.size());
     for (std::size_t i = 0; i < grouped.size(); ++i) {
-      if (i > 0 && grouped[i].first != grouped[i - 1].first) ++num_units;
-      unit_of_[static_cast<std::size_t>(grouped[i].second)] = num_units;
+      if (i > 0 && grouped[i].first != grouped[i - 1].first) {
+        ++num_groups;
+        unit_offsets_.push_back(static_cast<std::uint32_t>(i));
+      }
+      state_[static_cast<std::size_t>(grouped[i].second)].unit = num_groups;
+      unit_members_[i] = grouped[i].second;
     }
-    if (!grouped.empty()) ++num_units;
+    if (!grouped.empty()) {
+      ++num_groups;
+      unit_offsets_.push_back(static_cast<std::uint32_t>(grouped.size()));
+    }
+    first_single_unit_ = num_groups;
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (program_.tasks[t].group < 0) unit_of_[t] = num_units++;
+      if (program_.tasks[t].group < 0) state_[t].unit = num_groups + static_cast<std::uint32_t>(t);
     }
-    unit_offsets_.assign(std::size_t{num_units} + 1, 0);
-    for (std::size_t t = 0; t < num_tasks; ++t) ++unit_offsets_[std::size_t{unit_of_[t]} + 1];
-    for (std::size_t u = 0; u < num_units; ++u) unit_offsets_[u + 1] += unit_offsets_[u];
-    unit_members_.resize(num_tasks);
-    std::vector<std::uint32_t> fill(unit_offsets_.begin(), unit_offsets_.end() - 1);
-    for (std::size_t t = 0; t < num_tasks; ++t) unit_members_[fill[unit_of_[t]]++] = static_cast<TaskId>(t);
-    units_.assign(num_units, UnitState{});
+    units_.assign(std::size_t{num_groups} + num_tasks, UnitState{});
 
     // Path latency per flow.
     flow_latency_ps_.assign(program_.flows.size(), 0);
@@ -321,6 +332,18 @@ class Execution {
     }
   }
 
+  /// The tasks of a unit: a collective group's list, or the one ungrouped task.
+  struct UnitMembers {
+    const TaskId* list = nullptr;  ///< null: the single task `single`
+    TaskId single = -1;
+    std::uint32_t count = 0;
+    TaskId operator[](std::uint32_t m) const { return list != nullptr ? list[m] : single; }
+  };
+  UnitMembers members_of(std::uint32_t unit) const {
+    if (unit >= first_single_unit_) return {nullptr, static_cast<TaskId>(unit - first_single_unit_), 1};
+    return {unit_members_.data() + unit_offsets_[unit], -1, unit_offsets_[unit + 1] - unit_offsets_[unit]};
+  }
+
   // ---- the per-instant work loop ----
   /// Drains tasks that became ready and units that ended at this instant, then sets new
   /// kernel and flow rates once for everything that changed.
@@ -343,18 +366,26 @@ class Execution {
   }
 
   void task_ready(TaskId t) {
-    const std::uint32_t unit = unit_of_[static_cast<std::size_t>(t)];
-    const std::uint32_t size = unit_offsets_[unit + 1] - unit_offsets_[unit];
-    if (++units_[unit].ready_members == size) start_unit(unit);
+    const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
+    if (++units_[unit].ready_members == members_of(unit).count) start_unit(unit);
   }
 
   void start_unit(std::uint32_t unit) {
     UnitState& state = units_[unit];
     bool has_comm = false;
-    for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1]; ++m) {
-      const TaskId t = unit_members_[m];
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
+      // The next task of this stream starts when this one ends, or later: time enough to
+      // bring its records into cache (in time order the program is visited far from
+      // sequentially, so these would be misses).
+      if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
+        __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
+        __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
+        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
+      }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
       apply_memory(t, /*at_end=*/false);
@@ -367,7 +398,6 @@ class Execution {
           break;
         case TaskKind::kComm:
           has_comm = true;
-          state.comm_work_ps = std::max(state.comm_work_ps, task.work_ps);
           ++gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
           mark_dirty(task.gpu);
           for (std::uint32_t k = 0; k < task.num_flows; ++k) start_flow(task.first_flow + k, unit);
@@ -390,8 +420,9 @@ class Execution {
 
   void end_unit(std::uint32_t unit) {
     const TimePs now = engine_.now();
-    for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1]; ++m) {
-      const TaskId t = unit_members_[m];
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
@@ -405,13 +436,18 @@ class Execution {
       ++ended_tasks_;
       if (options_.on_progress && ended_tasks_ % ExecOptions::kProgressTasks == 0)
         options_.on_progress(ended_tasks_, program_.tasks.size());
-      for (std::uint32_t k = successor_offsets_[ti]; k < successor_offsets_[ti + 1]; ++k) release(successors_[k]);
-      if (stream_next_[ti] >= 0) release(stream_next_[ti]);
+      const TaskState& ended = state_[ti];
+      for (std::uint32_t k = ended.first_successor; k < state_[ti + 1].first_successor; ++k) release(successors_[k]);
+      if (ended.stream_next >= 0) release(ended.stream_next);
     }
   }
 
   void release(TaskId t) {
-    if (--pending_[static_cast<std::size_t>(t)] == 0) ready_.push_back(t);
+    if (--state_[static_cast<std::size_t>(t)].pending == 0) {
+      // It starts within this instant: load its record while the rest of the instant runs.
+      __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(t)]);
+      ready_.push_back(t);
+    }
   }
 
   // ---- memory ----
@@ -562,7 +598,12 @@ class Execution {
   }
 
   void comm_flows_done(std::uint32_t unit) {
-    const TimePs work = units_[unit].comm_work_ps;
+    TimePs work = 0;  // the largest work_ps among the unit's comm tasks
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const Task& task = program_.tasks[static_cast<std::size_t>(members[m])];
+      if (task.kind == TaskKind::kComm) work = std::max(work, task.work_ps);
+    }
     if (work == 0) {
       part_done(unit);
     } else {
@@ -622,7 +663,7 @@ class Execution {
     const std::size_t num_tasks = program_.tasks.size();
     std::vector<TaskId> stream_prev(num_tasks, -1);
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (stream_next_[t] >= 0) stream_prev[static_cast<std::size_t>(stream_next_[t])] = static_cast<TaskId>(t);
+      if (state_[t].stream_next >= 0) stream_prev[static_cast<std::size_t>(state_[t].stream_next)] = static_cast<TaskId>(t);
     }
     auto unfinished = [&](TaskId t) { return result_.task_end_ps[static_cast<std::size_t>(t)] < 0; };
     TaskId current = -1;
@@ -641,9 +682,10 @@ class Execution {
         if (unfinished(program_.deps[task.first_dep + k])) blocker = program_.deps[task.first_dep + k];
       }
       if (blocker < 0) {  // ready, so it waits for a collective partner that is not
-        const std::uint32_t unit = unit_of_[ci];
-        for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1] && blocker < 0; ++m) {
-          if (pending_[static_cast<std::size_t>(unit_members_[m])] > 0) blocker = unit_members_[m];
+        const std::uint32_t unit = state_[ci].unit;
+        const UnitMembers members = members_of(unit);
+        for (std::uint32_t m = 0; m < members.count && blocker < 0; ++m) {
+          if (state_[static_cast<std::size_t>(members[m])].pending > 0) blocker = members[m];
         }
       }
       LYNX_CHECK(blocker >= 0, "{} is unfinished but waits on nothing", task_label(current));
@@ -665,16 +707,14 @@ class Execution {
   ExecResult result_;
 
   // static structure
-  std::vector<std::uint32_t> successor_offsets_;
   std::vector<TaskId> successors_;
-  std::vector<TaskId> stream_next_;
-  std::vector<std::uint32_t> unit_of_;
-  std::vector<std::uint32_t> unit_offsets_;
-  std::vector<TaskId> unit_members_;
+  std::vector<std::uint32_t> unit_offsets_;  ///< per collective group: [offset, next offset) in unit_members_
+  std::vector<TaskId> unit_members_;         ///< members of the collective groups
+  std::uint32_t first_single_unit_ = 0;      ///< unit first_single_unit_ + t is ungrouped task t
   std::vector<TimePs> flow_latency_ps_;
 
   // dynamic state
-  std::vector<std::uint32_t> pending_;  ///< per task: unfinished deps + unfinished stream predecessor
+  std::vector<TaskState> state_;  ///< per task, plus one sentinel
   std::vector<UnitState> units_;
   std::vector<GpuState> gpus_;
   std::vector<MemoryTracker> memory_;
