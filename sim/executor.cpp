@@ -67,20 +67,26 @@ struct GpuState {
   bool dirty = false;  ///< the set of running tasks changed since rates were last set
 };
 
-/// A rendezvous unit: a collective group, or one task on its own.
-struct UnitState {
-  std::uint32_t ready_members = 0;
+/// What a started rendezvous unit (a collective group, or one task on its own) waits for.
+struct UnitParts {
   std::uint32_t open_parts = 0;  ///< kernels with work still running + 1 for an open comm phase
   std::uint32_t open_flows = 0;
 };
 
-/// Per task, what starting and ending it touches, in one record (one cache line holds four):
+/// A collective group.
+struct UnitState {
+  std::uint32_t ready_members = 0;
+  UnitParts parts;
+};
+
+/// Per task, what starting and ending it touches, in one record of 24 bytes:
 /// the executor's working set is millions of tasks, visited in time order, not program order.
 struct TaskState {
   std::uint32_t pending = 0;         ///< unfinished deps + unfinished stream predecessor
   std::uint32_t unit = 0;            ///< its rendezvous unit
   TaskId stream_next = -1;           ///< next task on its (gpu, stream), -1 if none
   std::uint32_t first_successor = 0; ///< successors_[first_successor, next task's first_successor)
+  UnitParts parts;                   ///< of its unit when the task is not in a group
 };
 
 /// Pool of records with a free list; indices stay valid while in use.
@@ -298,7 +304,7 @@ class Execution {
     for (std::size_t t = 0; t < num_tasks; ++t) {
       if (program_.tasks[t].group < 0) state_[t].unit = num_groups + static_cast<std::uint32_t>(t);
     }
-    units_.assign(std::size_t{num_groups} + num_tasks, UnitState{});
+    units_.assign(num_groups, UnitState{});
 
     // Path latency per flow.
     flow_latency_ps_.assign(program_.flows.size(), 0);
@@ -344,6 +350,10 @@ class Execution {
     return {unit_members_.data() + unit_offsets_[unit], -1, unit_offsets_[unit + 1] - unit_offsets_[unit]};
   }
 
+  UnitParts& parts_of(std::uint32_t unit) {
+    return unit >= first_single_unit_ ? state_[unit - first_single_unit_].parts : units_[unit].parts;
+  }
+
   // ---- the per-instant work loop ----
   /// Drains tasks that became ready and units that ended at this instant, then sets new
   /// kernel and flow rates once for everything that changed.
@@ -367,11 +377,12 @@ class Execution {
 
   void task_ready(TaskId t) {
     const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
-    if (++units_[unit].ready_members == members_of(unit).count) start_unit(unit);
+    // A task on its own starts when ready; a group when its last member is.
+    if (unit >= first_single_unit_ || ++units_[unit].ready_members == members_of(unit).count) start_unit(unit);
   }
 
   void start_unit(std::uint32_t unit) {
-    UnitState& state = units_[unit];
+    UnitParts& state = parts_of(unit);
     bool has_comm = false;
     const UnitMembers members = members_of(unit);
     for (std::uint32_t m = 0; m < members.count; ++m) {
@@ -415,7 +426,7 @@ class Execution {
   }
 
   void part_done(std::uint32_t unit) {
-    if (--units_[unit].open_parts == 0) ending_.push_back(unit);
+    if (--parts_of(unit).open_parts == 0) ending_.push_back(unit);
   }
 
   void end_unit(std::uint32_t unit) {
@@ -545,14 +556,14 @@ class Execution {
         result_.flow_end_ps[f] = engine_.now();
         return;
       }
-      ++units_[unit].open_flows;
+      ++parts_of(unit).open_flows;
       engine_.schedule_after(latency, [this, f, unit] {
         flow_done(f, unit);
         settle();
       });
       return;
     }
-    ++units_[unit].open_flows;
+    ++parts_of(unit).open_flows;
     const std::uint32_t index = flows_.acquire();
     FlowRun& run = flows_[index];
     run.flow = f;
@@ -594,7 +605,7 @@ class Execution {
 
   void flow_done(std::uint32_t f, std::uint32_t unit) {
     result_.flow_end_ps[f] = engine_.now();
-    if (--units_[unit].open_flows == 0) comm_flows_done(unit);
+    if (--parts_of(unit).open_flows == 0) comm_flows_done(unit);
   }
 
   void comm_flows_done(std::uint32_t unit) {
@@ -715,7 +726,7 @@ class Execution {
 
   // dynamic state
   std::vector<TaskState> state_;  ///< per task, plus one sentinel
-  std::vector<UnitState> units_;
+  std::vector<UnitState> units_;  ///< per collective group
   std::vector<GpuState> gpus_;
   std::vector<MemoryTracker> memory_;
   Pool<KernelRun> kernels_;
