@@ -245,45 +245,46 @@ class Execution {
     const std::size_t num_tasks = program_.tasks.size();
     const std::size_t num_gpus = machine_.gpus.size();
     state_.assign(num_tasks + 1, TaskState{});  // the last one only ends the successor lists
+    first_group_unit_ = static_cast<std::uint32_t>(num_tasks);
 
-    // Successors in CSR form; lists are in dependent-task order.
-    for (const Task& task : program_.tasks) {
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
-    }
-    for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
-    successors_.resize(state_[num_tasks].first_successor);
-    {
-      std::vector<std::uint32_t> fill(num_tasks);
-      for (std::size_t t = 0; t < num_tasks; ++t) fill[t] = state_[t].first_successor;
-      for (std::size_t t = 0; t < num_tasks; ++t) {
-        const Task& task = program_.tasks[t];
-        state_[t].pending = task.num_deps;
-        for (std::uint32_t k = 0; k < task.num_deps; ++k) {
-          successors_[fill[static_cast<std::size_t>(program_.deps[task.first_dep + k])]++] = static_cast<TaskId>(t);
-        }
-      }
-    }
-
-    // Stream FIFO: each task also waits for the previous task on its (gpu, stream).
+    // One pass over the tasks: successor counts, stream FIFO (each task also waits for the
+    // previous task on its (gpu, stream)), pending counts, unit of each ungrouped task.
     std::vector<std::size_t> stream_base(num_gpus + 1, 0);
     for (std::size_t g = 0; g < num_gpus; ++g) stream_base[g + 1] = stream_base[g] + machine_.gpus[g].stream_names.size();
     std::vector<TaskId> last_on_stream(stream_base[num_gpus], -1);
+    std::vector<std::pair<std::int32_t, TaskId>> grouped;
     for (std::size_t t = 0; t < num_tasks; ++t) {
       const Task& task = program_.tasks[t];
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
+      state_[t].pending += task.num_deps;
       TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
       if (last >= 0) {
         state_[static_cast<std::size_t>(last)].stream_next = static_cast<TaskId>(t);
         ++state_[t].pending;
       }
       last = static_cast<TaskId>(t);
+      if (task.group >= 0) {
+        grouped.emplace_back(task.group, static_cast<TaskId>(t));
+      } else {
+        state_[t].unit = static_cast<std::uint32_t>(t);
+      }
     }
 
-    // Units: dense ids 0..G-1 for collective groups (members listed in task order), then
-    // unit G + t for each ungrouped task t, which needs no member list.
-    std::vector<std::pair<std::int32_t, TaskId>> grouped;
+    // Successors in CSR form; lists are in dependent-task order. Each start serves as the fill
+    // cursor (ending at the next one's start), then the starts shift back into place.
+    for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
+    successors_.resize(state_[num_tasks].first_successor);
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (program_.tasks[t].group >= 0) grouped.emplace_back(program_.tasks[t].group, static_cast<TaskId>(t));
+      const Task& task = program_.tasks[t];
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) {
+        successors_[state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor++] = static_cast<TaskId>(t);
+      }
     }
+    for (std::size_t t = num_tasks; t-- > 1;) state_[t].first_successor = state_[t - 1].first_successor;
+    if (num_tasks > 0) state_[0].first_successor = 0;
+
+    // Units: unit t for each ungrouped task t (no member list), then unit num_tasks + i for
+    // collective group i (dense, in group order; members listed in task order).
     std::sort(grouped.begin(), grouped.end());
     std::uint32_t num_groups = 0;
     unit_offsets_.assign(1, 0);
@@ -293,16 +294,12 @@ class Execution {
         ++num_groups;
         unit_offsets_.push_back(static_cast<std::uint32_t>(i));
       }
-      state_[static_cast<std::size_t>(grouped[i].second)].unit = num_groups;
+      state_[static_cast<std::size_t>(grouped[i].second)].unit = first_group_unit_ + num_groups;
       unit_members_[i] = grouped[i].second;
     }
     if (!grouped.empty()) {
       ++num_groups;
       unit_offsets_.push_back(static_cast<std::uint32_t>(grouped.size()));
-    }
-    first_single_unit_ = num_groups;
-    for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (program_.tasks[t].group < 0) state_[t].unit = num_groups + static_cast<std::uint32_t>(t);
     }
     units_.assign(num_groups, UnitState{});
 
@@ -346,12 +343,13 @@ class Execution {
     TaskId operator[](std::uint32_t m) const { return list != nullptr ? list[m] : single; }
   };
   UnitMembers members_of(std::uint32_t unit) const {
-    if (unit >= first_single_unit_) return {nullptr, static_cast<TaskId>(unit - first_single_unit_), 1};
-    return {unit_members_.data() + unit_offsets_[unit], -1, unit_offsets_[unit + 1] - unit_offsets_[unit]};
+    if (unit < first_group_unit_) return {nullptr, static_cast<TaskId>(unit), 1};
+    const std::uint32_t group = unit - first_group_unit_;
+    return {unit_members_.data() + unit_offsets_[group], -1, unit_offsets_[group + 1] - unit_offsets_[group]};
   }
 
   UnitParts& parts_of(std::uint32_t unit) {
-    return unit >= first_single_unit_ ? state_[unit - first_single_unit_].parts : units_[unit].parts;
+    return unit < first_group_unit_ ? state_[unit].parts : units_[unit - first_group_unit_].parts;
   }
 
   // ---- the per-instant work loop ----
@@ -378,7 +376,9 @@ class Execution {
   void task_ready(TaskId t) {
     const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
     // A task on its own starts when ready; a group when its last member is.
-    if (unit >= first_single_unit_ || ++units_[unit].ready_members == members_of(unit).count) start_unit(unit);
+    if (unit < first_group_unit_ || ++units_[unit - first_group_unit_].ready_members == members_of(unit).count) {
+      start_unit(unit);
+    }
   }
 
   void start_unit(std::uint32_t unit) {
@@ -721,7 +721,7 @@ class Execution {
   std::vector<TaskId> successors_;
   std::vector<std::uint32_t> unit_offsets_;  ///< per collective group: [offset, next offset) in unit_members_
   std::vector<TaskId> unit_members_;         ///< members of the collective groups
-  std::uint32_t first_single_unit_ = 0;      ///< unit first_single_unit_ + t is ungrouped task t
+  std::uint32_t first_group_unit_ = 0;       ///< units below are ungrouped tasks (unit t = task t), from here groups
   std::vector<TimePs> flow_latency_ps_;
 
   // dynamic state
