@@ -95,8 +95,8 @@ class Builder {
   }
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
   /// Reserves the program's arrays for `num_gpus` GPUs like the first one (+5%), so they do not
-  /// grow by doubling (which copies them and holds up to 3x their size at once). Capacity only:
-  /// the program built is the same.
+  /// grow by doubling (each growth copies them and briefly holds twice their size). Capacity
+  /// only: the program built is the same.
   void reserve_like_first_gpu(std::size_t num_gpus) {
     auto grow = [num_gpus](auto& v) { v.reserve(v.size() * num_gpus + v.size() * num_gpus / 20); };
     grow(prog_.tasks);

@@ -14,6 +14,10 @@
 namespace lynx::sim {
 namespace {
 
+// A program has millions of tasks, visited in time order: a bigger Task costs cache misses
+// and page faults on every run (sim/program.hpp orders its fields for this size).
+static_assert(sizeof(Task) <= 56, "sim::Task grew beyond 56 bytes");
+
 /// The contention factor is applied in parts per million so rates are exact rationals.
 constexpr std::int64_t kPpm = 1'000'000;
 /// Kernel work is counted in units of 1e-6 solo picoseconds. Under divisor D =
