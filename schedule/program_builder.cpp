@@ -9,9 +9,11 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <iterator>
 #include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace lynx::schedule {
@@ -92,6 +94,18 @@ class Builder {
     return it->second;
   }
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
+  /// Reserves the program's arrays for `num_gpus` GPUs like the first one (+5%), so they do not
+  /// grow by doubling (each growth copies them and briefly holds twice their size). Capacity
+  /// only: the program built is the same.
+  void reserve_like_first_gpu(std::size_t num_gpus) {
+    auto grow = [num_gpus](auto& v) { v.reserve(v.size() * num_gpus + v.size() * num_gpus / 20); };
+    grow(prog_.tasks);
+    grow(prog_.deps);
+    grow(prog_.flows);
+    grow(prog_.path_links);
+    grow(prog_.mem);
+    grow(flops_);
+  }
 
   struct TaskArgs {
     sim::StreamId stream = kCompute;
@@ -189,12 +203,13 @@ class Builder {
   }
   const std::vector<hw_models::Phase>& phase_cache(hw_models::Collective kind, const std::vector<hw_models::Rank>& ranks,
                                             std::uint64_t bytes) {
-    auto key = std::make_tuple(static_cast<int>(kind), ranks, bytes);
-    auto it = phases_.find(key);
+    // Looked up by reference (std::less<>): a hit copies no rank list.
+    auto it = phases_.find(std::forward_as_tuple(static_cast<int>(kind), ranks, bytes));
     if (it == phases_.end())
       it = phases_
-               .emplace(key, hw_models::plan_collective(topo_, sc_.hardware, kind, hw_models::Algorithm::kRing,
-                                                 ranks, bytes))
+               .emplace(std::make_tuple(static_cast<int>(kind), ranks, bytes),
+                        hw_models::plan_collective(topo_, sc_.hardware, kind, hw_models::Algorithm::kRing, ranks,
+                                                   bytes))
                .first;
     return it->second;
   }
@@ -269,16 +284,9 @@ class Builder {
     return n;
   }
 
-  std::vector<hw_models::Rank> tp_ranks() const {
-    std::vector<hw_models::Rank> r;
-    for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, stage_, dp_rank_, t));
-    return r;
-  }
-  std::vector<hw_models::Rank> dp_ranks() const {
-    std::vector<hw_models::Rank> r;
-    for (int d = 0; d < p_.dp; ++d) r.push_back(global_rank(p_, stage_, d, tp_rank_));
-    return r;
-  }
+  /// The current GPU's TP group and DP group (global ranks), set by build_gpu.
+  const std::vector<hw_models::Rank>& tp_ranks() const { return tp_ranks_; }
+  const std::vector<hw_models::Rank>& dp_ranks() const { return dp_ranks_; }
   int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
   hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
@@ -299,7 +307,8 @@ class Builder {
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
   std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
-  std::map<std::tuple<int, std::vector<hw_models::Rank>, std::uint64_t>, std::vector<hw_models::Phase>> phases_;
+  std::map<std::tuple<int, std::vector<hw_models::Rank>, std::uint64_t>, std::vector<hw_models::Phase>, std::less<>>
+      phases_;
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
   std::int32_t next_group_ = 0;
@@ -324,6 +333,9 @@ class Builder {
   sim::GpuId gpu_ = 0;
   hw_models::Rank rank_ = 0;
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
+  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_;
+  std::vector<std::vector<PipeStep>> order_;  ///< every stage's pipeline order
+  std::string label_;  ///< reused buffer for instance labels
 };
 
 /// A chain of forward ops: kernels on `stream` in order, collectives on the tp stream with the
@@ -506,7 +518,9 @@ Builder::StepInfo Builder::step_info(const PipeStep& st) const {
 }
 
 void Builder::set_layer_instance(const StepInfo& step, int l) {
-  set_instance(fmt::format("{}L{}.", step.mb, step.sp.first_layer + l));
+  label_.clear();
+  fmt::format_to(std::back_inserter(label_), "{}L{}.", step.mb, step.sp.first_layer + l);
+  set_instance(label_);
 }
 
 void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g) {
@@ -632,8 +646,13 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
-  const auto order = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
-  const auto& steps = order[static_cast<size_t>(stage)];
+  tp_ranks_.clear();
+  for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
+  dp_ranks_.clear();
+  for (int d = 0; d < p_.dp; ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
+  // Every stage's order at once; computed for the first GPU only.
+  if (order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
+  const auto& steps = order_[static_cast<size_t>(stage)];
 
   // Last backward step of each chunk: gradients of that chunk are final after it.
   std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
@@ -710,6 +729,7 @@ BuiltProgram Builder::build() {
     for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
     prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params));
     build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
+    if (g == 0 && gpus.size() > 1) reserve_like_first_gpu(gpus.size());
   }
   for (const Pending& pd : pending_) {
     auto it = transfers_.find(pd.key);

@@ -14,6 +14,10 @@
 namespace lynx::sim {
 namespace {
 
+// A program has millions of tasks, visited in time order: a bigger Task costs cache misses
+// and page faults on every run (sim/program.hpp orders its fields for this size).
+static_assert(sizeof(Task) <= 56, "sim::Task grew beyond 56 bytes");
+
 /// The contention factor is applied in parts per million so rates are exact rationals.
 constexpr std::int64_t kPpm = 1'000'000;
 /// Kernel work is counted in units of 1e-6 solo picoseconds. Under divisor D =
@@ -67,12 +71,26 @@ struct GpuState {
   bool dirty = false;  ///< the set of running tasks changed since rates were last set
 };
 
-/// A rendezvous unit: a collective group, or one task on its own.
-struct UnitState {
-  std::uint32_t ready_members = 0;
+/// What a started rendezvous unit (a collective group, or one task on its own) waits for.
+struct UnitParts {
   std::uint32_t open_parts = 0;  ///< kernels with work still running + 1 for an open comm phase
   std::uint32_t open_flows = 0;
-  TimePs comm_work_ps = 0;  ///< largest work_ps among the unit's comm tasks
+};
+
+/// A collective group.
+struct UnitState {
+  std::uint32_t ready_members = 0;
+  UnitParts parts;
+};
+
+/// Per task, what starting and ending it touches, in one record of 24 bytes:
+/// the executor's working set is millions of tasks, visited in time order, not program order.
+struct TaskState {
+  std::uint32_t pending = 0;         ///< unfinished deps + unfinished stream predecessor
+  std::uint32_t unit = 0;            ///< its rendezvous unit
+  TaskId stream_next = -1;           ///< next task on its (gpu, stream), -1 if none
+  std::uint32_t first_successor = 0; ///< successors_[first_successor, next task's first_successor)
+  UnitParts parts;                   ///< of its unit when the task is not in a group
 };
 
 /// Pool of records with a free list; indices stay valid while in use.
@@ -117,7 +135,7 @@ class Execution {
     build_structure();
     init_state();
     for (std::size_t t = 0; t < program_.tasks.size(); ++t) {
-      if (pending_[t] == 0) ready_.push_back(static_cast<TaskId>(t));
+      if (state_[t].pending == 0) ready_.push_back(static_cast<TaskId>(t));
     }
     settle();
     engine_.run();
@@ -230,64 +248,64 @@ class Execution {
   void build_structure() {
     const std::size_t num_tasks = program_.tasks.size();
     const std::size_t num_gpus = machine_.gpus.size();
-    pending_.assign(num_tasks, 0);
+    state_.assign(num_tasks + 1, TaskState{});  // the last one only ends the successor lists
+    first_group_unit_ = static_cast<std::uint32_t>(num_tasks);
 
-    // Successors in CSR form; lists are in dependent-task order.
-    successor_offsets_.assign(num_tasks + 1, 0);
-    for (const Task& task : program_.tasks) {
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++successor_offsets_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1];
-    }
-    for (std::size_t t = 0; t < num_tasks; ++t) successor_offsets_[t + 1] += successor_offsets_[t];
-    successors_.resize(successor_offsets_[num_tasks]);
-    {
-      std::vector<std::uint32_t> fill(successor_offsets_.begin(), successor_offsets_.end() - 1);
-      for (std::size_t t = 0; t < num_tasks; ++t) {
-        const Task& task = program_.tasks[t];
-        pending_[t] = task.num_deps;
-        for (std::uint32_t k = 0; k < task.num_deps; ++k) {
-          successors_[fill[static_cast<std::size_t>(program_.deps[task.first_dep + k])]++] = static_cast<TaskId>(t);
-        }
-      }
-    }
-
-    // Stream FIFO: each task also waits for the previous task on its (gpu, stream).
+    // One pass over the tasks: successor counts, stream FIFO (each task also waits for the
+    // previous task on its (gpu, stream)), pending counts, unit of each ungrouped task.
     std::vector<std::size_t> stream_base(num_gpus + 1, 0);
     for (std::size_t g = 0; g < num_gpus; ++g) stream_base[g + 1] = stream_base[g] + machine_.gpus[g].stream_names.size();
     std::vector<TaskId> last_on_stream(stream_base[num_gpus], -1);
-    stream_next_.assign(num_tasks, -1);
-    for (std::size_t t = 0; t < num_tasks; ++t) {
-      const Task& task = program_.tasks[t];
-      TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
-      if (last >= 0) {
-        stream_next_[static_cast<std::size_t>(last)] = static_cast<TaskId>(t);
-        ++pending_[t];
-      }
-      last = static_cast<TaskId>(t);
-    }
-
-    // Units: dense ids for collective groups first, then one unit per ungrouped task.
     std::vector<std::pair<std::int32_t, TaskId>> grouped;
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (program_.tasks[t].group >= 0) grouped.emplace_back(program_.tasks[t].group, static_cast<TaskId>(t));
+      const Task& task = program_.tasks[t];
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
+      state_[t].pending += task.num_deps;
+      TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
+      if (last >= 0) {
+        state_[static_cast<std::size_t>(last)].stream_next = static_cast<TaskId>(t);
+        ++state_[t].pending;
+      }
+      last = static_cast<TaskId>(t);
+      if (task.group >= 0) {
+        grouped.emplace_back(task.group, static_cast<TaskId>(t));
+      } else {
+        state_[t].unit = static_cast<std::uint32_t>(t);
+      }
     }
-    std::sort(grouped.begin(), grouped.end());
-    unit_of_.assign(num_tasks, 0);
-    std::uint32_t num_units = 0;
-    for (std::size_t i = 0; i < grouped.size(); ++i) {
-      if (i > 0 && grouped[i].first != grouped[i - 1].first) ++num_units;
-      unit_of_[static_cast<std::size_t>(grouped[i].second)] = num_units;
-    }
-    if (!grouped.empty()) ++num_units;
+
+    // Successors in CSR form; lists are in dependent-task order. Each start serves as the fill
+    // cursor (ending at the next one's start), then the starts shift back into place.
+    for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
+    successors_.resize(state_[num_tasks].first_successor);
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (program_.tasks[t].group < 0) unit_of_[t] = num_units++;
+      const Task& task = program_.tasks[t];
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) {
+        successors_[state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor++] = static_cast<TaskId>(t);
+      }
     }
-    unit_offsets_.assign(std::size_t{num_units} + 1, 0);
-    for (std::size_t t = 0; t < num_tasks; ++t) ++unit_offsets_[std::size_t{unit_of_[t]} + 1];
-    for (std::size_t u = 0; u < num_units; ++u) unit_offsets_[u + 1] += unit_offsets_[u];
-    unit_members_.resize(num_tasks);
-    std::vector<std::uint32_t> fill(unit_offsets_.begin(), unit_offsets_.end() - 1);
-    for (std::size_t t = 0; t < num_tasks; ++t) unit_members_[fill[unit_of_[t]]++] = static_cast<TaskId>(t);
-    units_.assign(num_units, UnitState{});
+    for (std::size_t t = num_tasks; t-- > 1;) state_[t].first_successor = state_[t - 1].first_successor;
+    if (num_tasks > 0) state_[0].first_successor = 0;
+
+    // Units: unit t for each ungrouped task t (no member list), then unit num_tasks + i for
+    // collective group i (dense, in group order; members listed in task order).
+    std::sort(grouped.begin(), grouped.end());
+    std::uint32_t num_groups = 0;
+    unit_offsets_.assign(1, 0);
+    unit_members_.resize(grouped.size());
+    for (std::size_t i = 0; i < grouped.size(); ++i) {
+      if (i > 0 && grouped[i].first != grouped[i - 1].first) {
+        ++num_groups;
+        unit_offsets_.push_back(static_cast<std::uint32_t>(i));
+      }
+      state_[static_cast<std::size_t>(grouped[i].second)].unit = first_group_unit_ + num_groups;
+      unit_members_[i] = grouped[i].second;
+    }
+    if (!grouped.empty()) {
+      ++num_groups;
+      unit_offsets_.push_back(static_cast<std::uint32_t>(grouped.size()));
+    }
+    units_.assign(num_groups, UnitState{});
 
     // Path latency per flow.
     flow_latency_ps_.assign(program_.flows.size(), 0);
@@ -321,6 +339,23 @@ class Execution {
     }
   }
 
+  /// The tasks of a unit: a collective group's list, or the one ungrouped task.
+  struct UnitMembers {
+    const TaskId* list = nullptr;  ///< null: the single task `single`
+    TaskId single = -1;
+    std::uint32_t count = 0;
+    TaskId operator[](std::uint32_t m) const { return list != nullptr ? list[m] : single; }
+  };
+  UnitMembers members_of(std::uint32_t unit) const {
+    if (unit < first_group_unit_) return {nullptr, static_cast<TaskId>(unit), 1};
+    const std::uint32_t group = unit - first_group_unit_;
+    return {unit_members_.data() + unit_offsets_[group], -1, unit_offsets_[group + 1] - unit_offsets_[group]};
+  }
+
+  UnitParts& parts_of(std::uint32_t unit) {
+    return unit < first_group_unit_ ? state_[unit].parts : units_[unit - first_group_unit_].parts;
+  }
+
   // ---- the per-instant work loop ----
   /// Drains tasks that became ready and units that ended at this instant, then sets new
   /// kernel and flow rates once for everything that changed.
@@ -343,18 +378,29 @@ class Execution {
   }
 
   void task_ready(TaskId t) {
-    const std::uint32_t unit = unit_of_[static_cast<std::size_t>(t)];
-    const std::uint32_t size = unit_offsets_[unit + 1] - unit_offsets_[unit];
-    if (++units_[unit].ready_members == size) start_unit(unit);
+    const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
+    // A task on its own starts when ready; a group when its last member is.
+    if (unit < first_group_unit_ || ++units_[unit - first_group_unit_].ready_members == members_of(unit).count) {
+      start_unit(unit);
+    }
   }
 
   void start_unit(std::uint32_t unit) {
-    UnitState& state = units_[unit];
+    UnitParts& state = parts_of(unit);
     bool has_comm = false;
-    for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1]; ++m) {
-      const TaskId t = unit_members_[m];
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
+      // The next task of this stream starts when this one ends, or later: time enough to
+      // bring its records into cache (in time order the program is visited far from
+      // sequentially, so these would be misses).
+      if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
+        __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
+        __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
+        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
+      }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
       apply_memory(t, /*at_end=*/false);
@@ -367,7 +413,6 @@ class Execution {
           break;
         case TaskKind::kComm:
           has_comm = true;
-          state.comm_work_ps = std::max(state.comm_work_ps, task.work_ps);
           ++gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
           mark_dirty(task.gpu);
           for (std::uint32_t k = 0; k < task.num_flows; ++k) start_flow(task.first_flow + k, unit);
@@ -385,13 +430,14 @@ class Execution {
   }
 
   void part_done(std::uint32_t unit) {
-    if (--units_[unit].open_parts == 0) ending_.push_back(unit);
+    if (--parts_of(unit).open_parts == 0) ending_.push_back(unit);
   }
 
   void end_unit(std::uint32_t unit) {
     const TimePs now = engine_.now();
-    for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1]; ++m) {
-      const TaskId t = unit_members_[m];
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
@@ -405,13 +451,18 @@ class Execution {
       ++ended_tasks_;
       if (options_.on_progress && ended_tasks_ % ExecOptions::kProgressTasks == 0)
         options_.on_progress(ended_tasks_, program_.tasks.size());
-      for (std::uint32_t k = successor_offsets_[ti]; k < successor_offsets_[ti + 1]; ++k) release(successors_[k]);
-      if (stream_next_[ti] >= 0) release(stream_next_[ti]);
+      const TaskState& ended = state_[ti];
+      for (std::uint32_t k = ended.first_successor; k < state_[ti + 1].first_successor; ++k) release(successors_[k]);
+      if (ended.stream_next >= 0) release(ended.stream_next);
     }
   }
 
   void release(TaskId t) {
-    if (--pending_[static_cast<std::size_t>(t)] == 0) ready_.push_back(t);
+    if (--state_[static_cast<std::size_t>(t)].pending == 0) {
+      // It starts within this instant: load its record while the rest of the instant runs.
+      __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(t)]);
+      ready_.push_back(t);
+    }
   }
 
   // ---- memory ----
@@ -509,14 +560,14 @@ class Execution {
         result_.flow_end_ps[f] = engine_.now();
         return;
       }
-      ++units_[unit].open_flows;
+      ++parts_of(unit).open_flows;
       engine_.schedule_after(latency, [this, f, unit] {
         flow_done(f, unit);
         settle();
       });
       return;
     }
-    ++units_[unit].open_flows;
+    ++parts_of(unit).open_flows;
     const std::uint32_t index = flows_.acquire();
     FlowRun& run = flows_[index];
     run.flow = f;
@@ -558,11 +609,16 @@ class Execution {
 
   void flow_done(std::uint32_t f, std::uint32_t unit) {
     result_.flow_end_ps[f] = engine_.now();
-    if (--units_[unit].open_flows == 0) comm_flows_done(unit);
+    if (--parts_of(unit).open_flows == 0) comm_flows_done(unit);
   }
 
   void comm_flows_done(std::uint32_t unit) {
-    const TimePs work = units_[unit].comm_work_ps;
+    TimePs work = 0;  // the largest work_ps among the unit's comm tasks
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const Task& task = program_.tasks[static_cast<std::size_t>(members[m])];
+      if (task.kind == TaskKind::kComm) work = std::max(work, task.work_ps);
+    }
     if (work == 0) {
       part_done(unit);
     } else {
@@ -622,7 +678,7 @@ class Execution {
     const std::size_t num_tasks = program_.tasks.size();
     std::vector<TaskId> stream_prev(num_tasks, -1);
     for (std::size_t t = 0; t < num_tasks; ++t) {
-      if (stream_next_[t] >= 0) stream_prev[static_cast<std::size_t>(stream_next_[t])] = static_cast<TaskId>(t);
+      if (state_[t].stream_next >= 0) stream_prev[static_cast<std::size_t>(state_[t].stream_next)] = static_cast<TaskId>(t);
     }
     auto unfinished = [&](TaskId t) { return result_.task_end_ps[static_cast<std::size_t>(t)] < 0; };
     TaskId current = -1;
@@ -641,9 +697,10 @@ class Execution {
         if (unfinished(program_.deps[task.first_dep + k])) blocker = program_.deps[task.first_dep + k];
       }
       if (blocker < 0) {  // ready, so it waits for a collective partner that is not
-        const std::uint32_t unit = unit_of_[ci];
-        for (std::uint32_t m = unit_offsets_[unit]; m < unit_offsets_[unit + 1] && blocker < 0; ++m) {
-          if (pending_[static_cast<std::size_t>(unit_members_[m])] > 0) blocker = unit_members_[m];
+        const std::uint32_t unit = state_[ci].unit;
+        const UnitMembers members = members_of(unit);
+        for (std::uint32_t m = 0; m < members.count && blocker < 0; ++m) {
+          if (state_[static_cast<std::size_t>(members[m])].pending > 0) blocker = members[m];
         }
       }
       LYNX_CHECK(blocker >= 0, "{} is unfinished but waits on nothing", task_label(current));
@@ -665,17 +722,15 @@ class Execution {
   ExecResult result_;
 
   // static structure
-  std::vector<std::uint32_t> successor_offsets_;
   std::vector<TaskId> successors_;
-  std::vector<TaskId> stream_next_;
-  std::vector<std::uint32_t> unit_of_;
-  std::vector<std::uint32_t> unit_offsets_;
-  std::vector<TaskId> unit_members_;
+  std::vector<std::uint32_t> unit_offsets_;  ///< per collective group: [offset, next offset) in unit_members_
+  std::vector<TaskId> unit_members_;         ///< members of the collective groups
+  std::uint32_t first_group_unit_ = 0;       ///< units below are ungrouped tasks (unit t = task t), from here groups
   std::vector<TimePs> flow_latency_ps_;
 
   // dynamic state
-  std::vector<std::uint32_t> pending_;  ///< per task: unfinished deps + unfinished stream predecessor
-  std::vector<UnitState> units_;
+  std::vector<TaskState> state_;  ///< per task, plus one sentinel
+  std::vector<UnitState> units_;  ///< per collective group
   std::vector<GpuState> gpus_;
   std::vector<MemoryTracker> memory_;
   Pool<KernelRun> kernels_;

@@ -68,13 +68,12 @@ struct MemEffect {
   bool at_end = false;  ///< false: applied at task start; true: at task end
 };
 
+// Field order keeps the struct at 56 bytes (no padding holes): millions of tasks per program.
 struct Task {
-  GpuId gpu = 0;
-  StreamId stream = 0;
-  TaskKind kind = TaskKind::kKernel;
-  Category category = Category::kCompute;
   /// kKernel: solo duration. kComm: fixed latency added after all its flows complete.
   TimePs work_ps = 0;
+  GpuId gpu = 0;
+  StreamId stream = 0;
   std::uint32_t name = 0;      ///< index into Program::names (trace label)
   std::uint32_t instance = 0;  ///< index into Program::instances: label prefix (e.g. "mb3.L12.")
   /// Collective rendezvous: tasks with the same group >= 0 start together once all are ready,
@@ -83,6 +82,8 @@ struct Task {
   std::uint32_t first_dep = 0, num_deps = 0;  ///< Program::deps: tasks that must end first
   std::uint32_t first_flow = 0, num_flows = 0;
   std::uint32_t first_mem = 0, num_mem = 0;
+  TaskKind kind = TaskKind::kKernel;
+  Category category = Category::kCompute;
 };
 
 /// Tasks on one (gpu, stream) run in the order they appear in `tasks` (CUDA stream FIFO);
