@@ -201,6 +201,8 @@ std::string summary_text(const SweepSummary& s) {
 }
 
 std::string skip_reason(const std::string& message) {
+  constexpr std::string_view kFailed = "simulation failed: ";
+  if (message.rfind(kFailed, 0) == 0) return std::string(kFailed) + skip_reason(message.substr(kFailed.size()));
   // The part from "key '...': " on, else after the last ": " of a position prefix.
   std::size_t begin = message.find("key '");
   if (begin == std::string::npos) {
