@@ -14,16 +14,12 @@
 namespace lynx::sweep {
 namespace {
 
-/// The job size an MPI launcher announced in the environment (Open MPI's mpirun, Slurm's
-/// srun with PMI or PMIx, MPICH's hydra); 0 when no launcher started this process.
+/// The number of processes a launcher started, from the environment: Open MPI's mpirun, PMI or
+/// PMIx (MPICH's hydra, srun --mpi=...), or srun's step size (SLURM_STEP_NUM_TASKS, also set
+/// without an MPI plugin); 0 when no launcher started this process.
 int launcher_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
-    if (const char* value = std::getenv(name)) {
-      // Slurm sets SLURM_NTASKS in a batch script too; only srun's tasks have SLURM_PROCID.
-      if (std::strcmp(name, "SLURM_NTASKS") == 0 && std::getenv("SLURM_PROCID") == nullptr) continue;
-      return std::atoi(value);
-    }
-  }
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS"})
+    if (const char* value = std::getenv(name)) return std::atoi(value);
   return std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr ? 1 : 0;
 }
 

@@ -63,8 +63,10 @@ void count(SweepSummary& summary, std::map<std::string, SkipReason>& reasons, co
       if (reason.count++ == 0) {
         reason.first_point = index;
         reason.first_message = outcome.text;
-        for (const std::string& o : grid.overrides(index))
-          reason.first_values += (reason.first_values.empty() ? "" : " ") + o;
+        for (const std::string& o : grid.overrides(index)) {
+          if (!reason.first_values.empty()) reason.first_values += ' ';
+          reason.first_values += o;
+        }
       }
       break;
     }

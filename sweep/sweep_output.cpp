@@ -67,7 +67,10 @@ std::string RowWriter::header() const {
     case OutputFormat::kTable: return {};
     case OutputFormat::kCsv: {
       std::string line;
-      for (const std::string& name : names) line += (line.empty() ? "" : ",") + runner::csv_cell(FieldValue::of_text(name));
+      for (const std::string& name : names) {
+        if (!line.empty()) line += ',';
+        line += runner::csv_cell(FieldValue::of_text(name));
+      }
       return fmt::format(
           "# lynxsim {} sweep, grid hash {}: one row per valid point, in point order; times are "
           "simulated (wall times left out); docs/sweep.md\n{}\n",
@@ -75,7 +78,10 @@ std::string RowWriter::header() const {
     }
     case OutputFormat::kJsonLines: {
       std::string columns;
-      for (const std::string& name : names) columns += (columns.empty() ? "" : ",") + sim::json_string(name);
+      for (const std::string& name : names) {
+        if (!columns.empty()) columns += ',';
+        columns += sim::json_string(name);
+      }
       return fmt::format(R"({{"lynxsim_sweep":{},"grid_hash":"{}","points":{},"columns":[{}]}})" "\n",
                          sim::json_string(runner::lynxsim_version()), grid_.hash, grid_.point_count(),
                          columns);

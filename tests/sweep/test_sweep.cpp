@@ -359,3 +359,20 @@ TEST_CASE("wall-clock result fields are exactly the *_seconds ones, and sweep ro
   CHECK(header.find("iteration_time_s") != std::string::npos);
   CHECK(header.find("_seconds") == std::string::npos);
 }
+
+TEST_CASE("every example grid in scenarios/examples/sweeps reads and has valid points") {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/examples/sweeps")) {
+    if (entry.path().extension() != ".yaml") continue;
+    CAPTURE(entry.path().string());
+    const Grid grid = read_grid_file(entry.path().string());
+    CHECK(grid.point_count() > 1);
+    const RowWriter writer(grid, OutputFormat::kCsv);
+    bool some_valid = false;
+    for (std::uint64_t i = 0; i < grid.point_count() && !some_valid; ++i)
+      some_valid = evaluate_point(grid, writer, i, false).kind == PointOutcome::Kind::kValid;
+    CHECK(some_valid);
+    ++count;
+  }
+  CHECK(count >= 1);
+}

@@ -1,8 +1,12 @@
 #!/usr/bin/python3
-"""`lynxsim sweep` under MPI: 2 ranks write exactly the bytes of a single-process run (CSV and
-JSON lines), resume under MPI, and an error on the ranks ends the job instead of hanging.
+"""End-to-end checks of `lynxsim sweep`.
 
-Usage: check_sweep_mpi.py LYNXSIM_BINARY MPIEXEC   (exit 77: mpirun is not Open MPI, skipped)
+cli: exit codes and one-line errors, the stdout table, progress lines off a terminal.
+mpi: 2 ranks write exactly the bytes of a single-process run (CSV and JSON lines), resume under
+MPI, and an error on the ranks ends the job instead of hanging.
+
+Usage: check_sweep.py LYNXSIM_BINARY cli
+       check_sweep.py LYNXSIM_BINARY mpi MPIEXEC   (exit 77: mpirun is not Open MPI, skipped)
 """
 import os
 import subprocess
@@ -38,8 +42,47 @@ def read(path):
         return f.read()
 
 
-def main():
-    lynxsim, mpiexec = sys.argv[1], sys.argv[2]
+def write_grid(tmp, text=GRID):
+    with open(os.path.join(tmp, "tiny.yaml"), "w") as f:
+        f.write(BASE)
+    grid = os.path.join(tmp, "grid.yaml")
+    with open(grid, "w") as f:
+        f.write(text)
+    return grid
+
+
+def one_line_error(p, *needles):
+    err = p.stderr.strip()
+    if err.count("\n") != 0 or not err.startswith("lynxsim: error: ") or any(n not in err for n in needles):
+        sys.exit(f"FAIL: expected one error line with {needles}, got:\n{p.stderr}")
+
+
+def case_cli(lynxsim):
+    with tempfile.TemporaryDirectory() as tmp:
+        grid = write_grid(tmp)
+        one_line_error(run([lynxsim, "sweep"], expect=1), "expected a grid file")
+        for bad in ("0", "-2", "two", "1.5"):
+            one_line_error(run([lynxsim, "sweep", grid, "--threads", bad], expect=1), f"--threads {bad}", ">= 1")
+        one_line_error(run([lynxsim, "sweep", grid, "-o", os.path.join(tmp, "out.txt")], expect=1), ".csv or .jsonl")
+        bad_grid = write_grid(tmp, GRID + "axis: {}\n")
+        one_line_error(run([lynxsim, "sweep", bad_grid], expect=1), f"{bad_grid}:8:1: unknown key 'axis'")
+        grid = write_grid(tmp)
+        p = run([lynxsim, "sweep", grid, "--threads", "2"])
+        lines = p.stdout.splitlines()
+        if not lines[0].split()[:3] == ["point", "parallel.tp", "parallel.pp"] or len(lines) < 10:
+            sys.exit(f"FAIL: stdout table:\n{p.stdout}")
+        # Off a terminal the progress is plain lines, the last one at the end; then the summary.
+        if "sweep [##############################]" not in p.stderr or "done" not in p.stderr:
+            sys.exit(f"FAIL: progress lines:\n{p.stderr}")
+        if "skipped" not in p.stderr or "filtered out by where" not in p.stderr:
+            sys.exit(f"FAIL: summary:\n{p.stderr}")
+        if "sweep" not in run([lynxsim, "--help"]).stdout or "--threads" not in run([lynxsim, "sweep", "--help"]).stdout:
+            sys.exit("FAIL: help")
+    print("ok")
+    return 0
+
+
+def case_mpi(lynxsim, mpiexec):
     version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True)
     text = version.stdout + version.stderr
     if "Open MPI" not in text and "open-mpi.org" not in text and "OpenRTE" not in text:
@@ -49,11 +92,7 @@ def main():
     # network interface worth using; shared memory (vader) carries everything.
     mpirun = [mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader", "-np", "2"]
     with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "tiny.yaml"), "w") as f:
-            f.write(BASE)
-        grid = os.path.join(tmp, "grid.yaml")
-        with open(grid, "w") as f:
-            f.write(GRID)
+        grid = write_grid(tmp)
         for ext in ("csv", "jsonl"):
             single = os.path.join(tmp, f"single.{ext}")
             ranks = os.path.join(tmp, f"ranks.{ext}")
@@ -91,4 +130,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[2] == "cli":
+        sys.exit(case_cli(sys.argv[1]))
+    sys.exit(case_mpi(sys.argv[1], sys.argv[3]))
