@@ -84,7 +84,9 @@ Ranks::~Ranks() {
 
 void Ranks::broadcast(std::vector<std::uint64_t>& words) const {
   if (size_ == 1) return;
-#ifdef LYNXSIM_WITH_MPI
+#ifndef LYNXSIM_WITH_MPI
+  (void)words;
+#else
   unsigned long long count = words.size();
   check_mpi(MPI_Bcast(&count, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
   words.resize(static_cast<std::size_t>(count));
