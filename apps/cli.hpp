@@ -35,5 +35,6 @@ int cmd_plan(const std::vector<std::string>& argv);
 int cmd_figures(const std::vector<std::string>& argv);
 int cmd_fit(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
+int cmd_sweep(const std::vector<std::string>& argv);
 
 }  // namespace lynx::apps

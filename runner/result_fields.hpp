@@ -52,6 +52,9 @@ struct ResultField {
   TableStyle table;
   /// The value in `result`; stage fields read `stage`, run fields ignore it.
   FieldValue (*value)(const SimResult& result, const StageBreakdown& stage);
+  /// A wall time of this program (name ends in `_seconds`), not a simulated quantity: it
+  /// differs from run to run, so `lynxsim sweep` leaves it out of its rows.
+  bool wall_clock = false;
 };
 
 /// Every field, run-level ones first, in the order every writer uses.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -331,6 +332,9 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
     milp.add_row(-infinity, order, 0.0);
   }
 
+  // CBC's solve driver is not known to be reentrant; sweeps plan on several threads.
+  static std::mutex cbc_mutex;
+  const std::lock_guard lock(cbc_mutex);
   CbcModelHandle handle;
   Cbc_Model* model = handle.get();
   milp.load_into(model);

@@ -22,7 +22,8 @@ struct MilpOptions {
 /// on the chosen assignment. When even the least-memory assignment does not fit, returns that
 /// assignment with feasible = false and status "infeasible". Throws lynx::Error on malformed
 /// input (layers < 1, no options, window_ps.size() != layers, negative sizes or times).
-/// Call it from one thread at a time: CBC's solve driver is not known to be reentrant.
+/// Safe from several threads: the CBC solves themselves run one at a time (a lock), because
+/// CBC's solve driver is not known to be reentrant.
 StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options);
 
 }  // namespace lynx::strategies

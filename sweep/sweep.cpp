@@ -1,0 +1,249 @@
+#include "sweep/sweep.hpp"
+
+#include "common/clock.hpp"
+#include "common/error.hpp"
+#include "common/progress.hpp"
+#include "model/gpt.hpp"
+#include "model/resolved_scenario.hpp"
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sweep/ordered_pool.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+namespace lynx::sweep {
+namespace {
+
+PointOutcome skipped(const std::string& message) {
+  return {PointOutcome::Kind::kSkipped, false, message};
+}
+
+/// Whether every filter holds for the read scenario (its model preset filled in, so keys such
+/// as model.layers have their values). Empty when the model does not resolve: the point is
+/// invalid and resolve_scenario says why.
+std::optional<bool> filters_hold(const Grid& grid, const UnresolvedScenario& read) {
+  Scenario scenario = read.scenario;
+  try {
+    scenario.model = model::resolve_model(scenario.model);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  for (const Filter& filter : grid.filters)
+    if (!filter.holds([&](const std::string& key) { return scenario_value(scenario, key); })) return false;
+  return true;
+}
+
+/// The threads a rank uses: as asked, else its share of the machine's cores.
+int thread_count(const SweepRequest& request, const Ranks& ranks) {
+  if (request.threads > 0) return request.threads;
+  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::max(1, cores / ranks.ranks_on_node());
+}
+
+/// Counts one outcome into the summary.
+void count(SweepSummary& summary, std::map<std::string, SkipReason>& reasons, const Grid& grid,
+           std::uint64_t index, const PointOutcome& outcome) {
+  switch (outcome.kind) {
+    case PointOutcome::Kind::kRow:
+      ++summary.rows;
+      if (outcome.oom) ++summary.oom_rows;
+      break;
+    case PointOutcome::Kind::kValid: break;
+    case PointOutcome::Kind::kFiltered: ++summary.filtered; break;
+    case PointOutcome::Kind::kSkipped: {
+      ++summary.skipped;
+      SkipReason& reason = reasons[skip_reason(outcome.text)];
+      if (reason.count++ == 0) {
+        reason.first_point = index;
+        reason.first_message = outcome.text;
+        for (const std::string& o : grid.overrides(index)) {
+          if (!reason.first_values.empty()) reason.first_values += ' ';
+          reason.first_values += o;
+        }
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+PointOutcome evaluate_point(const Grid& grid, const RowWriter& writer, std::uint64_t index,
+                            bool simulate) {
+  UnresolvedScenario read;
+  try {
+    read = read_scenario_text(grid.base_text, grid.base_label, grid.overrides(index));
+  } catch (const Error& e) {
+    return skipped(e.what());
+  }
+  if (!grid.filters.empty()) {
+    const std::optional<bool> hold = filters_hold(grid, read);
+    if (hold.has_value() && !*hold) return {PointOutcome::Kind::kFiltered, false, {}};
+  }
+  std::optional<model::ResolvedScenario> resolved;
+  try {
+    resolved.emplace(model::resolve_scenario(read));
+  } catch (const Error& e) {
+    return skipped(e.what());
+  }
+  if (!simulate) return {PointOutcome::Kind::kValid, false, {}};
+  try {
+    const runner::SimRun run = runner::simulate(*resolved);
+    return {PointOutcome::Kind::kRow, run.result.oom, writer.row(index, run.result)};
+  } catch (const Error& e) {
+    return skipped(fmt::format("simulation failed: {}", e.what()));
+  }
+}
+
+SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ostream& table_out) {
+  const WallClock::time_point start = WallClock::now();
+  const Grid grid = read_grid_file(request.grid_path);
+  const RowWriter writer(grid, output_format_for(request.output_path));
+  SweepSummary summary;
+  summary.points = grid.point_count();
+  summary.threads = thread_count(request, ranks);
+  summary.ranks = ranks.size();
+
+  // Rank 0 reads what an interrupted run left and tells every rank which points have rows.
+  ExistingRows existing;
+  if (ranks.is_root() && !request.output_path.empty())
+    existing = read_existing_rows(request.output_path, writer, grid);
+  std::vector<std::uint64_t> done = existing.points;
+  ranks.broadcast(done);
+  // Points before the last row that have none were filtered or skipped: they are only checked
+  // again (for the summary), never simulated.
+  const std::uint64_t first_new = done.empty() ? 0 : done.back() + 1;
+  auto is_done = [&](std::uint64_t i) { return std::binary_search(done.begin(), done.end(), i); };
+  auto owner = [&](std::uint64_t i) { return static_cast<int>(i % static_cast<std::uint64_t>(ranks.size())); };
+
+  std::vector<std::uint64_t> mine;  // this rank's share, in point order
+  for (std::uint64_t i = static_cast<std::uint64_t>(ranks.rank()); i < summary.points;
+       i += static_cast<std::uint64_t>(ranks.size()))
+    if (!is_done(i)) mine.push_back(i);
+  OrderedPool<PointOutcome> pool(mine, summary.threads, [&](std::uint64_t i) {
+    return evaluate_point(grid, writer, i, i >= first_new);
+  });
+  std::map<std::string, SkipReason> reasons;
+
+  if (!ranks.is_root()) {
+    while (pool.has_next()) {
+      auto [index, outcome] = pool.next();
+      count(summary, reasons, grid, index, outcome);
+      ranks.send_to_root(index, outcome);
+    }
+    summary.seconds = seconds_since(start);
+    return summary;
+  }
+
+  std::optional<OutputStream> out;
+  if (!request.output_path.empty()) out.emplace(request.output_path, writer, existing);
+  std::vector<std::string> table_rows;
+  ProgressBar progress(summary.points - done.size(), "sweep", request.progress);
+  std::uint64_t handled = 0;
+  for (std::uint64_t i = 0; i < summary.points; ++i) {
+    if (is_done(i)) {
+      ++summary.rows;
+      ++summary.rows_resumed;
+      continue;
+    }
+    PointOutcome outcome;
+    if (owner(i) == 0) {
+      auto [index, local] = pool.next();
+      LYNX_CHECK(index == i, "pool returned point {}, expected {}", index, i);
+      outcome = std::move(local);
+    } else {
+      outcome = ranks.receive(owner(i), i);
+    }
+    if (outcome.kind == PointOutcome::Kind::kValid)
+      fail("-o {}: point {} is valid but has no row, though later points have rows: the file "
+           "was not written by this sweep; remove it or choose another -o",
+           request.output_path, i);
+    count(summary, reasons, grid, i, outcome);
+    if (outcome.kind == PointOutcome::Kind::kRow) {
+      if (out) out->write(outcome.text);
+      else table_rows.push_back(std::move(outcome.text));
+    }
+    progress.update(++handled, fmt::format("point {}", i));
+  }
+  progress.finish();
+  if (out) out->close();
+  if (!out) table_out << writer.table(table_rows);
+
+  for (auto& [text, reason] : reasons) {
+    reason.reason = text;
+    summary.reasons.push_back(std::move(reason));
+  }
+  std::sort(summary.reasons.begin(), summary.reasons.end(), [](const SkipReason& a, const SkipReason& b) {
+    return a.count != b.count ? a.count > b.count : a.first_point < b.first_point;
+  });
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+std::string summary_text(const SweepSummary& s) {
+  const std::uint64_t simulated = s.rows - s.rows_resumed;
+  std::string out = fmt::format("sweep: {} points: {} rows ({} out of memory", s.points, s.rows, s.oom_rows);
+  if (s.rows_resumed > 0) out += fmt::format(", {} already in the file", s.rows_resumed);
+  out += fmt::format("), {} filtered out by where, {} skipped; {} simulated in {:.2f} s ({:.1f} points/s) on {} "
+                     "thread{} x {} rank{}\n",
+                     s.filtered, s.skipped, simulated, s.seconds,
+                     s.seconds > 0 ? static_cast<double>(simulated) / s.seconds : 0.0, s.threads,
+                     s.threads == 1 ? "" : "s", s.ranks, s.ranks == 1 ? "" : "s");
+  if (s.skipped > 0) out += fmt::format("skipped {}:\n", s.skipped);
+  for (const SkipReason& r : s.reasons)
+    out += fmt::format("  {} x {} (first: point {}: {})\n", r.count, r.reason, r.first_point, r.first_values);
+  return out;
+}
+
+std::string skip_reason(const std::string& message) {
+  constexpr std::string_view kFailed = "simulation failed: ";
+  if (message.rfind(kFailed, 0) == 0) return std::string(kFailed) + skip_reason(message.substr(kFailed.size()));
+  // The part from "key '...': " on, else after the last ": " of a position prefix.
+  std::size_t begin = message.find("key '");
+  if (begin == std::string::npos) {
+    const std::size_t set = message.rfind(": --set ");
+    begin = set == std::string::npos ? message.find(": ") : message.find(": ", set + 8);
+    begin = begin == std::string::npos ? 0 : begin + 2;
+  }
+  std::string text = message.substr(begin);
+  // Cut the advice after the message: "key 'k': what: advice" -> "key 'k': what".
+  const std::size_t key_end = text.rfind("key '", 0) == 0 ? text.find("': ") : std::string::npos;
+  const std::size_t advice = text.find(": ", key_end == std::string::npos ? 0 : key_end + 3);
+  if (advice != std::string::npos) text.resize(advice);
+  // Drop parenthesised numbers ("(24)", "(5 × 1 = 5)") and name the other numbers N.
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') {
+      const std::size_t close = text.find(')', i);
+      if (close != std::string::npos &&
+          std::any_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(close),
+                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+        i = close;
+        continue;
+      }
+    }
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      const bool in_word = i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.' ||
+                                     text[i - 1] == '-' || text[i - 1] == '_');
+      if (in_word) {
+        out += text[i];
+        continue;
+      }
+      while (i + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '.')) ++i;
+      out += 'N';
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+}  // namespace lynx::sweep
