@@ -18,7 +18,8 @@ def main(root):
         if rel.startswith(EXEMPT):
             continue
         for name in files:
-            if name.endswith((".png", ".pdf")):
+            # A git worktree's `.git` is a file naming the main checkout: not repository content.
+            if name.endswith((".png", ".pdf")) or name == ".git":
                 continue
             path = os.path.join(folder, name)
             try:
