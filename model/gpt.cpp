@@ -117,6 +117,20 @@ void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
             fmt::format("seq_len² {}² x micro_batch {} x heads {}", s, b, a));
   require(try_product({kSizeHeadroom, h, widest}), {"model.hidden", "model.ffn_hidden", "model.vocab"},
           "a weight matrix's size", fmt::format("hidden {} x {}", h, widest));
+  // What one GPU holds at once: every layer's tensors for each micro-batch in flight (all of
+  // them with GPipe, up to pp · virtual_stages with 1F1B), so memory sums stay in 64 bits too.
+  const std::int64_t per_token = m.flash_attention ? widest : std::max(widest, s * a);
+  const std::int64_t micro_batches =
+      p.global_batch / std::max<std::int64_t>(1, std::int64_t{p.micro_batch} * p.dp);
+  const std::int64_t in_flight = p.schedule == ScheduleKind::kGpipe
+                                     ? micro_batches
+                                     : std::int64_t{p.pp} * p.virtual_stages;
+  require(try_product({kSizeHeadroom, s, b, per_token, m.layers, std::max<std::int64_t>(1, in_flight)}),
+          {"model.layers", "parallel.global_batch", "parallel.schedule", "model.seq_len",
+           "parallel.micro_batch"},
+          "the activations one GPU holds",
+          fmt::format("seq_len {} x micro_batch {} x {} per token x {} layers x {} micro-batches in "
+                      "flight", s, b, per_token, m.layers, in_flight));
 }
 
 void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {

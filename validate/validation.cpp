@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -66,7 +67,10 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   sc.model.layers = run.layers;
   sc.model.hidden = run.hidden;
   sc.model.heads = run.heads;
-  sc.model.ffn_hidden = 0;  // 4 · hidden, computed (overflow-checked) when resolved
+  // Megatron's default 4 · hidden; one that does not fit an int is left 0 for resolution to
+  // refuse (the range check names model.hidden).
+  const std::int64_t ffn = checked_product("4 x hidden size", {4, run.hidden});
+  sc.model.ffn_hidden = ffn <= std::numeric_limits<int>::max() ? static_cast<int>(ffn) : 0;
   sc.model.seq_len = run.seq_len;
   sc.parallel.tp = run.tp;
   sc.parallel.dp = run.dp;
