@@ -63,10 +63,10 @@ void check_work_bounded(const Scenario& sc, bool one_gpu_per_stage) {
   if (w.tasks > sc.sim.max_tasks)
     fail(
         "{}: key 'sim.max_tasks': the simulation would build about {:.3g} tasks ({}), more than "
-        "sim.max_tasks = {} (about {:.0f} min and {:.1f} GiB); {}, or raise sim.max_tasks for a "
+        "sim.max_tasks = {} (about {:.1f} GiB and {:.0f} s of CPU); {}, or raise sim.max_tasks for a "
         "deliberately huge run",
         sc.source_file, static_cast<double>(w.tasks), formula, sc.sim.max_tasks,
-        static_cast<double>(w.tasks) / 80e3 / 60.0, to_gib(w.bytes), remedy);
+        to_gib(w.bytes), static_cast<double>(w.tasks) * kCpuSecondsPerTask, remedy);
   const std::uint64_t usable = usable_memory_bytes();
   if (static_cast<std::uint64_t>(w.bytes) > usable)
     fail(

@@ -476,7 +476,7 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(integer_field(
       "sim.max_tasks", kScn, 1, std::numeric_limits<int>::max(),
       "refuse, before building anything, a simulation estimated to build more tasks (about "
-      "12 s and 250 MB per million); raise it for a deliberately huge run",
+      "250 MB and 2 s of CPU per million); raise it for a deliberately huge run",
       [](auto& s) -> auto& { return s.sim.max_tasks; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
