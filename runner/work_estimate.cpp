@@ -68,13 +68,16 @@ void check_work_bounded(const Scenario& sc, bool one_gpu_per_stage) {
         sc.source_file, static_cast<double>(w.tasks), formula, sc.sim.max_tasks,
         to_gib(w.bytes), static_cast<double>(w.tasks) * kCpuSecondsPerTask, remedy);
   const std::uint64_t usable = usable_memory_bytes();
+  const bool graph_dominates = w.gpus_in_topology * kTopologyBytesPerGpu > w.bytes / 2;
   if (static_cast<std::uint64_t>(w.bytes) > usable)
     fail(
         "{}: the simulation would need about {:.1f} GiB ({:.3g} tasks x {} B: {}; and {} GPUs "
         "in the link graph x {} B), more than the {:.1f} GiB of memory this machine lets it use; "
         "{}",
         sc.source_file, to_gib(w.bytes), static_cast<double>(w.tasks), kBytesPerTask, formula,
-        w.gpus_in_topology, kTopologyBytesPerGpu, to_gib(static_cast<std::int64_t>(std::min<std::uint64_t>(usable, INT64_MAX))), remedy);
+        w.gpus_in_topology, kTopologyBytesPerGpu,
+        to_gib(static_cast<std::int64_t>(std::min<std::uint64_t>(usable, INT64_MAX))),
+        graph_dominates ? "simulate a layout of fewer GPUs (parallel.tp x pp x dp)" : remedy);
 }
 
 }  // namespace lynx::runner
