@@ -37,9 +37,11 @@ int cmd_show(const std::vector<std::string>& argv) {
   fmt::print("# derived:\n");
   fmt::print("#   parameters: {:.4g} ({:.3f} B; Narayanan et al. 2021 Eq. 2)\n",
              model::parameter_count(m), model::parameter_count(m) / 1e9);
-  fmt::print("#   GPUs used: {} of {} (tp {} × pp {} × dp {})\n", p.tp * p.pp * p.dp,
-             scenario.hardware.nodes * scenario.hardware.gpus_per_node, p.tp, p.pp, p.dp);
-  fmt::print("#   micro-batches per pipeline: {}\n", p.global_batch / (p.micro_batch * p.dp));
+  fmt::print("#   GPUs used: {} of {} (tp {} × pp {} × dp {})\n", gpus_used(p),
+             checked_product("hardware.nodes x hardware.gpus_per_node",
+                             {scenario.hardware.nodes, scenario.hardware.gpus_per_node}),
+             p.tp, p.pp, p.dp);
+  fmt::print("#   micro-batches per pipeline: {}\n", micro_batches_per_pipeline(p));
   fmt::print("#   model FLOPs per iteration: {:.4g} (every op forward + backward; Korthikanti et al. 2022 Eq. 7 when f = 4h)\n",
              model::model_flops_per_iteration(m, p.global_batch));
   return 0;

@@ -232,6 +232,8 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
 }
 
 TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases) {
+  constexpr std::string_view kWhat =
+      "a collective's time (link bandwidths hardware.node.*.bw and latencies hardware.node.*.latency)";
   TimePs total = 0;
   for (const Phase& phase : phases) {
     TimePs slowest = 0;
@@ -241,7 +243,7 @@ TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& p
                                             topo.path_latency_ps(f.src, f.dst);
       slowest = std::max(slowest, t);
     }
-    total = checked_add(total, checked_add(slowest, phase.latency_ps));
+    total = checked_add(total, checked_add(slowest, phase.latency_ps, kWhat), kWhat);
   }
   return total;
 }

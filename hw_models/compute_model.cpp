@@ -40,8 +40,11 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
     memory_ps = bytes * kPsPerSecond /
                 (static_cast<double>(hw.hbm_bw_bytes_per_s) * efficiency(hw.memory_bound, bytes));
   }
-  const TimePs roofline_ps = ceil_to_int64(std::max(compute_ps, memory_ps), "kernel time in ps");
-  return checked_add(roofline_ps, hw.kernel_launch_ps);
+  const TimePs roofline_ps = ceil_to_int64(std::max(compute_ps, memory_ps),
+                                             "a kernel's time in ps (its FLOPs / hardware.gpu.peak, its "
+                                             "bytes / hardware.gpu.hbm_bw)");
+  return checked_add(roofline_ps, hw.kernel_launch_ps,
+                     "a kernel's time (hardware.gpu.kernel_launch + its roofline time)");
 }
 
 OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {

@@ -1,5 +1,6 @@
 #include "hw_models/topology.hpp"
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
@@ -7,6 +8,7 @@
 #include <boost/graph/filtered_graph.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <string>
@@ -346,7 +348,7 @@ struct Topology::Impl {
   }
 };
 
-Topology::Topology(const HardwareSpec& hw) : impl_(std::make_unique<Impl>()) {
+Topology::Topology(const HardwareSpec& hw, std::int64_t gpus_used) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
   const std::string& profile = hw.profile;
   if (hw.nodes < 1) fail("hardware '{}': nodes must be >= 1, got {}", profile, hw.nodes);
@@ -355,25 +357,31 @@ Topology::Topology(const HardwareSpec& hw) : impl_(std::make_unique<Impl>()) {
   if (hw.gpus_per_pcie_switch < 1)
     fail("hardware '{}': gpus_per_pcie_switch must be >= 1, got {}", profile,
          hw.gpus_per_pcie_switch);
-  t.nodes = hw.nodes;
+  const std::int64_t nodes_used = (gpus_used + hw.gpus_per_node - 1) / hw.gpus_per_node;
+  t.nodes = gpus_used > 0 ? static_cast<int>(std::min<std::int64_t>(hw.nodes, nodes_used)) : hw.nodes;
   t.gpus_per_node = hw.gpus_per_node;
   t.nvswitch = hw.intra_node == IntraNode::kNvSwitch;
   t.gpus_per_pcie_switch = hw.gpus_per_pcie_switch;
   t.pcie_switches_per_node = (hw.gpus_per_node + hw.gpus_per_pcie_switch - 1) /
                              hw.gpus_per_pcie_switch;
-  t.multi_node = hw.nodes > 1;
+  t.multi_node = t.nodes > 1;
   if (t.nvswitch) check_link_spec(hw.nvlink, "nvlink", profile);
   check_link_spec(hw.pcie, "pcie", profile);
   check_link_spec(hw.pcie_host, "pcie_host", profile);
   if (t.multi_node) {
     if (hw.nics_per_node < 1)
-      fail("hardware '{}': {} nodes need nics_per_node >= 1, got {}", profile, hw.nodes,
+      fail("hardware '{}': {} nodes need nics_per_node >= 1, got {}", profile, t.nodes,
            hw.nics_per_node);
     check_link_spec(hw.nic, "nic", profile);
     t.nics_per_node = hw.nics_per_node;
   }
   t.vertices_per_node = t.gpus_per_node + (t.nvswitch ? 1 : 0) + t.pcie_switches_per_node + 1 +
                         (t.multi_node ? t.nics_per_node : 0);
+  // Vertex numbers are ints (node * vertices_per_node + i): the whole graph must fit one.
+  if (checked_product("topology vertices (nodes x vertices per node)",
+                      {t.nodes, t.vertices_per_node}) >= std::numeric_limits<int>::max())
+    fail("hardware '{}': {} nodes of {} vertices each are too many to build", profile, t.nodes,
+         t.vertices_per_node);
   t.build(hw);
 }
 
@@ -412,7 +420,8 @@ const std::vector<sim::LinkId>& Topology::path(Rank src, Rank dst) const {
 TimePs Topology::path_latency_ps(Rank src, Rank dst) const {
   TimePs total = 0;
   for (sim::LinkId link : path(src, dst))
-    total = checked_add(total, impl_->links[static_cast<std::size_t>(link)].latency_ps);
+    total = checked_add(total, impl_->links[static_cast<std::size_t>(link)].latency_ps,
+                        "a path's latency (the hardware.node.*.latency of its links)");
   return total;
 }
 

@@ -17,8 +17,10 @@ class Topology {
  public:
   /// Builds the link graph; throws lynx::Error for an invalid shape (nodes, gpus_per_node,
   /// gpus_per_pcie_switch, zero bandwidths of links that exist, no NICs on a
-  /// multi-node cluster). NICs and the fabric exist only when nodes > 1.
-  explicit Topology(const HardwareSpec& hw);
+  /// multi-node cluster). NICs and the fabric exist only when nodes > 1. With `gpus_used` > 0
+  /// only the first ceil(gpus_used / gpus_per_node) nodes are built (the ones a layout of that
+  /// many GPUs occupies), so a large declared cluster costs nothing it does not use.
+  explicit Topology(const HardwareSpec& hw, std::int64_t gpus_used = 0);
   ~Topology();
   Topology(Topology&&) noexcept;
   Topology& operator=(Topology&&) noexcept;

@@ -1,12 +1,16 @@
 #include "model/gpt.hpp"
 
 #include "common/bytes.hpp"
+#include "common/checked.hpp"
 
 #include "common/error.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <limits>
+#include <optional>
 #include <string_view>
 
 namespace lynx::model {
@@ -87,6 +91,48 @@ void require_resolved(const ModelSpec& m) {
              m.layers, m.hidden, m.heads, m.ffn_hidden);
 }
 
+/// Headroom factor over the largest per-element byte and FLOP multipliers the op graph applies
+/// (34 bytes per logit, 5 bytes per attention score, 3 matrices per GEMM): with every size below
+/// checked at 64x, each product this file forms stays inside 64 bits.
+constexpr std::int64_t kSizeHeadroom = 64;
+
+/// Refuses a shape whose tensors or parameter counts do not fit 64-bit integers, naming the keys
+/// (the fields' ranges admit such products: s² · a · b reaches 2^68).
+void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
+  const std::int64_t s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads;  // a > 0
+  const std::int64_t widest = std::max<std::int64_t>({h, m.ffn_hidden, m.vocab});
+  auto require = [](std::optional<std::int64_t> product, std::vector<std::string> keys,
+                    std::string_view what, std::string_view formula) {
+    if (!product)
+      fail_layout(std::move(keys), "{} ({}) does not fit in 64-bit integers; make it smaller", what,
+                  formula);
+  };
+  require(try_product({kSizeHeadroom, s, b, widest}),
+          {"model.seq_len", "parallel.micro_batch", "model.vocab", "model.ffn_hidden", "model.hidden"},
+          "an activation's size", fmt::format("seq_len {} x micro_batch {} x {}", s, b, widest));
+  if (!m.flash_attention)
+    require(try_product({kSizeHeadroom, s, s, b, a}),
+            {"model.seq_len", "parallel.micro_batch", "model.heads", "model.flash_attention"},
+            "the attention scores' size",
+            fmt::format("seq_len² {}² x micro_batch {} x heads {}", s, b, a));
+  require(try_product({kSizeHeadroom, h, widest}), {"model.hidden", "model.ffn_hidden", "model.vocab"},
+          "a weight matrix's size", fmt::format("hidden {} x {}", h, widest));
+  // What one GPU holds at once: every layer's tensors for each micro-batch in flight (all of
+  // them with GPipe, up to pp · virtual_stages with 1F1B), so memory sums stay in 64 bits too.
+  const std::int64_t per_token = m.flash_attention ? widest : std::max(widest, s * a);
+  const std::int64_t micro_batches =
+      p.global_batch / std::max<std::int64_t>(1, std::int64_t{p.micro_batch} * p.dp);
+  const std::int64_t in_flight = p.schedule == ScheduleKind::kGpipe
+                                     ? micro_batches
+                                     : std::int64_t{p.pp} * p.virtual_stages;
+  require(try_product({kSizeHeadroom, s, b, per_token, m.layers, std::max<std::int64_t>(1, in_flight)}),
+          {"model.layers", "parallel.global_batch", "parallel.schedule", "model.seq_len",
+           "parallel.micro_batch"},
+          "the activations one GPU holds",
+          fmt::format("seq_len {} x micro_batch {} x {} per token x {} layers x {} micro-batches in "
+                      "flight", s, b, per_token, m.layers, in_flight));
+}
+
 void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
   require_resolved(m);
   if (p.tp < 1) fail_layout({"parallel.tp"}, "parallel.tp must be >= 1, got {}", p.tp);
@@ -108,6 +154,7 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
                 "model.vocab ({}) is not divisible by parallel.tp ({}): pad the vocabulary to a "
                 "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
                 m.vocab, p.tp);
+  check_sizes_fit(m, p);
   if (p.sequence_parallel && m.seq_len % p.tp != 0)
     fail_layout({"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
                 "model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence "
@@ -321,7 +368,13 @@ ModelSpec resolve_model(const ModelSpec& spec) {
                 "model.heads (got layers {}, hidden {}, heads {}); or name a preset: {}",
                 m.layers, m.hidden, m.heads, joined_preset_names());
   }
-  if (m.ffn_hidden == 0) m.ffn_hidden = 4 * m.hidden;  // GPT convention: f = 4h
+  if (m.ffn_hidden == 0) {  // GPT convention: f = 4h
+    const std::int64_t four_h = checked_product("model.ffn_hidden = 4 x model.hidden", {4, m.hidden});
+    if (four_h > std::numeric_limits<int>::max())
+      fail_layout({"model.hidden"}, "model.hidden ({}) is too large: 4 x hidden = {} (ffn_hidden)",
+                  m.hidden, four_h);
+    m.ffn_hidden = static_cast<int>(four_h);
+  }
   const std::array<std::pair<const char*, int>, 6> positive{{{"layers", m.layers},
                                                               {"hidden", m.hidden},
                                                               {"heads", m.heads},
@@ -346,7 +399,8 @@ void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   if (p.virtual_stages < 1)
     fail_layout({"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",
                 p.virtual_stages);
-  const int chunks = p.pp * p.virtual_stages;
+  const std::int64_t chunks =
+      checked_product("parallel.pp x parallel.virtual_stages", {p.pp, p.virtual_stages});
   if (m.layers % chunks != 0)
     fail_layout({"model.layers", "parallel.pp", "parallel.virtual_stages"},
                 "model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages "

@@ -35,6 +35,7 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
 }
 
 ResolvedScenario resolve_scenario(const Scenario& scenario, const std::string& label) {
+  check_scenario_ranges(scenario, label);  // built in code: no file's fields were range-checked
   return resolve_scenario(UnresolvedScenario{scenario, KeyOrigins(label)});
 }
 

@@ -8,6 +8,8 @@
 #include "runner/engine_runs.hpp"
 #include "runner/planning.hpp"
 #include "runner/step_progress.hpp"
+#include "runner/work_estimate.hpp"
+#include "schedule/program_builder.hpp"
 #include "schedule/overlap_windows.hpp"
 #include "strategies/recompute_plan.hpp"
 
@@ -54,7 +56,11 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   const Scenario& sc = resolved.scenario();
   const ParallelSpec& p = sc.parallel;
 
-  const hw_models::Topology topo(sc.hardware);
+  // Bounded work: refuse what cannot finish before building anything (first as if the
+  // symmetry reduction applied, which needs the topology to decide; then as it is decided).
+  check_work_bounded(sc, sc.sim.exploit_symmetry && p.tp * p.dp > 1);
+  const hw_models::Topology topo(sc.hardware, gpus_used(p));
+  if (!schedule::simulates_one_gpu_per_stage(sc, topo)) check_work_bounded(sc, false);
   const int virtual_stages = p.pp * p.virtual_stages;
   const model::Workload workload = model::gpt_workload(sc.model, p);
   SimResult& r = run.result;
@@ -100,8 +106,8 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   r.strategy = run.plan.strategy;
   r.strategy_requested = options.plan ? options.plan->strategy : recompute_kind_name(kind);
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
-  r.gpus = p.tp * p.pp * p.dp;
-  r.micro_batches = p.global_batch / (p.micro_batch * p.dp);
+  r.gpus = static_cast<int>(gpus_used(p));
+  r.micro_batches = static_cast<int>(micro_batches_per_pipeline(p));
   r.symmetric = run.built.symmetric;
   r.events = run.exec.events;
   r.event_fingerprint = run.exec.fingerprint;

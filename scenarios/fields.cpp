@@ -14,6 +14,23 @@ namespace {
 
 using units::Bound;
 
+// Ranges of the integer fields: physical sizes with a wide margin above the largest real runs,
+// so every real model and sweep fits and the products of these fields (tensor bytes, GPU and
+// task counts) stay inside 64 bits. The models that set them:
+constexpr int kMaxLayers = 4096;        // GPT-1T 128, Llama 3 405B 126; DeepNet trained 1000
+constexpr int kMaxHidden = 131072;      // GPT-1T 25600, Llama 3 405B 16384
+constexpr int kMaxHeads = 4096;         // GPT-1T 160, Llama 3 405B 128
+constexpr int kMaxFfnHidden = 524288;   // 4 x kMaxHidden; Llama 3 405B 53248
+constexpr int kMaxSeqLen = 1048576;     // 1M-token contexts (Llama 3.1 128k)
+constexpr int kMaxVocab = 1048576;      // Llama 3 128256, Gemma 256000
+constexpr int kMaxTp = 1024;            // Megatron runs use tp <= 8 (one NVLink domain), NVL72 72
+constexpr int kMaxPp = 1024;            // GPT-1T pp 64 (Narayanan et al. 2021, Table 1)
+constexpr int kMaxDp = 1048576;         // Llama 3 405B dp 128 on 16384 GPUs
+constexpr int kMaxMicroBatch = 65536;   // sequences per micro-batch
+constexpr int kMaxGlobalBatch = 16777216;  // GPT-3 1536, Llama 3 ~2000 sequences
+constexpr int kMaxNodes = 131072;       // 1M GPUs at 8 per node (largest clusters: ~25k nodes)
+constexpr int kMaxGpusPerNode = 1024;   // DGX 8, GB200 NVL72 72; also bounds NICs, GPUs per switch
+
 /// Field builders. `access` is a generic lambda `[](auto& s) -> auto& { return s.x.y; }` so one
 /// accessor serves both the setter (Scenario&) and the getter (const Scenario&).
 FieldDesc base(std::string key, FieldPlace place, FieldType type, std::string meaning) {
@@ -25,15 +42,17 @@ FieldDesc base(std::string key, FieldPlace place, FieldType type, std::string me
   return f;
 }
 
+/// An integer in [min_value, max_value]: the range is documented and checked where the value
+/// is read, so every later product of these fields stays far inside 64 bits.
 template <typename Access>
-FieldDesc integer_field(std::string key, FieldPlace place, int min_value, std::string meaning,
-                        Access access) {
+FieldDesc integer_field(std::string key, FieldPlace place, int min_value, int max_value,
+                        std::string meaning, Access access) {
   FieldDesc f = base(std::move(key), place, FieldType::kInteger, std::move(meaning));
-  f.lower_bound = fmt::format(">= {}", min_value);
-  f.set = [access, min_value](Scenario& s, std::string_view text) {
+  f.lower_bound = fmt::format(">= {}, <= {}", min_value, max_value);
+  f.set = [access, min_value, max_value](Scenario& s, std::string_view text) {
     const std::int64_t value = units::parse_integer(text);
-    if (value < min_value) fail("must be >= {}, got {}", min_value, value);
-    if (value > std::numeric_limits<int>::max()) fail("{} is too large", value);
+    if (value < min_value || value > max_value)
+      fail("must be between {} and {}, got {}", min_value, max_value, value);
     access(s) = static_cast<int>(value);
   };
   f.get = [access](const Scenario& s) { return std::to_string(access(s)); };
@@ -255,45 +274,45 @@ std::vector<FieldDesc> scenario_field_table() {
       [](auto& s) -> auto& { return s.model.preset; }));
   t.back().default_text = "none (custom model)";
   t.push_back(integer_field(
-      "model.layers", kScn, 0, "transformer layers; 0 = from the preset",
+      "model.layers", kScn, 0, kMaxLayers, "transformer layers; 0 = from the preset",
       [](auto& s) -> auto& { return s.model.layers; }));
   t.push_back(integer_field(
-      "model.hidden", kScn, 0, "hidden size h; 0 = from the preset",
+      "model.hidden", kScn, 0, kMaxHidden, "hidden size h; 0 = from the preset",
       [](auto& s) -> auto& { return s.model.hidden; }));
   t.push_back(integer_field(
-      "model.heads", kScn, 0, "attention heads a; 0 = from the preset",
+      "model.heads", kScn, 0, kMaxHeads, "attention heads a; 0 = from the preset",
       [](auto& s) -> auto& { return s.model.heads; }));
   t.push_back(integer_field(
-      "model.ffn_hidden", kScn, 0, "MLP inner size; 0 = from the preset, else 4 * hidden",
+      "model.ffn_hidden", kScn, 0, kMaxFfnHidden, "MLP inner size; 0 = from the preset, else 4 * hidden",
       [](auto& s) -> auto& { return s.model.ffn_hidden; }));
   t.push_back(integer_field(
-      "model.seq_len", kScn, 1, "sequence length s in tokens",
+      "model.seq_len", kScn, 1, kMaxSeqLen, "sequence length s in tokens",
       [](auto& s) -> auto& { return s.model.seq_len; }));
   t.push_back(integer_field(
-      "model.vocab", kScn, 1, "vocabulary size V", [](auto& s) -> auto& { return s.model.vocab; }));
+      "model.vocab", kScn, 1, kMaxVocab, "vocabulary size V", [](auto& s) -> auto& { return s.model.vocab; }));
   t.push_back(bool_field(
       "model.flash_attention", kScn, "fused attention kernel (no s^2 tensors saved)",
       [](auto& s) -> auto& { return s.model.flash_attention; }));
 
   // parallel:
   t.push_back(integer_field(
-      "parallel.tp", kScn, 1, "tensor-parallel degree",
+      "parallel.tp", kScn, 1, kMaxTp, "tensor-parallel degree",
       [](auto& s) -> auto& { return s.parallel.tp; }));
   t.push_back(integer_field(
-      "parallel.pp", kScn, 1, "pipeline-parallel degree (stages)",
+      "parallel.pp", kScn, 1, kMaxPp, "pipeline-parallel degree (stages)",
       [](auto& s) -> auto& { return s.parallel.pp; }));
   t.push_back(integer_field(
-      "parallel.dp", kScn, 1, "data-parallel degree (replicas)",
+      "parallel.dp", kScn, 1, kMaxDp, "data-parallel degree (replicas)",
       [](auto& s) -> auto& { return s.parallel.dp; }));
   t.push_back(bool_field(
       "parallel.sequence_parallel", kScn,
       "Megatron sequence parallelism (LayerNorm/dropout sharded over tp)",
       [](auto& s) -> auto& { return s.parallel.sequence_parallel; }));
   t.push_back(integer_field(
-      "parallel.micro_batch", kScn, 1, "micro-batch size b in sequences",
+      "parallel.micro_batch", kScn, 1, kMaxMicroBatch, "micro-batch size b in sequences",
       [](auto& s) -> auto& { return s.parallel.micro_batch; }));
   t.push_back(integer_field(
-      "parallel.global_batch", kScn, 1,
+      "parallel.global_batch", kScn, 1, kMaxGlobalBatch,
       "global batch B in sequences; divisible by micro_batch * dp",
       [](auto& s) -> auto& { return s.parallel.global_batch; }));
   t.push_back(choice_field<ScheduleKind>(
@@ -303,7 +322,7 @@ std::vector<FieldDesc> scenario_field_table() {
        {"interleaved", ScheduleKind::kInterleaved}},
       "pipeline schedule", [](auto& s) -> auto& { return s.parallel.schedule; }));
   t.push_back(integer_field(
-      "parallel.virtual_stages", kScn, 1,
+      "parallel.virtual_stages", kScn, 1, kMaxLayers,
       "model chunks per GPU; > 1 only with the interleaved schedule",
       [](auto& s) -> auto& { return s.parallel.virtual_stages; }));
   t.push_back(bool_field(
@@ -333,7 +352,7 @@ std::vector<FieldDesc> scenario_field_table() {
   t.back().selects_profile = true;
   t.back().default_text = "none";
   t.push_back(integer_field(
-      "nodes", kHwScn, 1, "nodes in the cluster",
+      "nodes", kHwScn, 1, kMaxNodes, "nodes in the cluster",
       [](auto& s) -> auto& { return s.hardware.nodes; }));
 
   // Profile fields (in a scenario: under hardware:, overriding the profile).
@@ -392,7 +411,7 @@ std::vector<FieldDesc> scenario_field_table() {
       "(rate = 1 / (1 + contention * n_comm))",
       [](auto& s) -> auto& { return s.hardware.contention_factor; }));
   t.push_back(integer_field(
-      "gpus_per_node", kHw, 1, "GPUs per node",
+      "gpus_per_node", kHw, 1, kMaxGpusPerNode, "GPUs per node",
       [](auto& s) -> auto& { return s.hardware.gpus_per_node; }));
   t.push_back(choice_field<IntraNode>(
       "node.intra", kHw,
@@ -407,13 +426,13 @@ std::vector<FieldDesc> scenario_field_table() {
       t, "node.pcie", "PCIe, per GPU to its PCIe switch",
       [](auto& s) -> auto& { return s.hardware.pcie; });
   t.push_back(integer_field(
-      "node.gpus_per_pcie_switch", kHw, 1, "GPUs sharing one PCIe switch uplink",
+      "node.gpus_per_pcie_switch", kHw, 1, kMaxGpusPerNode, "GPUs sharing one PCIe switch uplink",
       [](auto& s) -> auto& { return s.hardware.gpus_per_pcie_switch; }));
   add_link(
       t, "node.pcie_host", "PCIe switch uplink to the CPU root complex",
       [](auto& s) -> auto& { return s.hardware.pcie_host; });
   t.push_back(integer_field(
-      "node.nics", kHw, 1, "inter-node NICs per node (GPU i uses NIC i % nics)",
+      "node.nics", kHw, 1, kMaxGpusPerNode, "inter-node NICs per node (GPU i uses NIC i % nics)",
       [](auto& s) -> auto& { return s.hardware.nics_per_node; }));
   add_link(
       t, "node.nic", "one NIC into the inter-node fabric",
@@ -434,7 +453,7 @@ std::vector<FieldDesc> scenario_field_table() {
       "full recomputation: Megatron's recompute_method",
       [](auto& s) -> auto& { return s.recompute.method; }));
   t.push_back(integer_field(
-      "recompute.num_layers", kScn, 1,
+      "recompute.num_layers", kScn, 1, kMaxLayers,
       "full recomputation: uniform = layers per recomputed chunk, block = "
       "recomputed layers per stage",
       [](auto& s) -> auto& { return s.recompute.num_layers; }));
@@ -454,6 +473,11 @@ std::vector<FieldDesc> scenario_field_table() {
       "sim.exploit_symmetry", kScn,
       "simulate one TP rank and one DP replica (exact for symmetric plans)",
       [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
+  t.push_back(integer_field(
+      "sim.max_tasks", kScn, 1, std::numeric_limits<int>::max(),
+      "refuse, before building anything, a simulation estimated to build more tasks (about "
+      "250 MB and 2 s of CPU per million); raise it for a deliberately huge run",
+      [](auto& s) -> auto& { return s.sim.max_tasks; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

@@ -3,6 +3,7 @@
 /// one whose model preset is filled in and whose layout is checked).
 /// Every field is documented (name, unit, default, meaning) in scenarios/fields.cpp, which is
 /// also what `lynxsim show`, the loader and docs/scenario.md use — one place only.
+#include "common/checked.hpp"
 #include "sim/time.hpp"
 
 #include <array>
@@ -122,9 +123,25 @@ struct RecomputeSpec {
   TimePs solver_time_limit_ps = 10 * kPsPerS;  ///< lynx-opt / checkmate MILP time limit
 };
 
+/// Tasks a simulation may build unless the scenario raises sim.max_tasks: about 12 GiB and two
+/// minutes of CPU (measured on GPT-175B, 1024 GPUs, 4.5M tasks: 163 B and 1.5 us of CPU each).
+inline constexpr int kDefaultMaxTasks = 50'000'000;
+
 struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
+  int max_tasks = kDefaultMaxTasks;  ///< refuse a simulation estimated to build more tasks
 };
+
+/// GPUs the layout uses: tp · pp · dp (overflow-checked).
+inline std::int64_t gpus_used(const ParallelSpec& p) {
+  return checked_product("parallel.tp x parallel.pp x parallel.dp", {p.tp, p.pp, p.dp});
+}
+
+/// Micro-batches each pipeline runs per iteration: global_batch / (micro_batch · dp).
+inline std::int64_t micro_batches_per_pipeline(const ParallelSpec& p) {
+  return p.global_batch /
+         checked_product("parallel.micro_batch x parallel.dp", {p.micro_batch, p.dp});
+}
 
 struct Scenario {
   std::string name;          ///< file stem or "default"

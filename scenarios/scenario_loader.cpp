@@ -17,8 +17,8 @@
 
 #include "scenarios/embedded_files.hpp"
 #include "scenarios/fields.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
-#include "common/files.hpp"
 
 namespace lynx {
 namespace {
@@ -525,15 +525,16 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
     known_key(keys, key);
   }
   const ParallelSpec& p = s.parallel;
-  const std::int64_t batch_divisor = static_cast<std::int64_t>(p.micro_batch) * p.dp;
+  const std::int64_t batch_divisor =
+      checked_product("parallel.micro_batch x parallel.dp", {p.micro_batch, p.dp});
   if (p.global_batch % batch_divisor != 0) {
     fail("{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
          origins.origin_of("parallel.global_batch"), p.global_batch, p.micro_batch, p.dp,
          batch_divisor);
   }
-  const std::int64_t gpus_needed = static_cast<std::int64_t>(p.tp) * p.pp * p.dp;
-  const std::int64_t gpus_present =
-      static_cast<std::int64_t>(s.hardware.nodes) * s.hardware.gpus_per_node;
+  const std::int64_t gpus_needed = gpus_used(p);
+  const std::int64_t gpus_present = checked_product(
+      "hardware.nodes x hardware.gpus_per_node", {s.hardware.nodes, s.hardware.gpus_per_node});
   if (gpus_needed > gpus_present) {
     fail(
         "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
@@ -553,6 +554,18 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "{}: key 'parallel.schedule': the interleaved schedule needs parallel.virtual_stages "
         ">= 2",
         origins.origin_of(origins.blame({"parallel.schedule", "parallel.virtual_stages"})));
+  }
+}
+
+void check_scenario_ranges(const Scenario& scenario, const std::string& label) {
+  for (const FieldDesc& field : scenario_field_table()) {
+    if (field.type != FieldType::kInteger || !field.in_scenario()) continue;
+    Scenario copy = scenario;  // read the value back through its field: the one range check
+    try {
+      field.set(copy, field.get(scenario));
+    } catch (const Error& e) {
+      fail("{}: key '{}': {}", label, field.scenario_key(), e.what());
+    }
   }
 }
 

@@ -32,6 +32,9 @@ UnresolvedScenario read_default_scenario(const std::vector<std::string>& overrid
 /// The layout checks that need only the scenario (global batch, GPU count, schedule); errors
 /// point at `origins`. Called by model::resolve_scenario, with the model's own checks.
 void check_scenario_layout(const Scenario& scenario, const KeyOrigins& origins);
+/// Checks every integer field of a scenario built in code (not read from a file) against its
+/// documented range; lynx::Error "LABEL: key 'K': must be between ..." otherwise.
+void check_scenario_ranges(const Scenario& scenario, const std::string& label);
 
 /// The scenario as YAML (all fields, units written out); reading it back gives the same
 /// Scenario.

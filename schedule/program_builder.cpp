@@ -694,7 +694,7 @@ BuiltProgram Builder::build() {
   name_recompute_ = intern_name("recompute");
   prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
 
-  symmetric_ = sc_.sim.exploit_symmetry && topo_.links_private_per_gpu() && p_.tp * p_.dp > 1;
+  symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   BuiltProgram out;
   out.symmetric = symmetric_;
   out.replication = symmetric_ ? p_.tp * p_.dp : 1;
@@ -745,6 +745,11 @@ BuiltProgram Builder::build() {
 }
 
 }  // namespace
+
+bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo) {
+  return sc.sim.exploit_symmetry && sc.parallel.tp * sc.parallel.dp > 1 &&
+         topo.links_private_per_gpu();
+}
 
 BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
                            const Workload& workload) {

@@ -47,6 +47,10 @@ struct BuiltProgram {
 /// order, TP fastest, then DP, then PP.
 hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
 
+/// Whether build_program simulates one GPU per pipeline stage (sc.sim.exploit_symmetry, links
+/// private to one GPU's traffic, and more than one GPU per stage).
+bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo);
+
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With
 /// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).

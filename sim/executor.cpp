@@ -313,7 +313,8 @@ class Execution {
       const Flow& flow = program_.flows[f];
       TimePs latency = 0;
       for (std::uint32_t k = 0; k < flow.num_links; ++k) {
-        latency = checked_add(latency, machine_.links[static_cast<std::size_t>(program_.path_links[flow.first_link + k])].latency_ps);
+        latency = checked_add(latency, machine_.links[static_cast<std::size_t>(program_.path_links[flow.first_link + k])].latency_ps,
+                              "a flow's path latency (hardware.node.*.latency)");
       }
       flow_latency_ps_[f] = latency;
     }

@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 
 #include <cstdint>
+#include <string_view>
 
 namespace lynx {
 
@@ -25,10 +26,12 @@ constexpr TimePs ms_to_ps(std::int64_t ms) { return ms * kPsPerMs; }
 constexpr double ps_to_s(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerS); }
 constexpr double ps_to_us(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerUs); }
 
-/// a + b, throwing lynx::Error instead of wrapping on overflow.
-inline TimePs checked_add(TimePs a, TimePs b) {
+/// a + b, throwing lynx::Error instead of wrapping on overflow; `what` names the quantity and
+/// the scenario keys it grows with, so the message says what to change.
+inline TimePs checked_add(TimePs a, TimePs b, std::string_view what = "simulated time") {
   TimePs sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) fail("simulated time overflow: {} ps + {} ps", a, b);
+  if (__builtin_add_overflow(a, b, &sum))
+    fail("simulated time overflow (2^63 ps, 106 days) in {}: {} ps + {} ps", what, a, b);
   return sum;
 }
 
@@ -38,7 +41,9 @@ inline TimePs transfer_time_ps(std::uint64_t bytes, std::uint64_t bw_bytes_per_s
   if (bw_bytes_per_s == 0) fail("transfer of {} bytes over a link with zero bandwidth", bytes);
   const UInt128 scaled = static_cast<UInt128>(bytes) * kPsPerS;
   const UInt128 t = (scaled + bw_bytes_per_s - 1) / bw_bytes_per_s;
-  if (t > static_cast<UInt128>(INT64_MAX)) fail("transfer time of {} bytes overflows", bytes);
+  if (t > static_cast<UInt128>(INT64_MAX)) fail("transfer time of {} bytes at {} B/s overflows 2^63 ps (106 days): a link "
+                                                 "bandwidth (hardware.node.*.bw) is too small",
+                                                 bytes, bw_bytes_per_s);
   return static_cast<TimePs>(t);
 }
 

@@ -52,6 +52,10 @@ std::optional<PlanProblem> layer_problem(const LayerDecision& d, const Scenario&
     return problem("drop", fmt::format("layer {} drops group 'input' (the layer input): every plan "
                                        "keeps it, the recompute starts from it (droppable groups: "
                                        "post, proj, core, mlp)", layer));
+  if (d.keeps_everything() && d.rerun_whole_groups)
+    return problem("rerun_whole_groups",
+                   fmt::format("layer {} drops nothing, so there is no group to re-run whole "
+                               "(rerun_whole_groups goes with dropped groups)", layer));
   const bool demand = std::count(d.group.begin(), d.group.end(), Action::kRecompute) > 0;
   if (demand && d.overlapped())
     return problem("drop", fmt::format("layer {} brings some dropped groups back on demand and others "

@@ -215,8 +215,13 @@ class Reader {
                   const std::string& where) const {
     if (!map.IsMap())
       fail_at(map, where, fmt::format("expected a mapping, got {}", describe(map)));
+    std::vector<std::string> seen;
     for (const auto& kv : map) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : describe(kv.first);
+      // yaml-cpp keeps both copies of a repeated key and lookups see the first: refuse it.
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        fail_at(kv.first, join_key(where, escaped(key)), "given twice");
+      seen.push_back(key);
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       fail_at(kv.first, join_key(where, escaped(key)),
               fmt::format("unknown key (known: {})", fmt::join(known, ", ")));

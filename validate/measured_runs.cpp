@@ -1,5 +1,6 @@
 #include "validate/measured_runs.hpp"
 
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -61,10 +62,11 @@ MeasuredRun parse_row(std::string_view row, const std::string& where, int line) 
                        &run.layers, &run.seq_len, &run.tp, &run.dp, &run.pp};
   for (std::size_t c = 0; c + 1 < kColumns; ++c) *ints[c] = positive_int(fields[c], where, c);
   run.iteration_ms = positive_number(fields[kColumns - 1], where, kColumns - 1);
-  if (static_cast<long long>(run.tp) * run.dp * run.pp != run.gpus)
+  if (try_product({run.tp, run.dp, run.pp}) != run.gpus)
     fail("{}: tp · dp · pp = {} · {} · {} does not equal the {} GPUs of the row", where, run.tp,
          run.dp, run.pp, run.gpus);
-  if (run.global_batch % (static_cast<long long>(run.micro_batch) * run.dp) != 0)
+  if (run.global_batch % checked_product(fmt::format("{}: micro batch · dp", where),
+                                         {run.micro_batch, run.dp}) != 0)
     fail("{}: global batch {} is not divisible by micro batch · dp = {} · {}", where,
          run.global_batch, run.micro_batch, run.dp);
   return run;

@@ -2,6 +2,7 @@
 
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "validate/statistics.hpp"
 
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -65,15 +67,18 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   sc.model.layers = run.layers;
   sc.model.hidden = run.hidden;
   sc.model.heads = run.heads;
-  sc.model.ffn_hidden = 4 * run.hidden;
+  // Megatron's default 4 · hidden; one that does not fit an int is left 0 for resolution to
+  // refuse (the range check names model.hidden).
+  const std::int64_t ffn = checked_product("4 x hidden size", {4, run.hidden});
+  sc.model.ffn_hidden = ffn <= std::numeric_limits<int>::max() ? static_cast<int>(ffn) : 0;
   sc.model.seq_len = run.seq_len;
   sc.parallel.tp = run.tp;
   sc.parallel.dp = run.dp;
   sc.parallel.pp = run.pp;
   sc.parallel.micro_batch = run.micro_batch;
   sc.parallel.global_batch = run.global_batch;
-  const long long available =
-      static_cast<long long>(sc.hardware.nodes) * sc.hardware.gpus_per_node;
+  const std::int64_t available = checked_product(
+      "hardware.nodes x hardware.gpus_per_node", {sc.hardware.nodes, sc.hardware.gpus_per_node});
   if (run.gpus > available)
     fail("{}:{}: the row uses {} GPUs, the simulated cluster has {} ({} node(s) × {})", file_label,
          run.line, run.gpus, available, sc.hardware.nodes, sc.hardware.gpus_per_node);

@@ -1,4 +1,5 @@
 // The shared helpers of common/: one median, trim and split, and the checked file reader.
+#include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/statistics.hpp"
@@ -59,4 +60,19 @@ TEST_CASE("OutputFile and write_text_file report failed writes") {
   write_text_file(path.string(), "ok\n", "-o");
   CHECK(read_text_file(path.string(), "test file") == "ok\n");
   std::filesystem::remove(path);
+}
+
+TEST_CASE("checked products and sums: exact in 64 bits, an error naming the quantity past them") {
+  CHECK(try_product({2, 3, 7}) == 42);
+  CHECK(try_product({}) == 1);
+  CHECK(try_product({INT64_MAX, 1}) == INT64_MAX);
+  CHECK(!try_product({std::int64_t{1} << 32, std::int64_t{1} << 31}));  // 2^63 does not fit
+  CHECK(!try_product({1024, 1024, 1048576, 1048576, 1048576}));
+  CHECK(try_sum({INT64_MAX - 1, 1}) == INT64_MAX);
+  CHECK(!try_sum({INT64_MAX, 1}));
+  CHECK(checked_product("tp x pp x dp", {8, 16, 8}) == 1024);
+  CHECK(error_of([] { checked_product("tp x pp x dp", {1 << 30, 1 << 30, 1 << 30}); }) ==
+        "tp x pp x dp: 1073741824 * 1073741824 * 1073741824 overflows 64 bits");
+  CHECK(error_of([] { checked_sum("ops per GPU", {INT64_MAX, 2}); }) ==
+        "ops per GPU: 9223372036854775807 + 2 overflows 64 bits");
 }

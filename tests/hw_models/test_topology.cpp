@@ -159,3 +159,18 @@ TEST_CASE("links private per GPU and mirroring for the one-rank-per-group simula
   shared_nics.nics_per_node = 2;
   CHECK_FALSE(hw_models::Topology(shared_nics).links_private_per_gpu());
 }
+
+TEST_CASE("only the nodes a layout uses are built") {
+  // 131072 declared nodes (a million GPUs); 12 GPUs used occupy two nodes.
+  const hw_models::Topology used(test::nvswitch_cluster(131072), 12);
+  CHECK(used.num_gpus() == 16);
+  CHECK(used.links().size() == hw_models::Topology(test::nvswitch_cluster(2)).links().size());
+  CHECK(used.path(0, 15) == hw_models::Topology(test::nvswitch_cluster(2)).path(0, 15));
+  // One node used: no NICs and no fabric, as on a one-node cluster.
+  const hw_models::Topology one(test::nvswitch_cluster(131072), 8);
+  CHECK(one.num_gpus() == 8);
+  CHECK(one.links().size() == 40);
+  // Never more than the cluster has; 0 = every node.
+  CHECK(hw_models::Topology(test::nvswitch_cluster(2), 64).num_gpus() == 16);
+  CHECK(hw_models::Topology(test::nvswitch_cluster(3)).num_gpus() == 24);
+}

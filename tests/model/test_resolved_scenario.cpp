@@ -144,3 +144,25 @@ TEST_CASE("every example and paper scenario resolves") {
   }
   CHECK(count >= 10);
 }
+
+TEST_CASE("fields each in range whose products pass 64 bits are refused at the key to blame") {
+  // Attention scores: seq_len² · micro_batch · heads (2^74 bytes), before any int wraps.
+  CHECK(resolve_error(kHeader + kModel, {"model.seq_len=1048576", "parallel.micro_batch=65536",
+                                "parallel.global_batch=65536", "model.heads=4096",
+                                "model.hidden=131072", "parallel.dp=1"})
+            .find("t.yaml: --set model.seq_len=1048576: key 'model.seq_len': the attention scores' "
+                  "size (seq_len² 1048576² x micro_batch 65536 x heads 4096) does not fit in "
+                  "64-bit integers") == 0);
+  // What one GPU holds with GPipe: every micro-batch's activations of every layer.
+  const std::string gpipe = resolve_error(
+      kHeader + kModel, {"parallel.schedule=gpipe", "model.seq_len=65536", "parallel.global_batch=16777216"});
+  CHECK(gpipe.find("key 'parallel.global_batch': the activations one GPU holds") != std::string::npos);
+  // The same shape with 1F1B holds only pp micro-batches: it resolves.
+  CHECK_NOTHROW(model::load_scenario_text(kHeader + kModel, "t.yaml",
+                                          {"model.seq_len=65536", "parallel.global_batch=16777216"}));
+  // A scenario built in code is range-checked like a file.
+  Scenario code = model::default_scenario().scenario();
+  code.model.hidden = 1 << 20;
+  CHECK(error_of([&] { model::resolve_scenario(code, "code"); }) ==
+        "code: key 'model.hidden': must be between 0 and 131072, got 1048576");
+}

@@ -287,9 +287,11 @@ TEST_CASE("bad units, zero and negative quantities") {
         "t.yaml:4:14: key 'parallel.dp_bucket': expected a size like '80GiB' (a unit is required), "
         "got '40000000' (units: B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)");
   CHECK(load_error(kHeader + "parallel:\n  tp: 0\n") ==
-        "t.yaml:4:7: key 'parallel.tp': must be >= 1, got 0");
+        "t.yaml:4:7: key 'parallel.tp': must be between 1 and 1024, got 0");
   CHECK(load_error(kHeader + "model:\n  layers: -2\n") ==
-        "t.yaml:4:11: key 'model.layers': must be >= 0, got -2");
+        "t.yaml:4:11: key 'model.layers': must be between 0 and 4096, got -2");
+  CHECK(load_error(kHeader + "model:\n  hidden: 131073\n") ==
+        "t.yaml:4:11: key 'model.hidden': must be between 0 and 131072, got 131073");
   CHECK(load_error(kHeader + "  gpu:\n    kernel_launch: 12 parsecs\n") ==
         "t.yaml:4:20: key 'hardware.gpu.kernel_launch': expected a time like '1.5us', got "
         "'12 parsecs' (units: ps, ns, us, ms, s)");

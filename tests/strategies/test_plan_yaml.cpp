@@ -210,6 +210,11 @@ TEST_CASE("plan file errors: one line naming file, line, column and key, never a
     check_error(bad, "windw", "key 'stages[0].layers[1].windw': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
     bad = replaced(good, "  confirm_rounds: 1\n", "  confirm_rounds: 1\n  note: hand-made\n");
     check_error(bad, "note", "key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, stages, windows)");
+    // A repeated key: yaml-cpp would read the first and ignore the second silently.
+    bad = with_layer1("{layer: 1, drop: [core], mode: demand, mode: keep}");
+    check_error(bad, "mode: keep}", "key 'stages[0].layers[1].mode': given twice");
+    bad = replaced(good, "strategy: lynx-heu\n", "strategy: lynx-heu\nstrategy: full\n");
+    check_error(bad, "strategy: full", "key 'strategy': given twice");
     bad = with_layer1("{layer: 1, drop: [], mode: keep, {a: 1}: 2}");
     check_error(bad, "{a: 1}: 2", "key 'stages[0].layers[1].a mapping': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
   }
@@ -297,6 +302,9 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
   check_error(bad, top5, "key 'stages[1].layers[2].window': layer 5: window pp-wait: the last virtual stage receives no gradient from a next stage; use bwd-tp (the LM head's backward) or fwd-tp", static_cast<int>(top5.size()));
   bad = with_layer1("{layer: 1, drop: [core], mode: overlap}");
   check_error(bad, "{layer: 1, drop: [core], mode: overlap}", "key 'stages[0].layers[1].window': layer 1: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
+  // Accepted and ignored before: a layer that drops nothing has nothing to re-run whole.
+  bad = with_layer1("{layer: 1, drop: [], mode: keep, rerun_whole_groups: true}");
+  check_error(bad, "true}", "key 'stages[0].layers[1].rerun_whole_groups': layer 1 drops nothing, so there is no group to re-run whole (rerun_whole_groups goes with dropped groups)");
   bad = with_layer1("{layer: 1, drop: [core], mode: demand, window: fwd-tp}");
   check_error(bad, "fwd-tp}", "key 'stages[0].layers[1].window': layer 1: window fwd-tp goes only with mode overlap");
 

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Hostile inputs to the lynxsim command line, one case of cases.json per CTest test.
+
+Each case runs lynxsim under an address-space limit (1 GiB by default), so a run that would
+reach for gigabytes dies with bad_alloc instead of passing, and checks the exit status, that the
+one-line message names the key or file (`expect`), that nothing aborted or reported an internal
+error, and prints the wall time and peak RSS (issue 14's target: <= 1 s, <= 256 MiB; time is
+reported, not asserted).
+
+Usage: run_hostile.py LYNXSIM CASE [--limit-mib N]    (CASE "all": every case, one line each)
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_cases():
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as f:
+        return {c["name"]: c for c in json.load(f)}
+
+
+def run_limited(argv, limit_bytes):
+    """(returncode, output, wall seconds, peak RSS MiB) of argv under RLIMIT_AS."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=limit)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, out.decode(errors="replace"), wall, usage.ru_maxrss / 1024.0
+
+
+def run_case(binary, case, limit_bytes):
+    with tempfile.TemporaryDirectory(prefix="hostile_") as tmp:
+        sub = lambda s: s.replace("{tmp}", tmp)
+        for name, text in case.get("files", {}).items():
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        for name, size in case.get("sparse", {}).items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.truncate(size)
+        for setup in case.get("setup", []):
+            p = subprocess.run([binary, *map(sub, setup)], capture_output=True, text=True)
+            if p.returncode != 0:
+                return f"setup {setup} failed: {p.stderr.strip()}", None
+        if "edit" in case:
+            e = case["edit"]
+            path = os.path.join(tmp, e["file"])
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            if e["from"] not in text:
+                return f"edit: '{e['from']}' not in {e['file']}", None
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text.replace(e["from"], e["to"], 1))
+        rc, out, wall, rss = run_limited([binary, *map(sub, case["args"])], limit_bytes)
+        stats = (rc, wall, rss)
+        expected_rc = case.get("exit", "nonzero")
+        if rc < 0:
+            return f"killed by signal {-rc}: {out[-500:]}", stats
+        if expected_rc == "nonzero" and rc == 0:
+            return f"exited 0, expected an error: {out[-500:]}", stats
+        if expected_rc != "nonzero" and rc != expected_rc:
+            return f"exited {rc}, expected {expected_rc}: {out[-500:]}", stats
+        for bad in ("bad_alloc", "internal", "terminate called", "Aborted"):
+            if bad in out:
+                return f"output contains '{bad}': {out[-500:]}", stats
+        if expected_rc == "nonzero":
+            errors = [l for l in out.splitlines() if l.startswith("lynxsim: error")]
+            if len(errors) != 1:
+                return f"expected one 'lynxsim: error' line, got {len(errors)}: {out[-500:]}", stats
+            out = errors[0]
+        for want in case.get("expect", []):
+            if sub(want) not in out:
+                return f"message lacks '{sub(want)}': {out[-500:]}", stats
+        return None, stats
+
+
+def main():
+    args = sys.argv[1:]
+    limit_mib = 1024
+    if "--limit-mib" in args:
+        i = args.index("--limit-mib")
+        limit_mib = int(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    binary, name = args
+    cases = load_cases()
+    names = list(cases) if name == "all" else [name]
+    failed = False
+    for n in names:
+        if n not in cases:
+            sys.exit(f"unknown case '{n}' (cases: {', '.join(cases)})")
+        problem, stats = run_case(binary, cases[n], limit_mib << 20)
+        rc, wall, rss = stats if stats else (None, 0.0, 0.0)
+        print(f"{n:28s} exit {rc}  {wall:6.3f} s  {rss:7.1f} MiB peak RSS  "
+              f"{'FAIL: ' + problem if problem else 'ok'}")
+        failed = failed or problem is not None
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
