@@ -454,6 +454,11 @@ std::vector<FieldDesc> scenario_field_table() {
       "sim.exploit_symmetry", kScn,
       "simulate one TP rank and one DP replica (exact for symmetric plans)",
       [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
+  t.push_back(choice_field<SimMode>(
+      "sim.mode", kScn, {{"exact", SimMode::kExact}, {"fast", SimMode::kFast}},
+      "exact: the event engine runs the whole iteration; fast: each pipeline step is simulated "
+      "alone (cached) and the pipeline composed from them (no --trace)",
+      [](auto& s) -> auto& { return s.sim.mode; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

@@ -122,8 +122,12 @@ struct RecomputeSpec {
   TimePs solver_time_limit_ps = 10 * kPsPerS;  ///< lynx-opt / checkmate MILP time limit
 };
 
+/// exact: the event engine runs the whole iteration; fast: steps simulated alone, composed (fast/).
+enum class SimMode { kExact, kFast };
+
 struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
+  SimMode mode = SimMode::kExact;
 };
 
 struct Scenario {

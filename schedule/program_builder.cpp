@@ -61,8 +61,8 @@ struct GroupKey {
 class Builder {
  public:
   Builder(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-          const Workload& workload)
-      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload) {}
+          const Workload& workload, const StageSteps* part = nullptr)
+      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part) {}
 
   BuiltProgram build();
 
@@ -130,6 +130,7 @@ class Builder {
   }
   /// Adds a dependency slot to be filled later with the task registered under `key`.
   void add_pending_dep(sim::TaskId task, std::int64_t key) {
+    if (part_) return;  // a stage built alone: other stages' transfers are not waited for
     // Only valid for the task just added (its deps range is the tail of prog_.deps).
     LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "pending dep order");
     pending_.push_back({static_cast<std::uint32_t>(prog_.deps.size()), key});
@@ -261,6 +262,11 @@ class Builder {
   /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
   void emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after);
 
+  void add_step_span(const PipeStep& st, sim::TaskId marker, sim::TaskId tail, bool sent) {
+    const auto end = static_cast<sim::TaskId>(prog_.tasks.size());
+    step_spans_.push_back({gpu_, st, step_first_, marker, tail, sent ? end - 1 : -1, end});
+  }
+
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
     std::uint64_t n = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
@@ -292,6 +298,7 @@ class Builder {
   const RecomputePlan& plan_;
   const hw_models::Topology& topo_;
   const Workload& work_;
+  const StageSteps* part_;  ///< build only this part of one stage (fast mode); null: everything
   sim::Program prog_;
   std::vector<double> flops_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
@@ -312,6 +319,8 @@ class Builder {
   std::vector<hw_models::Rank> rank_to_rep_;
   std::vector<LayerSpan> layer_spans_;
   std::vector<LayerSpan> layer_fwd_spans_;
+  std::vector<StepSpan> step_spans_;
+  sim::TaskId step_first_ = 0;  ///< first task of the step being emitted
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
@@ -546,6 +555,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
   g.compute_tail = after;
   if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
+  add_step_span(st, recv, after, vs < last_vs);
 }
 
 void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
@@ -625,6 +635,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
     }
   }
   if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
+  add_step_span(st, step_marker, after, vs > 0);
 }
 
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
@@ -632,8 +643,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
-  const auto order = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
-  const auto& steps = order[static_cast<size_t>(stage)];
+  const auto order = part_ ? std::vector<std::vector<PipeStep>>{}
+                           : pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
+  const auto& steps = part_ ? part_->steps : order[static_cast<size_t>(stage)];
 
   // Last backward step of each chunk: gradients of that chunk are final after it.
   std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
@@ -644,14 +656,26 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   for (size_t si = 0; si < steps.size(); ++si) {
     const StepInfo step = step_info(steps[si]);
     set_instance(step.mb);
+    step_first_ = static_cast<sim::TaskId>(prog_.tasks.size());
+    const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
+                           : part_ && part_->has_following ? &part_->following
+                                                           : nullptr;
     if (step.st.forward) {
-      emit_forward_step(step, si + 1 < steps.size() ? &steps[si + 1] : nullptr, g);
+      emit_forward_step(step, next, g);
     } else {
-      emit_backward_step(step, static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)], g);
+      emit_backward_step(step,
+                         part_ ? part_->grads_final[si]
+                               : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)],
+                         g);
     }
   }
+  if (part_ && !part_->with_tail) return;
+  std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
+  for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);
+  if (part_ && p_.dp_overlap == DpOverlap::kEnd) g.dp.total_params = stage_params;
   if (p_.dp_overlap == DpOverlap::kEnd)
     g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
+  if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
 
   // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
   // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
@@ -684,9 +708,11 @@ BuiltProgram Builder::build() {
     int stage, dp, tp;
   };
   std::vector<Sim> gpus;
-  for (int s = 0; s < p_.pp; ++s)
+  for (int s = 0; s < p_.pp; ++s) {
+    if (part_ && s != part_->stage) continue;
     for (int d = 0; d < (symmetric_ ? 1 : p_.dp); ++d)
       for (int t = 0; t < (symmetric_ ? 1 : p_.tp); ++t) gpus.push_back({s, d, t});
+  }
   if (symmetric_) {
     rank_to_rep_.resize(static_cast<size_t>(topo_.num_gpus()), -1);
     for (int s = 0; s < p_.pp; ++s)
@@ -721,6 +747,7 @@ BuiltProgram Builder::build() {
   out.task_flops = std::move(flops_);
   out.layer_backward = std::move(layer_spans_);
   out.layer_forward = std::move(layer_fwd_spans_);
+  out.steps = std::move(step_spans_);
   return out;
 }
 
@@ -732,6 +759,13 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
     fail("plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
   return Builder(sc, plan, topo, workload).build();
+}
+
+BuiltProgram build_stage_steps(const Scenario& sc, const RecomputePlan& plan,
+                               const hw_models::Topology& topo, const Workload& workload,
+                               const StageSteps& part) {
+  LYNX_CHECK(part.grads_final.size() == part.steps.size(), "grads_final needs one flag per step");
+  return Builder(sc, plan, topo, workload, &part).build();
 }
 
 }  // namespace lynx::schedule
