@@ -1,6 +1,7 @@
 #include "fast/compose.hpp"
 
 #include "common/error.hpp"
+#include "common/statistics.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -48,22 +49,23 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
 }  // namespace
 
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const hw_models::Topology& topo, const model::Workload& workload,
-                         StepCache& cache) {
+                         const model::Workload& workload, StepCache& cache) {
   const ParallelSpec& p = sc.parallel;
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
-  const std::string context = StepCache::context_key(sc);
+  StepCache::Context& context = cache.context(sc);
   const double contention = sc.hardware.contention_factor;
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
   // step's send, so each step is simulated after its predecessor.
-  const bool after_previous = !topo.links_private_per_gpu();
+  const bool after_previous = !context.links_private;
 
   std::vector<bool> forward_windows(static_cast<size_t>(last_vs + 1));
   for (int vs = 0; vs <= last_vs; ++vs) forward_windows[static_cast<size_t>(vs)] = has_forward_windows(plan.stages[static_cast<size_t>(vs)]);
-  // Per stage and step: the context that selects its profile.
+  // Per stage and step: the context that selects its profile, and the profile (a stage has
+  // few distinct steps: each is looked up in the cache once).
   std::vector<std::vector<StepKey>> keys(static_cast<size_t>(p.pp));
+  std::vector<std::vector<const StepProfile*>> profiles(static_cast<size_t>(p.pp));
   std::size_t total = 0;
   for (int s = 0; s < p.pp; ++s) {
     const auto& steps = order[static_cast<size_t>(s)];
@@ -94,6 +96,16 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       }
       k.push_back(key);
     }
+    auto& pr = profiles[static_cast<size_t>(s)];
+    std::vector<std::pair<StepKey, const StepProfile*>> distinct;
+    for (const StepKey& key : k) {
+      auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == key; });
+      if (it == distinct.end()) {
+        distinct.push_back({key, &cache.get(context, key, sc, plan, workload)});
+        it = distinct.end() - 1;
+      }
+      pr.push_back(it->second);
+    }
     total += steps.size();
   }
 
@@ -103,6 +115,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   auto slot = [m](int vs, int mb) { return static_cast<size_t>(vs * m + mb); };
   std::vector<StageState> state(static_cast<size_t>(p.pp));
   std::vector<Interval> externals;
+  // Window samples per virtual stage: per layer (backward windows), and forward idle.
+  std::vector<std::vector<std::vector<TimePs>>> window_samples(static_cast<size_t>(last_vs + 1));
+  std::vector<std::vector<TimePs>> forward_samples(static_cast<size_t>(last_vs + 1));
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -116,9 +131,20 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (st.forward && vs > 0) in = &fwd_in[slot(vs - 1, st.micro_batch)];
     if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
     if (in && in->at_ps < 0) return false;
-    const StepProfile& pr = cache.get(context, key, sc, plan, topo, workload);
+    const StepProfile& pr = *profiles[static_cast<size_t>(s)][g.next];
     r.symmetric = pr.symmetric;
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
+    // The window each layer's recompute could use: the backward of the layer above; for the
+    // top layer the wait before this step plus the head's TP idle.
+    const auto layers = pr.layer_tp_idle_ps.size();
+    if (st.forward) {
+      for (TimePs idle : pr.layer_tp_idle_ps) forward_samples[static_cast<size_t>(vs)].push_back(idle);
+    } else if (layers > 0) {
+      auto& w = window_samples[static_cast<size_t>(vs)];
+      w.resize(layers);
+      for (size_t l = 0; l + 1 < layers; ++l) w[l].push_back(pr.layer_tp_idle_ps[l + 1]);
+      w[layers - 1].push_back(start - g.compute_free_ps + pr.head_tp_idle_ps);
+    }
     if (in) g.out.pp_exposed_ps += overlap({g.compute_free_ps, start}, {in->queue_start_ps, in->at_ps});
 
     // Communication of this GPU still running when the step starts slows its kernels; the
@@ -202,6 +228,12 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
   }
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
+  const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
+  for (int vs = 0; vs <= last_vs; ++vs) {
+    auto& c = r.window_capacity.emplace_back();
+    for (auto& samples : window_samples[static_cast<size_t>(vs)]) c.push_back(median_or_zero(std::move(samples)));
+    r.forward_window_capacity.push_back(median_or_zero(std::move(forward_samples[static_cast<size_t>(vs)])));
+  }
   for (StageState& g : state) {
     FastStage b = g.out;
     b.peak_memory_bytes += b.static_memory_bytes;

@@ -25,11 +25,15 @@ struct FastResult {
   double executed_flops = 0;  ///< per iteration, every GPU
   bool symmetric = false;     ///< the step programs used the reduced (one rank per stage) form
   std::size_t steps = 0;      ///< pipeline steps composed
+  /// The lynx planners' window capacities, as schedule::measure_window_capacity and
+  /// measure_forward_window_capacity give them on an exact run (per virtual stage).
+  std::vector<std::vector<TimePs>> window_capacity;
+  std::vector<TimePs> forward_window_capacity;
 };
 
-/// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles.
+/// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
+/// and the cluster topology.
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const hw_models::Topology& topo, const model::Workload& workload,
-                         StepCache& cache);
+                         const model::Workload& workload, StepCache& cache);
 
 }  // namespace lynx::fast

@@ -15,7 +15,7 @@ bool irrelevant(const std::string& key) {
 
 }  // namespace
 
-std::string StepCache::context_key(const Scenario& sc) {
+StepCache::Context& StepCache::context(const Scenario& sc) {
   static const std::vector<FieldDesc> table = scenario_field_table();
   std::string key;
   for (const FieldDesc& f : table) {
@@ -23,13 +23,19 @@ std::string StepCache::context_key(const Scenario& sc) {
     key += f.get(sc);
     key += '\x1f';
   }
-  return key;
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = contexts_.try_emplace(std::move(key));
+  if (inserted) {
+    it->second = std::make_unique<Context>();
+    it->second->topology = std::make_unique<hw_models::Topology>(sc.hardware);
+    it->second->links_private = it->second->topology->links_private_per_gpu();
+  }
+  return *it->second;
 }
 
-const StepProfile& StepCache::get(const std::string& context, const StepKey& k, const Scenario& sc,
-                                  const strategies::RecomputePlan& plan,
-                                  const hw_models::Topology& topo, const model::Workload& workload) {
-  std::string key = context;
+const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scenario& sc,
+                                  const strategies::RecomputePlan& plan, const model::Workload& workload) {
+  std::string key;
   fmt::format_to(std::back_inserter(key), "|{} {} {:d}{:d}{:d}{:d}|", k.stage, k.virtual_stage, k.forward,
                  k.grads_final, k.with_tail, k.forward_windows);
   if (k.after_previous)
@@ -42,8 +48,8 @@ const StepProfile& StepCache::get(const std::string& context, const StepKey& k, 
     key += d.rerun_whole_groups ? 'w' : '-';
   }
   std::lock_guard lock(mutex_);
-  auto it = profiles_.find(key);
-  if (it != profiles_.end()) return *it->second;
+  auto it = context.profiles.find(key);
+  if (it != context.profiles.end()) return *it->second;
   ++misses_;
   const int pp = sc.parallel.pp;
   const int chunk = k.virtual_stage / pp;
@@ -71,18 +77,13 @@ const StepProfile& StepCache::get(const std::string& context, const StepKey& k, 
     part.steps = {{false, 0, chunk}};
     part.grads_final = {k.grads_final};
   }
-  auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, topo, workload, part, measured));
-  return *profiles_.emplace(std::move(key), std::move(profile)).first->second;
-}
-
-std::size_t StepCache::size() const {
-  std::lock_guard lock(mutex_);
-  return profiles_.size();
+  auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, *context.topology, workload, part, measured));
+  return *context.profiles.emplace(std::move(key), std::move(profile)).first->second;
 }
 
 void StepCache::clear() {
   std::lock_guard lock(mutex_);
-  profiles_.clear();
+  contexts_.clear();
   misses_ = 0;
 }
 

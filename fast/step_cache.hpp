@@ -27,29 +27,35 @@ struct StepKey {
   bool after_previous = false;
   bool prev_forward = false, prev_grads_final = false, prev_forward_windows = false;
   int prev_virtual_stage = 0;
+  bool operator==(const StepKey&) const = default;
 };
 
 class StepCache {
  public:
-  /// The part of a scenario that step programs depend on (everything but the schedule, the
-  /// global batch, the recompute request and sim.mode), as text.
-  static std::string context_key(const Scenario& sc);
+  /// Everything cached for one context: the part of a scenario that step programs depend on
+  /// (everything but the schedule, the global batch, the recompute request and sim.mode).
+  struct Context {
+    std::unique_ptr<hw_models::Topology> topology;  ///< built once: path searches are costly
+    bool links_private = false;  ///< Topology::links_private_per_gpu
+    std::unordered_map<std::string, std::unique_ptr<StepProfile>> profiles;  ///< by step
+  };
 
-  /// The profile of `key`'s step under `plan` in context `context`, simulated on a miss.
-  const StepProfile& get(const std::string& context, const StepKey& key, const Scenario& sc,
-                         const strategies::RecomputePlan& plan, const hw_models::Topology& topo,
-                         const model::Workload& workload);
+  /// The context of `sc` (created on first use; references stay valid until clear()).
+  Context& context(const Scenario& sc);
 
-  std::size_t size() const;
-  std::size_t misses() const { return misses_; }
+  /// The profile of `key`'s step under `plan` in `context`, simulated on a miss.
+  const StepProfile& get(Context& context, const StepKey& key, const Scenario& sc,
+                         const strategies::RecomputePlan& plan, const model::Workload& workload);
+
+  std::size_t misses() const { return misses_; }  ///< steps simulated
   void clear();
 
   /// The process-wide cache fast mode uses.
   static StepCache& shared();
 
  private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<StepProfile>> profiles_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Context>> contexts_;
   std::size_t misses_ = 0;
 };
 

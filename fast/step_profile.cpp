@@ -103,6 +103,23 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   }
   p.dp_start_ps = std::max<TimePs>(0, dp_start);
   const auto gaps = schedule::compute_stream_gaps(prog, ex, built.machine.gpus.size());
+  // Windows: TP idle per layer pass of this step, and before its top layer's backward.
+  const auto tp_idle_in = [&](sim::TaskId from, sim::TaskId to) {
+    TimePs sum = 0;
+    for (const schedule::IdleGap& gap : gaps[0])
+      if (gap.next_task >= from && gap.next_task < to) sum += gap.tp_comm_ps;
+    return sum;
+  };
+  const int first_layer = plan.stages[static_cast<size_t>(sp.step.chunk * sc.parallel.pp + part.stage)].first_layer;
+  sim::TaskId top_first = sp.end_task;
+  for (const schedule::LayerSpan& l : sp.step.forward ? built.layer_forward : built.layer_backward) {
+    if (l.gpu != 0 || l.step_marker != sp.marker) continue;
+    const auto index = static_cast<size_t>(l.layer - first_layer);
+    if (p.layer_tp_idle_ps.size() <= index) p.layer_tp_idle_ps.resize(index + 1, 0);
+    p.layer_tp_idle_ps[index] = tp_idle_in(l.first_task, l.end_task);
+    top_first = std::min(top_first, l.first_task);
+  }
+  if (!sp.step.forward) p.head_tp_idle_ps = tp_idle_in(sp.marker + 1, top_first);
   for (const schedule::IdleGap& gap : gaps[0]) {
     if (gap.next_task <= sp.marker || gap.next_task >= range_end) continue;
     p.tp_exposed_ps += gap.tp_comm_ps;

@@ -39,6 +39,12 @@ struct StepProfile {
   TimePs tp_exposed_ps = 0, dp_exposed_ps = 0, other_comm_ps = 0;
   double flops = 0;  ///< executed by the first simulated GPU
 
+  /// For the lynx planners' windows (schedule/overlap_windows.hpp measures the same on an
+  /// exact run): idle on TP communication in each layer's pass (index = layer of the virtual
+  /// stage), and in a backward before its top layer's (the LM head's).
+  std::vector<TimePs> layer_tp_idle_ps;
+  TimePs head_tp_idle_ps = 0;
+
   std::int64_t static_bytes = 0;  ///< the stage's weights, gradients and optimizer state
   int replication = 1;            ///< GPUs the first simulated GPU stands for
   bool symmetric = false;         ///< built in the reduced (one rank per stage) form

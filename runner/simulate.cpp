@@ -72,21 +72,31 @@ SimRun simulate_fast_mode(const Scenario& sc, const SimOptions& options) {
     fail("--trace needs sim.mode exact: fast mode (sim.mode: fast) simulates no full timeline");
   const ParallelSpec& p = sc.parallel;
   const RecomputeKind kind = sc.recompute.strategy;
-  if (!options.plan && (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
-                        kind == RecomputeKind::kCheckmate))
-    fail("recompute.strategy {} with sim.mode fast: planning is not available in fast mode yet; "
-         "make the plan with `lynxsim plan` and run it with --plan",
-         recompute_kind_name(kind));
   SimRun run;
-  const hw_models::Topology topo(sc.hardware);
-  const model::Workload workload = model::gpt_workload(sc.model, p);
-  run.plan = options.plan ? *options.plan
-                          : strategies::plan_fixed_strategy(
-                                sc.recompute, strategies::uniform_partition(sc.model.layers, p.pp * p.virtual_stages));
-  const auto started = WallClock::now();
-  const fast::FastResult f = fast::simulate_fast(sc, run.plan, topo, workload, fast::StepCache::shared());
   SimResult& r = run.result;
-  r.simulate_seconds = seconds_since(started);
+  const model::Workload workload = model::gpt_workload(sc.model, p);
+  fast::FastResult f;
+  if (!options.plan && (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
+                        kind == RecomputeKind::kCheckmate)) {
+    // The planners as in exact mode, every run of theirs (the window baseline too) in fast mode.
+    const hw_models::Topology& topo = *fast::StepCache::shared().context(sc).topology;
+    EngineRuns runs(sc, topo, workload, {}, false);
+    PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, options.progress && is_terminal(stderr));
+    run.planner = std::move(planned.planner);
+    run.plan = run.planner.plan;
+    r.search_seconds = planned.search_seconds;
+    r.baseline_seconds = planned.baseline_seconds;
+    r.confirm_seconds = planned.confirm_seconds;
+    for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
+    f = runs.take(planned.winner).fast;
+  } else {
+    run.plan = options.plan ? *options.plan
+                            : strategies::plan_fixed_strategy(
+                                  sc.recompute, strategies::uniform_partition(sc.model.layers, p.pp * p.virtual_stages));
+    const auto started = WallClock::now();
+    f = fast::simulate_fast(sc, run.plan, workload, fast::StepCache::shared());
+    r.simulate_seconds = seconds_since(started);
+  }
   r.scenario = sc;
   r.strategy = run.plan.strategy;
   r.strategy_requested = options.plan ? options.plan->strategy : recompute_kind_name(kind);

@@ -71,3 +71,29 @@ TEST_CASE("fast mode is deterministic and its cache does not change results") {
   CHECK(a.iteration_time_s == b.iteration_time_s);
   CHECK(a.stages[1].peak_memory_bytes == b.stages[1].peak_memory_bytes);
 }
+
+TEST_CASE("lynx-heu in fast mode plans on windows from a fast-mode baseline close to exact mode's") {
+  for (const char* profile : {"dgx-a100-80gb", "a100-pcie-40gb"}) {
+    std::vector<std::string> o = {"model.preset=gpt-1.3b", std::string("hardware.profile=") + profile,
+                                  "hardware.nodes=1", "parallel.tp=2", "parallel.pp=2", "parallel.dp=2",
+                                  "parallel.global_batch=16", "recompute.strategy=lynx-heu"};
+    auto with_mode = [&](const std::string& mode) {
+      auto v = o;
+      v.push_back("sim.mode=" + mode);
+      return simulate(model::default_scenario(v));
+    };
+    const SimRun e = with_mode("exact"), f = with_mode("fast");
+    REQUIRE(e.planner.windows.size() == f.planner.windows.size());
+    for (size_t vs = 0; vs < e.planner.windows.size(); ++vs) {
+      CAPTURE(profile);
+      CAPTURE(vs);
+      const auto& we = e.planner.windows[vs];
+      const auto& wf = f.planner.windows[vs];
+      CHECK(static_cast<double>(wf.inner_ps) == doctest::Approx(static_cast<double>(we.inner_ps)).epsilon(0.02));
+      CHECK(static_cast<double>(wf.top_ps) == doctest::Approx(static_cast<double>(we.top_ps)).epsilon(0.02));
+      CHECK(static_cast<double>(wf.forward_ps) == doctest::Approx(static_cast<double>(we.forward_ps)).epsilon(0.02));
+    }
+    CHECK(f.result.iteration_time_s == doctest::Approx(e.result.iteration_time_s).epsilon(0.01));
+    CHECK(f.result.strategy_requested == "lynx-heu");
+  }
+}
