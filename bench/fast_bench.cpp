@@ -41,7 +41,7 @@ void agreement(const std::string& file) {
   std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
   fmt::print("agreement over {} configurations ({})\n", configs.size(), file);
   fmt::print("  |iteration time error|: median {:.4f}%  p95 {:.4f}%  max {:.4f}%  above 1%: {}\n",
-             100 * median(errors), 100 * percentile(errors, 0.95), 100 * *std::max_element(errors.begin(), errors.end()),
+             100 * median(errors), 100 * percentile(errors, 95.0), 100 * *std::max_element(errors.begin(), errors.end()),
              std::count_if(errors.begin(), errors.end(), [](double e) { return e > 0.01; }));
   fmt::print("  Kendall tau {:.4f}; none/full/selective peak memory unequal: {}; lynx max memory error {:.4f}%\n",
              runner::kendall_tau(exact, fast), memory_unequal, 100 * lynx_memory);

@@ -49,7 +49,7 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
 }  // namespace
 
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const model::Workload& workload, StepCache& cache) {
+                         const model::Workload& workload, StepCache& cache, bool measure_windows) {
   const ParallelSpec& p = sc.parallel;
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
@@ -136,9 +136,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
     // The window each layer's recompute could use: the backward of the layer above; for the
     // top layer the wait before this step plus the head's TP idle.
-    const auto layers = pr.layer_tp_idle_ps.size();
+    const auto layers = measure_windows ? pr.layer_tp_idle_ps.size() : 0;
     if (st.forward) {
-      for (TimePs idle : pr.layer_tp_idle_ps) forward_samples[static_cast<size_t>(vs)].push_back(idle);
+      auto& f = forward_samples[static_cast<size_t>(vs)];
+      f.insert(f.end(), pr.layer_tp_idle_ps.begin(), pr.layer_tp_idle_ps.begin() + static_cast<std::ptrdiff_t>(layers));
     } else if (layers > 0) {
       auto& w = window_samples[static_cast<size_t>(vs)];
       w.resize(layers);
@@ -229,7 +230,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   }
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
   const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
-  for (int vs = 0; vs <= last_vs; ++vs) {
+  for (int vs = 0; vs <= last_vs && measure_windows; ++vs) {
     auto& c = r.window_capacity.emplace_back();
     for (auto& samples : window_samples[static_cast<size_t>(vs)]) c.push_back(median_or_zero(std::move(samples)));
     r.forward_window_capacity.push_back(median_or_zero(std::move(forward_samples[static_cast<size_t>(vs)])));

@@ -25,15 +25,16 @@ struct FastResult {
   double executed_flops = 0;  ///< per iteration, every GPU
   bool symmetric = false;     ///< the step programs used the reduced (one rank per stage) form
   std::size_t steps = 0;      ///< pipeline steps composed
-  /// The lynx planners' window capacities, as schedule::measure_window_capacity and
-  /// measure_forward_window_capacity give them on an exact run (per virtual stage).
+  /// With measure_windows: the lynx planners' window capacities, as
+  /// schedule::measure_window_capacity and measure_forward_window_capacity give them on an
+  /// exact run (per virtual stage).
   std::vector<std::vector<TimePs>> window_capacity;
   std::vector<TimePs> forward_window_capacity;
 };
 
 /// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
-/// and the cluster topology.
+/// and the cluster topology. `measure_windows`: also the planners' window capacities.
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const model::Workload& workload, StepCache& cache);
+                         const model::Workload& workload, StepCache& cache, bool measure_windows = false);
 
 }  // namespace lynx::fast

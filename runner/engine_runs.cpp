@@ -18,7 +18,7 @@ std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::st
   EngineRun r;
   r.plan = plan;
   if (sc_.sim.mode == SimMode::kFast) {
-    r.fast = fast::simulate_fast(sc_, plan, workload_, fast::StepCache::shared());
+    r.fast = fast::simulate_fast(sc_, plan, workload_, fast::StepCache::shared(), true);
     r.seconds = seconds_since(start);
     r.makespan_ps = r.fast.makespan_ps;
     for (int s = 0; s < sc_.parallel.pp; ++s) {
