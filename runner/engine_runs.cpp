@@ -17,6 +17,18 @@ std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::st
   StepProgress progress(show_progress_, "simulating " + what);  // the build counts towards its second
   EngineRun r;
   r.plan = plan;
+  if (sc_.sim.mode == SimMode::kFast) {
+    r.fast = fast::simulate_fast(sc_, plan, workload_, fast::StepCache::shared(), true);
+    r.seconds = seconds_since(start);
+    r.makespan_ps = r.fast.makespan_ps;
+    for (int s = 0; s < sc_.parallel.pp; ++s) {
+      r.built.gpu_stage.push_back(s);
+      r.exec.peak_bytes.push_back(r.fast.stages[static_cast<size_t>(s)].peak_memory_bytes);
+      r.oom = r.oom || r.fast.stages[static_cast<size_t>(s)].oom;
+    }
+    runs_.push_back(std::move(r));
+    return runs_.size() - 1;
+  }
   r.built = schedule::build_program(sc_, plan, topo_, workload_);
   sim::ExecOptions options = options_;
   if (show_progress_)

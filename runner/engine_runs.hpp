@@ -2,6 +2,7 @@
 /// Every engine run of one simulated iteration, kept: a plan whose decisions equal those of a
 /// plan already run is not run again, and the run a caller picks is used as it is (the
 /// winning plan is executed once).
+#include "fast/compose.hpp"
 #include "hw_models/topology.hpp"
 #include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
@@ -26,6 +27,9 @@ struct EngineRun {
   bool oom = false;              ///< a simulated GPU exceeded its memory
   std::uint64_t fingerprint = 0;
   double seconds = 0;            ///< wall time of building + executing
+  /// sim.mode fast: the composed result (built.program and exec stay empty, except
+  /// built.gpu_stage and exec.peak_bytes: one entry per pipeline stage).
+  fast::FastResult fast;
 };
 
 /// Builds and executes plans of one resolved scenario, keeping every run.

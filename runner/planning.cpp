@@ -18,12 +18,20 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
   const int virtual_stages = p.pp * p.virtual_stages;
   const int micro_batches = p.global_batch / (p.micro_batch * p.dp);
   strategies::PlanningInputs in;
-  in.windows = strategies::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
-                                       schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
-                                       virtual_stages);
   for (int k = 0; k < p.pp; ++k)
     in.in_flight_chunks.push_back(
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));
+  if (sc.sim.mode == SimMode::kFast) {  // the windows of the fast-mode baseline
+    in.windows = strategies::stage_windows(baseline.fast.window_capacity, baseline.fast.forward_window_capacity,
+                                         virtual_stages);
+    TimePs tp_exposed = 0;
+    for (const fast::FastStage& s : baseline.fast.stages) tp_exposed += s.tp_exposed_ps;
+    in.tp_exposed_per_layer_ps = tp_exposed / std::max<TimePs>(1, static_cast<TimePs>(sc.model.layers) * micro_batches);
+    return in;
+  }
+  in.windows = strategies::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
+                                       schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
+                                       virtual_stages);
   // Exposed TP communication per layer and micro-batch, for the partition's stage times.
   const schedule::BuiltProgram& built = baseline.built;
   TimePs tp_exposed = 0;

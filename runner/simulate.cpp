@@ -1,7 +1,9 @@
 #include "runner/simulate.hpp"
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/progress.hpp"
+#include "fast/compose.hpp"
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
 #include "model/workload.hpp"
@@ -49,9 +51,86 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const si
   return out;
 }
 
+/// The fields every mode derives the same way from the iteration time and executed FLOPs.
+void set_rates(SimResult& r, const Scenario& sc, TimePs makespan_ps, double executed_flops) {
+  const ParallelSpec& p = sc.parallel;
+  r.gpus = static_cast<int>(gpus_used(p));
+  r.micro_batches = static_cast<int>(micro_batches_per_pipeline(p));
+  r.iteration_time_s = ps_to_s(makespan_ps);
+  LYNX_CHECK(r.iteration_time_s > 0, "empty iteration");
+  r.samples_per_s = p.global_batch / r.iteration_time_s;
+  r.tokens_per_s = r.samples_per_s * sc.model.seq_len;
+  r.model_flops = model::model_flops_per_iteration(sc.model, p.global_batch);
+  r.executed_flops = executed_flops;
+  const double peak_total = static_cast<double>(sc.hardware.peak_flops_per_s) * r.gpus;
+  r.tflops_per_gpu = r.model_flops / r.iteration_time_s / r.gpus / 1e12;
+  r.mfu = r.model_flops / r.iteration_time_s / peak_total;
+  r.hfu = r.executed_flops / r.iteration_time_s / peak_total;
+}
+
+/// sim.mode fast: fixed strategies and plan files, composed from cached steps (fast/).
+SimRun simulate_fast_mode(const Scenario& sc, const SimOptions& options) {
+  if (options.keep_trace_data)
+    fail("--trace needs sim.mode exact: fast mode (sim.mode: fast) simulates no full timeline");
+  const ParallelSpec& p = sc.parallel;
+  const RecomputeKind kind = sc.recompute.strategy;
+  SimRun run;
+  SimResult& r = run.result;
+  const model::Workload workload = model::gpt_workload(sc.model, p);
+  fast::FastResult f;
+  if (!options.plan && (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
+                        kind == RecomputeKind::kCheckmate)) {
+    // The planners as in exact mode, every run of theirs (the window baseline too) in fast mode.
+    const hw_models::Topology& topo = *fast::StepCache::shared().context(sc).topology;
+    EngineRuns runs(sc, topo, workload, {}, false);
+    PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, options.progress && is_terminal(stderr));
+    run.planner = std::move(planned.planner);
+    run.plan = run.planner.plan;
+    r.search_seconds = planned.search_seconds;
+    r.baseline_seconds = planned.baseline_seconds;
+    r.confirm_seconds = planned.confirm_seconds;
+    for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
+    f = runs.take(planned.winner).fast;
+  } else {
+    run.plan = options.plan ? *options.plan
+                            : strategies::plan_fixed_strategy(
+                                  sc.recompute, strategies::uniform_partition(sc.model.layers, p.pp * p.virtual_stages));
+    const auto started = WallClock::now();
+    f = fast::simulate_fast(sc, run.plan, workload, fast::StepCache::shared());
+    r.simulate_seconds = seconds_since(started);
+  }
+  r.scenario = sc;
+  r.strategy = run.plan.strategy;
+  r.strategy_requested = options.plan ? options.plan->strategy : recompute_kind_name(kind);
+  for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
+  r.symmetric = f.symmetric;
+  set_rates(r, sc, f.makespan_ps, f.executed_flops);
+  for (int s = 0; s < p.pp; ++s) {
+    const fast::FastStage& fs = f.stages[static_cast<size_t>(s)];
+    StageBreakdown b;
+    b.stage = s;
+    b.compute_s = ps_to_s(fs.compute_ps);
+    b.recompute_s = ps_to_s(fs.recompute_ps);
+    b.recompute_overlapped_s = ps_to_s(fs.recompute_overlapped_ps);
+    b.tp_exposed_s = ps_to_s(fs.tp_exposed_ps);
+    b.pp_exposed_s = ps_to_s(fs.pp_exposed_ps);
+    b.dp_exposed_s = ps_to_s(fs.dp_exposed_ps);
+    b.bubble_s = ps_to_s(fs.bubble_ps);
+    b.contention_s = ps_to_s(fs.contention_ps);
+    b.peak_memory_bytes = fs.peak_memory_bytes;
+    b.static_memory_bytes = fs.static_memory_bytes;
+    b.oom = fs.oom;
+    if (b.oom && r.oom_stage < 0) r.oom_stage = s;
+    r.oom = r.oom || b.oom;
+    r.stages.push_back(b);
+  }
+  return run;
+}
+
 }  // namespace
 
 SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& options) {
+  if (resolved.scenario().sim.mode == SimMode::kFast) return simulate_fast_mode(resolved.scenario(), options);
   SimRun run;
   const Scenario& sc = resolved.scenario();
   const ParallelSpec& p = sc.parallel;
@@ -106,24 +185,13 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   r.strategy = run.plan.strategy;
   r.strategy_requested = options.plan ? options.plan->strategy : recompute_kind_name(kind);
   for (const auto& stage : run.plan.stages) r.layers_per_stage.push_back(static_cast<int>(stage.layers.size()));
-  r.gpus = static_cast<int>(gpus_used(p));
-  r.micro_batches = static_cast<int>(micro_batches_per_pipeline(p));
   r.symmetric = run.built.symmetric;
   r.events = run.exec.events;
   r.event_fingerprint = run.exec.fingerprint;
   r.tasks = run.built.program.tasks.size();
-  r.iteration_time_s = ps_to_s(run.exec.makespan_ps);
-  LYNX_CHECK(r.iteration_time_s > 0, "empty iteration");
-  r.samples_per_s = p.global_batch / r.iteration_time_s;
-  r.tokens_per_s = r.samples_per_s * sc.model.seq_len;
-  r.model_flops = model::model_flops_per_iteration(sc.model, p.global_batch);
   double executed = 0;
   for (double f : run.built.task_flops) executed += f;
-  r.executed_flops = executed * run.built.replication;
-  const double peak_total = static_cast<double>(sc.hardware.peak_flops_per_s) * r.gpus;
-  r.tflops_per_gpu = r.model_flops / r.iteration_time_s / r.gpus / 1e12;
-  r.mfu = r.model_flops / r.iteration_time_s / peak_total;
-  r.hfu = r.executed_flops / r.iteration_time_s / peak_total;
+  set_rates(r, sc, run.exec.makespan_ps, executed * run.built.replication);
 
   // One breakdown per pipeline stage, from its first simulated GPU.
   const auto per_gpu =

@@ -478,6 +478,11 @@ std::vector<FieldDesc> scenario_field_table() {
       "refuse, before building anything, a simulation estimated to build more tasks (about "
       "250 MB and 2 s of CPU per million); raise it for a deliberately huge run",
       [](auto& s) -> auto& { return s.sim.max_tasks; }));
+  t.push_back(choice_field<SimMode>(
+      "sim.mode", kScn, {{"exact", SimMode::kExact}, {"fast", SimMode::kFast}},
+      "exact: the event engine runs the whole iteration; fast: each pipeline step is simulated "
+      "alone (cached) and the pipeline composed from them (no --trace)",
+      [](auto& s) -> auto& { return s.sim.mode; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

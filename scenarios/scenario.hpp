@@ -123,6 +123,9 @@ struct RecomputeSpec {
   TimePs solver_time_limit_ps = 10 * kPsPerS;  ///< lynx-opt / checkmate MILP time limit
 };
 
+/// exact: the event engine runs the whole iteration; fast: steps simulated alone, composed (fast/).
+enum class SimMode { kExact, kFast };
+
 /// Tasks a simulation may build unless the scenario raises sim.max_tasks: about 12 GiB and two
 /// minutes of CPU (measured on GPT-175B, 1024 GPUs, 4.5M tasks: 163 B and 1.5 us of CPU each).
 inline constexpr int kDefaultMaxTasks = 50'000'000;
@@ -130,6 +133,7 @@ inline constexpr int kDefaultMaxTasks = 50'000'000;
 struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
   int max_tasks = kDefaultMaxTasks;  ///< refuse a simulation estimated to build more tasks
+  SimMode mode = SimMode::kExact;
 };
 
 /// GPUs the layout uses: tp · pp · dp (overflow-checked).

@@ -63,8 +63,8 @@ struct GroupKey {
 class Builder {
  public:
   Builder(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-          const Workload& workload)
-      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload) {}
+          const Workload& workload, const StageSteps* part = nullptr)
+      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part) {}
 
   BuiltProgram build();
 
@@ -144,6 +144,7 @@ class Builder {
   }
   /// Adds a dependency slot to be filled later with the task registered under `key`.
   void add_pending_dep(sim::TaskId task, std::int64_t key) {
+    if (part_) return;  // a stage built alone: other stages' transfers are not waited for
     // Only valid for the task just added (its deps range is the tail of prog_.deps).
     LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "pending dep order");
     pending_.push_back({static_cast<std::uint32_t>(prog_.deps.size()), key});
@@ -276,6 +277,11 @@ class Builder {
   /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
   void emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after);
 
+  void add_step_span(const PipeStep& st, sim::TaskId marker, sim::TaskId tail, bool sent) {
+    const auto end = static_cast<sim::TaskId>(prog_.tasks.size());
+    step_spans_.push_back({gpu_, st, step_first_, marker, tail, sent ? end - 1 : -1, end});
+  }
+
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
     std::uint64_t n = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
@@ -300,6 +306,7 @@ class Builder {
   const RecomputePlan& plan_;
   const hw_models::Topology& topo_;
   const Workload& work_;
+  const StageSteps* part_;  ///< build only this part of one stage (fast mode); null: everything
   sim::Program prog_;
   std::vector<double> flops_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
@@ -321,6 +328,8 @@ class Builder {
   std::vector<hw_models::Rank> rank_to_rep_;
   std::vector<LayerSpan> layer_spans_;
   std::vector<LayerSpan> layer_fwd_spans_;
+  std::vector<StepSpan> step_spans_;
+  sim::TaskId step_first_ = 0;  ///< first task of the step being emitted
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
@@ -560,6 +569,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
   g.compute_tail = after;
   if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
+  add_step_span(st, recv, after, vs < last_vs);
 }
 
 void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
@@ -639,6 +649,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
     }
   }
   if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
+  add_step_span(st, step_marker, after, vs > 0);
 }
 
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
@@ -650,9 +661,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
   dp_ranks_.clear();
   for (int d = 0; d < p_.dp; ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
-  // Every stage's order at once; computed for the first GPU only.
-  if (order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
-  const auto& steps = order_[static_cast<size_t>(stage)];
+  // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
+  if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
+  const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];
 
   // Last backward step of each chunk: gradients of that chunk are final after it.
   std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
@@ -663,14 +674,26 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   for (size_t si = 0; si < steps.size(); ++si) {
     const StepInfo step = step_info(steps[si]);
     set_instance(step.mb);
+    step_first_ = static_cast<sim::TaskId>(prog_.tasks.size());
+    const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
+                           : part_ && part_->has_following ? &part_->following
+                                                           : nullptr;
     if (step.st.forward) {
-      emit_forward_step(step, si + 1 < steps.size() ? &steps[si + 1] : nullptr, g);
+      emit_forward_step(step, next, g);
     } else {
-      emit_backward_step(step, static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)], g);
+      emit_backward_step(step,
+                         part_ ? part_->grads_final[si]
+                               : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)],
+                         g);
     }
   }
+  if (part_ && !part_->with_tail) return;
+  std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
+  for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);
+  if (part_ && p_.dp_overlap == DpOverlap::kEnd) g.dp.total_params = stage_params;
   if (p_.dp_overlap == DpOverlap::kEnd)
     g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
+  if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
 
   // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
   // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
@@ -703,9 +726,11 @@ BuiltProgram Builder::build() {
     int stage, dp, tp;
   };
   std::vector<Sim> gpus;
-  for (int s = 0; s < p_.pp; ++s)
+  for (int s = 0; s < p_.pp; ++s) {
+    if (part_ && s != part_->stage) continue;
     for (int d = 0; d < (symmetric_ ? 1 : p_.dp); ++d)
       for (int t = 0; t < (symmetric_ ? 1 : p_.tp); ++t) gpus.push_back({s, d, t});
+  }
   if (symmetric_) {
     rank_to_rep_.resize(static_cast<size_t>(topo_.num_gpus()), -1);
     for (int s = 0; s < p_.pp; ++s)
@@ -741,6 +766,7 @@ BuiltProgram Builder::build() {
   out.task_flops = std::move(flops_);
   out.layer_backward = std::move(layer_spans_);
   out.layer_forward = std::move(layer_fwd_spans_);
+  out.steps = std::move(step_spans_);
   return out;
 }
 
@@ -757,6 +783,13 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
     fail("plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
   return Builder(sc, plan, topo, workload).build();
+}
+
+BuiltProgram build_stage_steps(const Scenario& sc, const RecomputePlan& plan,
+                               const hw_models::Topology& topo, const Workload& workload,
+                               const StageSteps& part) {
+  LYNX_CHECK(part.grads_final.size() == part.steps.size(), "grads_final needs one flag per step");
+  return Builder(sc, plan, topo, workload, &part).build();
 }
 
 }  // namespace lynx::schedule

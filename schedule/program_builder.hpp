@@ -4,6 +4,7 @@
 /// stream, pipeline sends on the pp stream, gradient all-reduces on the dp stream and
 /// overlapped recomputation on the recompute stream, with memory alloc/free per activation.
 #include "hw_models/topology.hpp"
+#include "schedule/pipeline_schedule.hpp"
 #include "model/gpt.hpp"
 #include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
@@ -30,6 +31,17 @@ struct LayerSpan {
   sim::TaskId step_marker = 0;  ///< the marker that starts this backward step (waits for the gradient)
 };
 
+/// Where one pipeline step's tasks lie in the program (fast mode measures steps by them).
+struct StepSpan {
+  sim::GpuId gpu = 0;
+  PipeStep step;
+  sim::TaskId first_task = 0;    ///< its first task (a recompute issued before its marker)
+  sim::TaskId marker = 0;        ///< its first compute-stream task (waits for its input)
+  sim::TaskId compute_tail = 0;  ///< what its pipeline send waits for (may be a TP collective)
+  sim::TaskId send = -1;         ///< its pipeline send; -1 when it sends nothing
+  sim::TaskId end_task = 0;      ///< one past its last task
+};
+
 struct BuiltProgram {
   sim::Machine machine;
   sim::Program program;
@@ -41,6 +53,22 @@ struct BuiltProgram {
   std::vector<double> task_flops;     ///< FLOPs executed by each kernel task (0 for others)
   std::vector<LayerSpan> layer_backward;  ///< every layer backward pass, in program order
   std::vector<LayerSpan> layer_forward;   ///< every layer forward pass (step_marker: its step's)
+  std::vector<StepSpan> steps;            ///< every pipeline step, in program order
+};
+
+/// A part of one stage's schedule, built alone (fast mode): `steps` in order on the simulated
+/// GPUs of `stage`, without inputs from other stages (a step starts when its streams allow).
+struct StageSteps {
+  int stage = 0;
+  std::vector<PipeStep> steps;
+  std::vector<bool> grads_final;  ///< per step: its chunk's last backward (gradients final)
+  /// The step that follows the last one in the real order (forward-window recomputes of the
+  /// last step are issued for it); none when the last step is the stage's last.
+  bool has_following = false;
+  PipeStep following;
+  /// After the last step: the gradient all-reduce of the stage's parameters not reduced in
+  /// these steps' buckets (every parameter with dp_overlap end), and the optimizer step.
+  bool with_tail = false;
 };
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
@@ -56,5 +84,11 @@ bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& 
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).
 BuiltProgram build_program(const Scenario& sc, const strategies::RecomputePlan& plan,
                            const hw_models::Topology& topo, const model::Workload& workload);
+
+/// The program of a part of one stage's schedule (fast/), with the same tasks the full program
+/// gives those steps, except the waits for other stages' transfers.
+BuiltProgram build_stage_steps(const Scenario& sc, const strategies::RecomputePlan& plan,
+                               const hw_models::Topology& topo, const model::Workload& workload,
+                               const StageSteps& part);
 
 }  // namespace lynx::schedule

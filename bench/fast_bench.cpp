@@ -1,0 +1,102 @@
+// Fast mode: its agreement with exact mode over the committed sets (tests/fast/configs*.txt) and
+// its rate on a sweep of GPT-22B layouts on 64 GPUs, cold (empty step cache) and warm (every
+// step cached), one process, one thread. Run from the repository root:
+//   build/bench/fast_bench [--skip-agreement]
+#include "common/clock.hpp"
+#include "common/statistics.hpp"
+#include "fast/step_cache.hpp"
+#include "model/resolved_scenario.hpp"
+#include "runner/mode_agreement.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace lynx;
+
+namespace {
+
+void agreement(const std::string& file) {
+  const auto configs = runner::read_agreement_set(file);
+  std::vector<double> errors, exact, fast;
+  std::vector<std::pair<double, std::string>> worst;
+  double exact_s = 0, fast_s = 0;
+  int memory_unequal = 0;
+  double lynx_memory = 0;
+  for (const std::string& c : configs) {
+    const runner::ModeComparison m = runner::compare_modes(c);
+    errors.push_back(std::abs(m.time_error()));
+    exact.push_back(m.exact.iteration_time_s);
+    fast.push_back(m.fast.iteration_time_s);
+    worst.push_back({m.time_error(), c});
+    exact_s += m.exact_seconds;
+    fast_s += m.fast_seconds;
+    if (!m.overlapped && !m.memory_equal()) ++memory_unequal;
+    if (m.overlapped) lynx_memory = std::max(lynx_memory, m.memory_error());
+  }
+  std::sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+  fmt::print("agreement over {} configurations ({})\n", configs.size(), file);
+  fmt::print("  |iteration time error|: median {:.4f}%  p95 {:.4f}%  max {:.4f}%  above 1%: {}\n",
+             100 * median(errors), 100 * percentile(errors, 95.0), 100 * *std::max_element(errors.begin(), errors.end()),
+             std::count_if(errors.begin(), errors.end(), [](double e) { return e > 0.01; }));
+  fmt::print("  Kendall tau {:.4f}; none/full/selective peak memory unequal: {}; lynx max memory error {:.4f}%\n",
+             runner::kendall_tau(exact, fast), memory_unequal, 100 * lynx_memory);
+  fmt::print("  wall: exact {:.2f} s, fast {:.2f} s (cold cache, incl. scenario loading)\n", exact_s, fast_s);
+  fmt::print("  worst:\n");
+  for (size_t i = 0; i < std::min<size_t>(8, worst.size()); ++i)
+    fmt::print("    {:+.3f}%  {}\n", 100 * worst[i].first, worst[i].second);
+}
+
+void rate() {
+  // Every layout of GPT-22B on 64 A100 (8 nodes) with 128 micro-batches per pipeline.
+  std::vector<model::ResolvedScenario> sweep;
+  for (int tp : {1, 2, 4, 8})
+    for (int pp : {1, 2, 4, 8, 16}) {
+      if (64 % (tp * pp) != 0) continue;
+      const int dp = 64 / (tp * pp);
+      for (const char* schedule : {"1f1b", "gpipe", "interleaved"})
+        for (const char* strategy : {"none", "full", "selective"}) {
+          if (std::strcmp(schedule, "interleaved") == 0 && (pp == 1 || 48 % (2 * pp) != 0)) continue;
+          sweep.push_back(model::default_scenario(
+              {"model.preset=gpt-22b", "hardware.profile=dgx-a100-80gb", "hardware.nodes=8",
+               fmt::format("parallel.tp={}", tp), fmt::format("parallel.pp={}", pp),
+               fmt::format("parallel.dp={}", dp), "parallel.micro_batch=1",
+               fmt::format("parallel.global_batch={}", 128 * dp), fmt::format("parallel.schedule={}", schedule),
+               fmt::format("parallel.virtual_stages={}", std::strcmp(schedule, "interleaved") == 0 ? 2 : 1),
+               "parallel.sequence_parallel=true", fmt::format("recompute.strategy={}", strategy),
+               "sim.mode=fast"}));
+        }
+    }
+  fast::StepCache::shared().clear();
+  const auto n = static_cast<double>(sweep.size());
+  auto t = WallClock::now();
+  double sum = 0;
+  for (const auto& sc : sweep) sum += runner::simulate(sc).result.iteration_time_s;
+  const double cold = seconds_since(t);
+  const int rounds = 20;
+  t = WallClock::now();
+  for (int r = 0; r < rounds; ++r)
+    for (const auto& sc : sweep) sum += runner::simulate(sc).result.iteration_time_s;
+  const double warm = seconds_since(t) / rounds;
+  fmt::print("rate, GPT-22B on 64 GPUs, {} layouts x none/full/selective, 128 micro-batches (checksum {:.3f})\n",
+             sweep.size(), sum);
+  fmt::print("  cold: {:.0f} configurations/s ({:.2f} ms each, {} steps simulated)\n", n / cold, 1e3 * cold / n,
+             fast::StepCache::shared().misses());
+  fmt::print("  warm: {:.0f} configurations/s ({:.1f} us each)\n", n / warm, 1e6 * warm / n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool skip_agreement = argc > 1 && std::strcmp(argv[1], "--skip-agreement") == 0;
+  if (!skip_agreement) {
+    agreement("tests/fast/configs.txt");
+    agreement("tests/fast/configs-pcie.txt");
+  }
+  rate();
+  return 0;
+}

@@ -1,0 +1,251 @@
+#include "fast/compose.hpp"
+
+#include "common/error.hpp"
+#include "common/statistics.hpp"
+#include "schedule/pipeline_schedule.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace lynx::fast {
+namespace {
+
+using Interval = std::pair<TimePs, TimePs>;
+
+/// An input transfer: when it arrived, and since when the sender's pp stream was busy with
+/// the queue of sends ending with it (what exact mode counts as pp exposure of a wait).
+struct Arrival {
+  TimePs at_ps = -1;
+  TimePs queue_start_ps = 0;
+};
+
+/// What one stage carries from step to step while the schedule is composed.
+struct StageState {
+  std::size_t next = 0;
+  TimePs compute_free_ps = 0;  ///< end of the previous step's last compute-stream task
+  TimePs tail_end_ps = 0;      ///< end of the previous step's compute tail
+  bool previous_had_dp = false;  ///< the previous step issued gradient all-reduces
+  TimePs pp_free_ps = 0, pp_queue_start_ps = 0;
+  Interval last_send{0, 0};
+  std::vector<Interval> sends, dp;  ///< communication of this stage's GPU, in issue order
+  std::size_t live_send = 0, live_dp = 0;  ///< before these, everything ended before the step
+  TimePs dp_free_ps = 0;
+  TimePs end_ps = 0;
+  std::int64_t level_bytes = 0;
+  FastStage out;
+  TimePs other_comm_ps = 0;
+};
+
+TimePs overlap(Interval a, Interval b) {
+  return std::max<TimePs>(0, std::min(a.second, b.second) - std::max(a.first, b.first));
+}
+
+bool has_forward_windows(const strategies::StagePlan& sp) {
+  return std::any_of(sp.layers.begin(), sp.layers.end(), [](const strategies::LayerDecision& d) {
+    return d.overlapped() && d.window == strategies::Window::kFwdTpComm;
+  });
+}
+
+}  // namespace
+
+FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
+                         const model::Workload& workload, StepCache& cache, bool measure_windows) {
+  const ParallelSpec& p = sc.parallel;
+  const int m = p.global_batch / (p.micro_batch * p.dp);
+  const int last_vs = p.pp * p.virtual_stages - 1;
+  const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
+  StepCache::Context& context = cache.context(sc);
+  const double contention = sc.hardware.contention_factor;
+  // Links shared between GPUs (PCIe): a step's collectives share links with the previous
+  // step's send, so each step is simulated after its predecessor.
+  const bool after_previous = !context.links_private;
+
+  std::vector<bool> forward_windows(static_cast<size_t>(last_vs + 1));
+  for (int vs = 0; vs <= last_vs; ++vs) forward_windows[static_cast<size_t>(vs)] = has_forward_windows(plan.stages[static_cast<size_t>(vs)]);
+  // Per stage and step: the context that selects its profile, and the profile (a stage has
+  // few distinct steps: each is looked up in the cache once).
+  std::vector<std::vector<StepKey>> keys(static_cast<size_t>(p.pp));
+  std::vector<std::vector<const StepProfile*>> profiles(static_cast<size_t>(p.pp));
+  std::size_t total = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    const auto& steps = order[static_cast<size_t>(s)];
+    std::vector<int> last_bwd(static_cast<size_t>(p.virtual_stages), -1);
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (!steps[i].forward) last_bwd[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
+    auto& k = keys[static_cast<size_t>(s)];
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const schedule::PipeStep& st = steps[i];
+      StepKey key;
+      key.stage = s;
+      key.virtual_stage = st.chunk * p.pp + s;
+      key.forward = st.forward;
+      key.grads_final = !st.forward && static_cast<int>(i) == last_bwd[static_cast<size_t>(st.chunk)];
+      key.with_tail = i + 1 == steps.size();
+      if (st.forward) {
+        key.forward_windows = i + 1 < steps.size() && !steps[i + 1].forward && steps[i + 1].chunk == st.chunk &&
+                              forward_windows[static_cast<size_t>(key.virtual_stage)];
+      } else {
+        key.forward_windows = i > 0 && k[i - 1].forward && k[i - 1].forward_windows;
+      }
+      if (after_previous && i > 0) {
+        key.after_previous = true;
+        key.prev_forward = k[i - 1].forward;
+        key.prev_virtual_stage = k[i - 1].virtual_stage;
+        key.prev_grads_final = k[i - 1].grads_final;
+        key.prev_forward_windows = k[i - 1].forward_windows;
+      }
+      k.push_back(key);
+    }
+    auto& pr = profiles[static_cast<size_t>(s)];
+    std::vector<std::pair<StepKey, const StepProfile*>> distinct;
+    for (const StepKey& key : k) {
+      auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == key; });
+      if (it == distinct.end()) {
+        distinct.push_back({key, &cache.get(context, key, sc, plan, workload)});
+        it = distinct.end() - 1;
+      }
+      pr.push_back(it->second);
+    }
+    total += steps.size();
+  }
+
+  FastResult r;
+  r.steps = total;
+  std::vector<Arrival> fwd_in(static_cast<size_t>((last_vs + 1) * m)), bwd_in(fwd_in.size());
+  auto slot = [m](int vs, int mb) { return static_cast<size_t>(vs * m + mb); };
+  std::vector<StageState> state(static_cast<size_t>(p.pp));
+  std::vector<Interval> externals;
+  // Window samples per virtual stage: per layer (backward windows), and forward idle.
+  std::vector<std::vector<std::vector<TimePs>>> window_samples(static_cast<size_t>(last_vs + 1));
+  std::vector<std::vector<TimePs>> forward_samples(static_cast<size_t>(last_vs + 1));
+
+  // Runs stage s's next step if its input has arrived; false when it has to wait.
+  auto advance = [&](int s) {
+    StageState& g = state[static_cast<size_t>(s)];
+    const auto& steps = order[static_cast<size_t>(s)];
+    if (g.next >= steps.size()) return false;
+    const schedule::PipeStep& st = steps[g.next];
+    const StepKey& key = keys[static_cast<size_t>(s)][g.next];
+    const int vs = key.virtual_stage;
+    const Arrival* in = nullptr;
+    if (st.forward && vs > 0) in = &fwd_in[slot(vs - 1, st.micro_batch)];
+    if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
+    if (in && in->at_ps < 0) return false;
+    const StepProfile& pr = *profiles[static_cast<size_t>(s)][g.next];
+    r.symmetric = pr.symmetric;
+    const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
+    // The window each layer's recompute could use: the backward of the layer above; for the
+    // top layer the wait before this step plus the head's TP idle.
+    const auto layers = measure_windows ? pr.layer_tp_idle_ps.size() : 0;
+    if (st.forward) {
+      auto& f = forward_samples[static_cast<size_t>(vs)];
+      f.insert(f.end(), pr.layer_tp_idle_ps.begin(), pr.layer_tp_idle_ps.begin() + static_cast<std::ptrdiff_t>(layers));
+    } else if (layers > 0) {
+      auto& w = window_samples[static_cast<size_t>(vs)];
+      w.resize(layers);
+      for (size_t l = 0; l + 1 < layers; ++l) w[l].push_back(pr.layer_tp_idle_ps[l + 1]);
+      w[layers - 1].push_back(start - g.compute_free_ps + pr.head_tp_idle_ps);
+    }
+    if (in) g.out.pp_exposed_ps += overlap({g.compute_free_ps, start}, {in->queue_start_ps, in->at_ps});
+
+    // Communication of this GPU still running when the step starts slows its kernels; the
+    // previous step's is already in the profile when the two were simulated together.
+    const bool paired = key.after_previous || (!st.forward && key.forward_windows);
+    externals.clear();
+    if (!paired && g.tail_end_ps > g.compute_free_ps) externals.push_back({g.compute_free_ps - start, g.tail_end_ps - start});
+    // Sends and all-reduces queue on their streams, so they end in issue order.
+    while (g.live_send < g.sends.size() && g.sends[g.live_send].second <= start) ++g.live_send;
+    while (g.live_dp < g.dp.size() && g.dp[g.live_dp].second <= start) ++g.live_dp;
+    for (std::size_t i = g.live_send; i < g.sends.size(); ++i)
+      if (!(paired && g.sends[i] == g.last_send)) externals.push_back({g.sends[i].first - start, g.sends[i].second - start});
+    for (std::size_t i = g.live_dp; i < g.dp.size(); ++i)
+      if (!(key.after_previous && i + 1 == g.dp.size() && g.previous_had_dp))
+        externals.push_back({g.dp[i].first - start, g.dp[i].second - start});
+    TimePs delta = contention_delay_ps(pr.segments, externals, contention);
+    g.out.contention_ps += delta;
+    g.out.compute_ps += delta;
+    // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
+    // previous step's tail, so a step that starts later finds it further along.
+    // After its predecessor it was simulated as issued there, with no wait for the input.
+    if (pr.pp_wait_recompute)
+      delta -= std::min(start - (key.after_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
+
+    const TimePs compute_end = start + pr.compute_end_ps + delta;
+    const TimePs tail_end = start + pr.tail_end_ps + delta;
+    TimePs end = std::max(compute_end, tail_end);
+    if (pr.sends) {
+      const TimePs send_start = std::max(tail_end, g.pp_free_ps);
+      const TimePs send_end = send_start + pr.send_ps;
+      const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
+      g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
+      g.pp_free_ps = send_end;
+      g.last_send = {send_start, send_end};
+      g.sends.push_back(g.last_send);
+      Arrival& out = st.forward ? fwd_in[slot(vs, st.micro_batch)] : bwd_in[slot(vs, st.micro_batch)];
+      out = {send_end, g.pp_queue_start_ps};
+      end = std::max(end, send_end);
+    }
+    const TimePs dp_before = g.dp_free_ps;
+    g.previous_had_dp = pr.has_dp;
+    if (pr.has_dp) {
+      const TimePs dp_start = std::max(start + pr.dp_start_ps + delta, g.dp_free_ps);
+      const TimePs dp_end = std::max(start + pr.dp_end_ps + delta, dp_start + (pr.dp_end_ps - pr.dp_start_ps));
+      g.dp.push_back({dp_start, dp_end});
+      g.dp_free_ps = dp_end;
+      end = std::max(end, dp_end);
+    }
+    if (key.with_tail) {
+      end = std::max(end, start + pr.end_ps + delta);
+      end = std::max(end, dp_before + pr.optimizer_ps);  // earlier buckets still running
+    }
+    g.end_ps = std::max(g.end_ps, end);
+
+    FastStage& b = g.out;
+    b.compute_ps += pr.compute_ps;
+    b.recompute_ps += pr.recompute_ps;
+    b.recompute_overlapped_ps += pr.recompute_overlapped_ps;
+    b.contention_ps += pr.contention_ps;
+    b.tp_exposed_ps += pr.tp_exposed_ps;
+    b.dp_exposed_ps += pr.dp_exposed_ps;
+    g.other_comm_ps += pr.other_comm_ps;
+    b.static_memory_bytes = pr.static_bytes;
+    b.peak_memory_bytes = std::max(b.peak_memory_bytes, g.level_bytes + pr.memory_peak_bytes);
+    g.level_bytes += pr.memory_net_bytes;
+    r.executed_flops += pr.flops * pr.replication;
+
+    g.compute_free_ps = compute_end;
+    g.tail_end_ps = tail_end;
+    ++g.next;
+    return true;
+  };
+
+  std::size_t done = 0;
+  while (done < total) {
+    const std::size_t before = done;
+    for (int s = 0; s < p.pp; ++s)
+      while (advance(s)) ++done;
+    for (int s = p.pp - 1; s >= 0; --s)
+      while (advance(s)) ++done;
+    LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+  }
+  for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
+  const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
+  for (int vs = 0; vs <= last_vs && measure_windows; ++vs) {
+    auto& c = r.window_capacity.emplace_back();
+    for (auto& samples : window_samples[static_cast<size_t>(vs)]) c.push_back(median_or_zero(std::move(samples)));
+    r.forward_window_capacity.push_back(median_or_zero(std::move(forward_samples[static_cast<size_t>(vs)])));
+  }
+  for (StageState& g : state) {
+    FastStage b = g.out;
+    b.peak_memory_bytes += b.static_memory_bytes;
+    b.oom = sc.hardware.memory_bytes > 0 && b.peak_memory_bytes > 0 &&
+            static_cast<std::uint64_t>(b.peak_memory_bytes) > sc.hardware.memory_bytes;
+    b.recompute_ps += g.other_comm_ps;  // the collectives of a full recompute, as exact mode counts them
+    const TimePs accounted = b.compute_ps + b.recompute_ps + b.tp_exposed_ps + b.pp_exposed_ps + b.dp_exposed_ps;
+    b.bubble_ps = std::max<TimePs>(0, r.makespan_ps - accounted);
+    r.stages.push_back(b);
+  }
+  return r;
+}
+
+}  // namespace lynx::fast

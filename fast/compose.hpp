@@ -1,0 +1,40 @@
+#pragma once
+/// Fast mode's iteration: the pipeline schedule composed from cached step profiles as a
+/// critical path over the schedule's order, with pipeline sends queued on each stage's pp
+/// stream, the contention their communication adds to the kernels they overlap, the gradient
+/// all-reduces and the optimizer step; memory from the steps' effects in schedule order.
+#include "fast/step_cache.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace lynx::fast {
+
+/// One pipeline stage's share of the iteration (ps), as exact mode's per-stage breakdown.
+struct FastStage {
+  TimePs compute_ps = 0, recompute_ps = 0, recompute_overlapped_ps = 0, contention_ps = 0;
+  TimePs tp_exposed_ps = 0, pp_exposed_ps = 0, dp_exposed_ps = 0, bubble_ps = 0;
+  std::int64_t peak_memory_bytes = 0;
+  std::int64_t static_memory_bytes = 0;
+  bool oom = false;
+};
+
+struct FastResult {
+  TimePs makespan_ps = 0;
+  std::vector<FastStage> stages;
+  double executed_flops = 0;  ///< per iteration, every GPU
+  bool symmetric = false;     ///< the step programs used the reduced (one rank per stage) form
+  std::size_t steps = 0;      ///< pipeline steps composed
+  /// With measure_windows: the lynx planners' window capacities, as
+  /// schedule::measure_window_capacity and measure_forward_window_capacity give them on an
+  /// exact run (per virtual stage).
+  std::vector<std::vector<TimePs>> window_capacity;
+  std::vector<TimePs> forward_window_capacity;
+};
+
+/// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
+/// and the cluster topology. `measure_windows`: also the planners' window capacities.
+FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
+                         const model::Workload& workload, StepCache& cache, bool measure_windows = false);
+
+}  // namespace lynx::fast

@@ -1,0 +1,62 @@
+#pragma once
+/// Fast mode's cache of step profiles: a step simulated once is reused by every configuration
+/// whose program for it is the same (same hardware, model shape, layout, stage, decisions and
+/// step context), e.g. across micro-batch counts, schedules and sweeps of one process.
+#include "fast/step_profile.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace lynx::fast {
+
+/// What a step's program depends on beyond the scenario context (see StepCache::context_key).
+struct StepKey {
+  int stage = 0;
+  int virtual_stage = 0;
+  bool forward = true;
+  bool grads_final = false;
+  bool with_tail = false;
+  /// Forward: it issues forward-window recomputes for the backward after it. Backward: it is
+  /// measured after the forward that issued them (the two built together).
+  bool forward_windows = false;
+  /// Simulated after the stage's previous step (links shared between GPUs: its send and
+  /// collectives share links with this step's), described by the prev_* fields.
+  bool after_previous = false;
+  bool prev_forward = false, prev_grads_final = false, prev_forward_windows = false;
+  int prev_virtual_stage = 0;
+  bool operator==(const StepKey&) const = default;
+};
+
+class StepCache {
+ public:
+  /// Everything cached for one context: the part of a scenario that step programs depend on
+  /// (everything but the schedule, the global batch, the recompute request and sim.mode).
+  struct Context {
+    std::unique_ptr<hw_models::Topology> topology;  ///< built once: path searches are costly
+    bool links_private = false;  ///< Topology::links_private_per_gpu
+    std::unordered_map<std::string, std::unique_ptr<StepProfile>> profiles;  ///< by step
+  };
+
+  /// The context of `sc` (created on first use; references stay valid until clear()).
+  Context& context(const Scenario& sc);
+
+  /// The profile of `key`'s step under `plan` in `context`, simulated on a miss.
+  const StepProfile& get(Context& context, const StepKey& key, const Scenario& sc,
+                         const strategies::RecomputePlan& plan, const model::Workload& workload);
+
+  std::size_t misses() const { return misses_; }  ///< steps simulated
+  void clear();
+
+  /// The process-wide cache fast mode uses.
+  static StepCache& shared();
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Context>> contexts_;
+  std::size_t misses_ = 0;
+};
+
+}  // namespace lynx::fast

@@ -1,0 +1,197 @@
+#include "fast/step_profile.hpp"
+
+#include "common/error.hpp"
+#include "schedule/overlap_windows.hpp"
+#include "sim/executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace lynx::fast {
+namespace {
+
+/// The kernels and communication tasks of GPU 0 running in [from, to), as segments.
+std::vector<Segment> activity(const sim::Program& prog, const sim::ExecResult& ex, TimePs from,
+                              TimePs to) {
+  std::vector<std::tuple<TimePs, int, int>> edges;  // (time, kernel change, comm change)
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const sim::Task& t = prog.tasks[i];
+    if (t.gpu != 0 || t.kind == sim::TaskKind::kMarker) continue;
+    const TimePs s = std::max(ex.task_start_ps[i], from), e = std::min(ex.task_end_ps[i], to);
+    if (e <= s) continue;
+    const bool kernel = t.kind == sim::TaskKind::kKernel;
+    edges.emplace_back(s, kernel ? 1 : 0, kernel ? 0 : 1);
+    edges.emplace_back(e, kernel ? -1 : 0, kernel ? 0 : -1);
+  }
+  std::sort(edges.begin(), edges.end());
+  std::vector<Segment> out;
+  TimePs at = from;
+  int kernels = 0, comms = 0;
+  for (const auto& [time, dk, dc] : edges) {
+    if (time > at) {
+      if (!out.empty() && out.back().kernels == kernels && out.back().comms == comms)
+        out.back().length_ps += time - at;
+      else
+        out.push_back({time - at, kernels, comms});
+      at = time;
+    }
+    kernels += dk;
+    comms += dc;
+  }
+  if (to > at) out.push_back({to - at, kernels, comms});
+  return out;
+}
+
+}  // namespace
+
+StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
+                         const hw_models::Topology& topo, const model::Workload& workload,
+                         const schedule::StageSteps& part, std::size_t measured) {
+  schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
+  sim::Program& prog = built.program;
+  // Memory off for the timing run (memory never changes timing); restored for the profile.
+  std::vector<std::uint32_t> num_mem(prog.tasks.size());
+  for (size_t i = 0; i < prog.tasks.size(); ++i) num_mem[i] = std::exchange(prog.tasks[i].num_mem, 0);
+  sim::Machine machine = built.machine;
+  for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
+  const sim::ExecResult ex = sim::execute(machine, prog);
+  for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
+
+  std::vector<const schedule::StepSpan*> spans;  // GPU 0's
+  for (const schedule::StepSpan& s : built.steps)
+    if (s.gpu == 0) spans.push_back(&s);
+  LYNX_CHECK(measured < spans.size(), "step {} of a part of {} steps", measured, spans.size());
+  const schedule::StepSpan& sp = *spans[measured];
+  const bool last = measured + 1 == spans.size();
+  auto range_end = static_cast<sim::TaskId>(sp.end_task);
+  if (last && part.with_tail)
+    while (static_cast<size_t>(range_end) < prog.tasks.size() && prog.tasks[static_cast<size_t>(range_end)].gpu == 0)
+      ++range_end;
+  const auto start = [&](sim::TaskId id) { return ex.task_start_ps[static_cast<size_t>(id)]; };
+  const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)]; };
+
+  StepProfile p;
+  p.static_bytes = prog.static_bytes_per_gpu.at(0);
+  p.replication = built.replication;
+  p.symmetric = built.symmetric;
+  const TimePs t0 = start(sp.marker);
+  p.pp_wait_recompute = sp.first_task < sp.marker;
+  p.tail_end_ps = end(sp.compute_tail) - t0;
+  if (sp.send >= 0) {
+    p.sends = true;
+    p.send_ps = end(sp.send) - start(sp.send);
+  }
+  TimePs dp_start = -1;
+  for (sim::TaskId i = sp.first_task; i < range_end; ++i) {
+    const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
+    p.end_ps = std::max(p.end_ps, end(i) - t0);
+    if (t.stream == schedule::kCompute && i < sp.end_task) p.compute_end_ps = std::max(p.compute_end_ps, end(i) - t0);
+    if (t.stream == schedule::kDp) {
+      p.has_dp = true;
+      if (dp_start < 0) dp_start = start(i) - t0;
+      p.dp_end_ps = std::max(p.dp_end_ps, end(i) - t0);
+    }
+    if (t.category == sim::Category::kOptimizer) p.optimizer_ps = end(i) - start(i);
+    p.flops += built.task_flops[static_cast<size_t>(i)];
+    if (t.kind != sim::TaskKind::kKernel) continue;
+    const TimePs busy = end(i) - start(i);
+    if (t.stream == schedule::kRecomputeStream) p.recompute_overlapped_ps += busy;
+    if (t.stream != schedule::kCompute) continue;
+    (t.category == sim::Category::kRecompute ? p.recompute_ps : p.compute_ps) += busy;
+    if (busy > t.work_ps) p.contention_ps += busy - t.work_ps;
+  }
+  p.dp_start_ps = std::max<TimePs>(0, dp_start);
+  const auto gaps = schedule::compute_stream_gaps(prog, ex, built.machine.gpus.size());
+  // Windows: TP idle per layer pass of this step, and before its top layer's backward.
+  const auto tp_idle_in = [&](sim::TaskId from, sim::TaskId to) {
+    TimePs sum = 0;
+    for (const schedule::IdleGap& gap : gaps[0])
+      if (gap.next_task >= from && gap.next_task < to) sum += gap.tp_comm_ps;
+    return sum;
+  };
+  const int first_layer = plan.stages[static_cast<size_t>(sp.step.chunk * sc.parallel.pp + part.stage)].first_layer;
+  sim::TaskId top_first = sp.end_task;
+  for (const schedule::LayerSpan& l : sp.step.forward ? built.layer_forward : built.layer_backward) {
+    if (l.gpu != 0 || l.step_marker != sp.marker) continue;
+    const auto index = static_cast<size_t>(l.layer - first_layer);
+    if (p.layer_tp_idle_ps.size() <= index) p.layer_tp_idle_ps.resize(index + 1, 0);
+    p.layer_tp_idle_ps[index] = tp_idle_in(l.first_task, l.end_task);
+    top_first = std::min(top_first, l.first_task);
+  }
+  if (!sp.step.forward) p.head_tp_idle_ps = tp_idle_in(sp.marker + 1, top_first);
+  for (const schedule::IdleGap& gap : gaps[0]) {
+    if (gap.next_task <= sp.marker || gap.next_task >= range_end) continue;
+    p.tp_exposed_ps += gap.tp_comm_ps;
+    p.dp_exposed_ps += gap.dp_comm_ps;
+    p.other_comm_ps += gap.other_comm_ps;
+    if (p.pp_wait_recompute && gap.gate >= sp.first_task && gap.gate < sp.marker)
+      p.recompute_wait_ps += gap.end_ps - gap.start_ps;
+  }
+  p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
+
+  // Memory: every effect of the step's tasks in simulated order (start effects, then end).
+  std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;
+  for (sim::TaskId i = sp.first_task; i < range_end; ++i) {
+    const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
+    for (std::uint32_t m = t.first_mem; m < t.first_mem + t.num_mem; ++m) {
+      const sim::MemEffect& e = prog.mem[m];
+      effects.emplace_back(e.at_end ? end(i) : start(i), i, e.at_end ? 1 : 0, e.bytes);
+    }
+  }
+  std::sort(effects.begin(), effects.end());
+  std::int64_t level = 0;
+  for (const auto& e : effects) {
+    level += std::get<3>(e);
+    p.memory_peak_bytes = std::max(p.memory_peak_bytes, level);
+  }
+  p.memory_net_bytes = level;
+  return p;
+}
+
+TimePs contention_delay_ps(const std::vector<Segment>& segments,
+                           const std::vector<std::pair<TimePs, TimePs>>& externals,
+                           double contention_factor) {
+  if (externals.empty() || contention_factor <= 0) return 0;
+  TimePs horizon = 0;
+  for (const auto& [from, to] : externals) horizon = std::max(horizon, to);
+  // Walk the step's isolated timeline in real time: while `n` external tasks run, its kernels
+  // advance at (1 + c·comms) / (1 + c·(comms + n)) of their isolated rate.
+  double real = 0, iso = 0;
+  for (const Segment& s : segments) {
+    if (real >= static_cast<double>(horizon)) break;
+    double left = static_cast<double>(s.length_ps);
+    while (left > 0) {
+      int n = 0;
+      double next_change = 1e300;
+      for (const auto& [from, to] : externals) {
+        const double f = static_cast<double>(from), t = static_cast<double>(to);
+        if (f <= real && real < t) {
+          ++n;
+          next_change = std::min(next_change, t);
+        } else if (f > real) {
+          next_change = std::min(next_change, f);
+        }
+      }
+      const double rate = (s.kernels == 0 || n == 0)
+                              ? 1.0
+                              : (1 + contention_factor * s.comms) / (1 + contention_factor * (s.comms + n));
+      const double can = (next_change - real) * rate;
+      if (can >= left) {
+        real += left / rate;
+        left = 0;
+      } else {
+        left -= can;
+        real = next_change;
+      }
+      if (n == 0 && next_change >= 1e299) {
+        real += left;
+        left = 0;
+      }
+    }
+    iso += static_cast<double>(s.length_ps);
+  }
+  return std::max<TimePs>(0, std::llround(real - iso));
+}
+
+}  // namespace lynx::fast

@@ -1,0 +1,67 @@
+#pragma once
+/// What fast mode keeps of one pipeline step simulated alone on the event engine: its timing
+/// relative to its start, the kernel activity that later communication can slow, its share of
+/// the stage breakdown, FLOPs and memory.
+#include "schedule/program_builder.hpp"
+#include "sim/time.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace lynx::fast {
+
+/// An interval of a GPU's timeline with a constant set of running tasks: every kernel runs at
+/// rate 1 / (kernels · (1 + contention · comms)) (sim/executor.hpp).
+struct Segment {
+  TimePs length_ps = 0;
+  std::int32_t kernels = 0;
+  std::int32_t comms = 0;
+};
+
+/// One step, measured from the start of its marker (times relative to it, in ps).
+struct StepProfile {
+  TimePs compute_end_ps = 0;  ///< end of its last compute-stream task
+  TimePs tail_end_ps = 0;     ///< end of its compute tail (what its send waits for)
+  bool sends = false;
+  TimePs send_ps = 0;         ///< duration of its pipeline send
+  bool has_dp = false;
+  TimePs dp_start_ps = 0, dp_end_ps = 0;  ///< its gradient all-reduces (first start, last end)
+  TimePs end_ps = 0;          ///< with the tail: end of the optimizer step
+  TimePs optimizer_ps = 0;    ///< with the tail: the optimizer step's duration
+  /// A pp-wait recompute issued before the marker: how long the compute stream waited for it
+  /// (a step that starts later than its predecessor's tail gets that head start back).
+  TimePs recompute_wait_ps = 0;
+  bool pp_wait_recompute = false;
+  std::vector<Segment> segments;  ///< the GPU's activity from the start to compute_end_ps
+
+  // Breakdown shares (ps) of the first simulated GPU, as the exact mode counts them.
+  TimePs compute_ps = 0, recompute_ps = 0, recompute_overlapped_ps = 0, contention_ps = 0;
+  TimePs tp_exposed_ps = 0, dp_exposed_ps = 0, other_comm_ps = 0;
+  double flops = 0;  ///< executed by the first simulated GPU
+
+  /// For the lynx planners' windows (schedule/overlap_windows.hpp measures the same on an
+  /// exact run): idle on TP communication in each layer's pass (index = layer of the virtual
+  /// stage), and in a backward before its top layer's (the LM head's).
+  std::vector<TimePs> layer_tp_idle_ps;
+  TimePs head_tp_idle_ps = 0;
+
+  std::int64_t static_bytes = 0;  ///< the stage's weights, gradients and optimizer state
+  int replication = 1;            ///< GPUs the first simulated GPU stands for
+  bool symmetric = false;         ///< built in the reduced (one rank per stage) form
+  std::int64_t memory_peak_bytes = 0;  ///< highest usage above the level at its start (>= 0)
+  std::int64_t memory_net_bytes = 0;   ///< usage change over the step
+};
+
+/// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what
+/// it never allocated) and measures its step number `measured` (index into part.steps).
+StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
+                         const hw_models::Topology& topo, const model::Workload& workload,
+                         const schedule::StageSteps& part, std::size_t measured);
+
+/// Extra time a step takes when `externals` (communication tasks of the same GPU, [start, end)
+/// relative to the step's start) run beside it: its kernels run slower while they do.
+TimePs contention_delay_ps(const std::vector<Segment>& segments,
+                           const std::vector<std::pair<TimePs, TimePs>>& externals,
+                           double contention_factor);
+
+}  // namespace lynx::fast

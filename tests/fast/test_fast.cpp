@@ -1,0 +1,99 @@
+// Fast mode's composition where it must be exact: a single stage, a pipeline whose sends take
+// no time (1F1B and GPipe); --trace refused; determinism.
+#include "common/error.hpp"
+#include "fast/compose.hpp"
+#include "fast/step_profile.hpp"
+#include "model/resolved_scenario.hpp"
+#include "runner/simulate.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace lynx;
+using namespace lynx::runner;
+
+namespace {
+
+SimResult run(std::vector<std::string> overrides, const std::string& mode) {
+  overrides.push_back("sim.mode=" + mode);
+  return simulate(model::default_scenario(overrides)).result;
+}
+
+/// A GPT on one node without tensor parallelism: the only communication is pipeline sends.
+std::vector<std::string> no_tp(int pp, int micro_batches, const std::string& schedule) {
+  return {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=" + std::to_string(pp), "parallel.dp=1",
+          "parallel.micro_batch=1", "parallel.global_batch=" + std::to_string(micro_batches),
+          "parallel.schedule=" + schedule, "hardware.nodes=1", "recompute.strategy=none"};
+}
+
+}  // namespace
+
+TEST_CASE("one stage without communication: fast mode equals exact mode to the picosecond") {
+  for (const char* strategy : {"none", "full", "selective"}) {
+    auto o = no_tp(1, 4, "1f1b");
+    o.push_back(std::string("recompute.strategy=") + strategy);
+    const SimResult e = run(o, "exact"), f = run(o, "fast");
+    CHECK(f.iteration_time_s == e.iteration_time_s);
+    CHECK(f.stages[0].peak_memory_bytes == e.stages[0].peak_memory_bytes);
+    CHECK(f.executed_flops == doctest::Approx(e.executed_flops).epsilon(1e-12));
+    CHECK(f.stages[0].compute_s == doctest::Approx(e.stages[0].compute_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a pipeline whose sends take no time: fast mode equals exact mode") {
+  // Without TP, links of no latency and near-infinite bandwidth, nothing but the schedule
+  // couples the steps: the composition is the critical path over the schedule's order.
+  const int p = 4, m = 8;
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    auto o = no_tp(p, m, schedule);
+    o.push_back("model.layers=8");
+    o.push_back("hardware.node.nvlink.latency=0s");
+    o.push_back("hardware.node.nvlink.bw=1000000TB/s");
+    const SimResult f = run(o, "fast");
+    const SimResult e = run(o, "exact");
+    CHECK(f.iteration_time_s == doctest::Approx(e.iteration_time_s).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("fast mode refuses --trace with a one-line error") {
+  SimOptions options;
+  options.keep_trace_data = true;
+  auto o = no_tp(2, 4, "1f1b");
+  o.push_back("sim.mode=fast");
+  CHECK_THROWS_WITH_AS(simulate(model::default_scenario(o), options),
+                       doctest::Contains("--trace needs sim.mode exact"), Error);
+}
+
+TEST_CASE("fast mode is deterministic and its cache does not change results") {
+  auto o = no_tp(2, 4, "1f1b");
+  const SimResult a = run(o, "fast");
+  fast::StepCache::shared().clear();
+  const SimResult b = run(o, "fast");
+  CHECK(a.iteration_time_s == b.iteration_time_s);
+  CHECK(a.stages[1].peak_memory_bytes == b.stages[1].peak_memory_bytes);
+}
+
+TEST_CASE("lynx-heu in fast mode plans on windows from a fast-mode baseline close to exact mode's") {
+  for (const char* profile : {"dgx-a100-80gb", "a100-pcie-40gb"}) {
+    std::vector<std::string> o = {"model.preset=gpt-1.3b", std::string("hardware.profile=") + profile,
+                                  "hardware.nodes=1", "parallel.tp=2", "parallel.pp=2", "parallel.dp=2",
+                                  "parallel.global_batch=16", "recompute.strategy=lynx-heu"};
+    auto with_mode = [&](const std::string& mode) {
+      auto v = o;
+      v.push_back("sim.mode=" + mode);
+      return simulate(model::default_scenario(v));
+    };
+    const SimRun e = with_mode("exact"), f = with_mode("fast");
+    REQUIRE(e.planner.windows.size() == f.planner.windows.size());
+    for (size_t vs = 0; vs < e.planner.windows.size(); ++vs) {
+      CAPTURE(profile);
+      CAPTURE(vs);
+      const auto& we = e.planner.windows[vs];
+      const auto& wf = f.planner.windows[vs];
+      CHECK(static_cast<double>(wf.inner_ps) == doctest::Approx(static_cast<double>(we.inner_ps)).epsilon(0.02));
+      CHECK(static_cast<double>(wf.top_ps) == doctest::Approx(static_cast<double>(we.top_ps)).epsilon(0.02));
+      CHECK(static_cast<double>(wf.forward_ps) == doctest::Approx(static_cast<double>(we.forward_ps)).epsilon(0.02));
+    }
+    CHECK(f.result.iteration_time_s == doctest::Approx(e.result.iteration_time_s).epsilon(0.01));
+    CHECK(f.result.strategy_requested == "lynx-heu");
+  }
+}
