@@ -27,7 +27,7 @@ StepCache::Context& StepCache::context(const Scenario& sc) {
   auto [it, inserted] = contexts_.try_emplace(std::move(key));
   if (inserted) {
     it->second = std::make_unique<Context>();
-    it->second->topology = std::make_unique<hw_models::Topology>(sc.hardware);
+    it->second->topology = std::make_unique<hw_models::Topology>(sc.hardware, gpus_used(sc.parallel));
     it->second->links_private = it->second->topology->links_private_per_gpu();
   }
   return *it->second;
