@@ -21,6 +21,14 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
   in.windows = strategies::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
                                        schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
                                        virtual_stages);
+  const auto profiles = schedule::measure_window_profiles(baseline.built, baseline.exec);
+  for (size_t vs = 0; vs < profiles.size() && vs < in.windows.size(); ++vs) {
+    strategies::StageWindows& w = in.windows[vs];
+    w.profiled = true;
+    w.inner_profile = profiles[vs].inner;
+    w.top_profile = profiles[vs].top;
+    w.forward_profile = profiles[vs].forward;
+  }
   for (int k = 0; k < p.pp; ++k)
     in.in_flight_chunks.push_back(
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));

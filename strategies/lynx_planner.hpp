@@ -45,6 +45,10 @@ struct StageWindows {
   TimePs inner_ps = 0;
   TimePs top_ps = 0;
   TimePs forward_ps = 0;  ///< idle on TP communication in one layer's forward (median)
+  /// The same windows' timelines (runner/planning.cpp measures them); when `profiled`, the
+  /// planners price overlapped recomputes with sim::window_cost_ps on them.
+  bool profiled = false;
+  sim::WindowProfile inner_profile, top_profile, forward_profile;
 };
 
 /// The planners' windows per virtual stage from the baseline's capacities (per virtual stage,

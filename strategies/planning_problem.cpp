@@ -9,6 +9,9 @@ namespace lynx::strategies {
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
   if (!option.overlapped) return option.recompute_ps;
   const auto l = static_cast<size_t>(layer);
+  const bool forward = option.decision.window == Window::kFwdTpComm;
+  const auto& profiles = forward ? p.fwd_window_profile : p.window_profile;
+  if (l < profiles.size()) return sim::window_cost_ps(profiles[l], option.overlapped_work_ps);
   const TimePs window = option.decision.window == Window::kFwdTpComm
                             ? (l < p.fwd_window_ps.size() ? p.fwd_window_ps[l] : 0)
                             : p.window_ps[l];
