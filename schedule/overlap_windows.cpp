@@ -3,6 +3,7 @@
 #include "common/statistics.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -126,82 +127,6 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
 
 namespace {
 
-/// Median window capacity; 0 when a layer has no window sample.
-TimePs median_or_zero(std::vector<TimePs> v) { return v.empty() ? 0 : median(std::move(v)); }
-
-}  // namespace
-
-std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
-                                                         const sim::ExecResult& exec) {
-  const sim::Program& prog = built.program;
-  // Gaps per GPU, indexed by the task they precede.
-  std::map<sim::TaskId, IdleGap> gap_before;
-  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0) gap_before[gap.next_task] = gap;
-  auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
-    TimePs sum = 0;
-    for (auto it = gap_before.lower_bound(first); it != gap_before.end() && it->first < end; ++it)
-      sum += it->second.tp_comm_ps;
-    return sum;
-  };
-  // Samples per (virtual stage, global layer) of the window that layer's recompute can use.
-  std::map<std::pair<int, int>, std::vector<TimePs>> samples;
-  int virtual_stages = 0;
-  std::map<int, std::pair<int, int>> layer_range;  // vs -> (min layer, max layer)
-  for (const LayerSpan& s : built.layer_backward) {
-    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
-    auto [it, inserted] = layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
-    it->second.first = std::min(it->second.first, s.layer);
-    it->second.second = std::max(it->second.second, s.layer);
-  }
-  for (const LayerSpan& s : built.layer_backward) {
-    // The backward of layer s.layer is the window of the layer below it.
-    if (s.layer > layer_range[s.virtual_stage].first)
-      samples[{s.virtual_stage, s.layer - 1}].push_back(tp_idle_in(s.first_task, s.end_task));
-    if (s.layer == layer_range[s.virtual_stage].second) {
-      // Top layer: the idle wait before its backward step (the step marker is the first
-      // compute task of the step), plus the idle on TP communication of anything before it in
-      // the step (the LM head's backward on the last stage).
-      TimePs w = 0;
-      const auto marker = gap_before.find(s.step_marker);
-      if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;
-      w += tp_idle_in(s.step_marker + 1, s.first_task);
-      samples[{s.virtual_stage, s.layer}].push_back(w);
-    }
-  }
-  std::vector<std::vector<TimePs>> capacity(static_cast<size_t>(virtual_stages));
-  for (const auto& [vs, range] : layer_range) {
-    auto& c = capacity[static_cast<size_t>(vs)];
-    for (int layer = range.first; layer <= range.second; ++layer)
-      c.push_back(median_or_zero(samples[{vs, layer}]));
-  }
-  return capacity;
-}
-
-std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
-                                                   const sim::ExecResult& exec) {
-  const sim::Program& prog = built.program;
-  std::map<sim::TaskId, IdleGap> gap_before;
-  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0 && gap.tp_comm_ps > 0) gap_before[gap.next_task] = gap;
-  std::map<int, std::vector<TimePs>> samples;
-  int virtual_stages = 0;
-  for (const LayerSpan& s : built.layer_forward) {
-    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
-    TimePs idle = 0;
-    for (auto it = gap_before.lower_bound(s.first_task); it != gap_before.end() && it->first < s.end_task; ++it)
-      idle += it->second.tp_comm_ps;
-    samples[s.virtual_stage].push_back(idle);
-  }
-  std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);
-  for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median_or_zero(v);
-  return capacity;
-}
-
-namespace {
-
 /// Compute-stream kernels and communication tasks of every GPU, for window timelines.
 class Activity {
  public:
@@ -309,51 +234,127 @@ const Sample& upper_median(std::vector<const Sample*> v) {
   return *v[v.size() / 2];
 }
 
-}  // namespace
 
-std::vector<WindowProfiles> measure_window_profiles(const BuiltProgram& built, const sim::ExecResult& exec) {
-  const sim::Program& prog = built.program;
-  const Activity activity(prog, exec, built.machine.gpus.size());
-  std::map<sim::TaskId, IdleGap> gap_before;
-  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0) gap_before[gap.next_task] = gap;
-  auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
+/// Median window capacity; 0 when a layer has no window sample.
+TimePs median_or_zero(std::vector<TimePs> v) { return v.empty() ? 0 : median(std::move(v)); }
+
+/// Idle time on TP communication before the compute-stream tasks of [first, end).
+class TpIdle {
+ public:
+  TpIdle(const BuiltProgram& built, const sim::ExecResult& exec) {
+    for (const auto& per_gpu : compute_stream_gaps(built.program, exec, built.machine.gpus.size()))
+      for (const IdleGap& gap : per_gpu)
+        if (gap.next_task >= 0) gap_before_[gap.next_task] = gap;
+  }
+  TimePs in(sim::TaskId first, sim::TaskId end) const {
     TimePs sum = 0;
-    for (auto it = gap_before.lower_bound(first); it != gap_before.end() && it->first < end; ++it)
+    for (auto it = gap_before_.lower_bound(first); it != gap_before_.end() && it->first < end; ++it)
       sum += it->second.tp_comm_ps;
     return sum;
-  };
-  auto contention = [&](sim::GpuId g) { return built.machine.gpus[static_cast<size_t>(g)].contention_factor; };
+  }
+  /// The whole idle gap before `task` (0 if none).
+  TimePs gap_before(sim::TaskId task) const {
+    const auto it = gap_before_.find(task);
+    return it == gap_before_.end() ? 0 : it->second.end_ps - it->second.start_ps;
+  }
+
+ private:
+  std::map<sim::TaskId, IdleGap> gap_before_;  // by the task each gap precedes
+};
+
+/// Every backward window sample of the baseline (rule at measure_window_capacity), with its
+/// timeline when `timelines`.
+struct BackwardSamples {
   int virtual_stages = 0;
-  std::map<int, std::pair<int, int>> layer_range;  // vs -> (min layer, max layer)
+  std::map<int, std::pair<int, int>> layer_range;              // vs -> (min layer, max layer)
+  std::map<std::pair<int, int>, std::vector<Sample>> of_layer;  // (vs, layer) -> one per micro-batch
+};
+
+BackwardSamples backward_samples(const BuiltProgram& built, const sim::ExecResult& exec, bool timelines) {
+  const TpIdle idle(built, exec);
+  std::optional<Activity> activity;
+  if (timelines) activity.emplace(built.program, exec, built.machine.gpus.size());
+  BackwardSamples out;
   for (const LayerSpan& s : built.layer_backward) {
-    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
-    auto [it, inserted] = layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
+    out.virtual_stages = std::max(out.virtual_stages, s.virtual_stage + 1);
+    auto [it, inserted] = out.layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
     it->second.first = std::min(it->second.first, s.layer);
     it->second.second = std::max(it->second.second, s.layer);
   }
-  std::map<std::pair<int, int>, std::vector<Sample>> samples;  // (vs, layer whose window) -> samples
+  auto timeline = [&](sim::GpuId gpu, TimePs from, TimePs to) {
+    if (!activity) return sim::WindowProfile{};
+    return activity->profile(gpu, from, to, built.machine.gpus[static_cast<size_t>(gpu)].contention_factor);
+  };
   for (const LayerSpan& s : built.layer_backward) {
-    if (s.layer > layer_range[s.virtual_stage].first)
-      samples[{s.virtual_stage, s.layer - 1}].push_back(
-          {tp_idle_in(s.first_task, s.end_task),
-           activity.profile(s.gpu, activity.window_start(s.first_task, s.end_task),
-                            activity.compute_end(s.first_task, s.end_task), contention(s.gpu))});
-    if (s.layer == layer_range[s.virtual_stage].second) {
-      TimePs w = 0;
-      const auto marker = gap_before.find(s.step_marker);
-      if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;
-      w += tp_idle_in(s.step_marker + 1, s.first_task);
-      const bool last_vs = s.virtual_stage == virtual_stages - 1;
-      const sim::TaskId before = activity.stream_prev(s.step_marker);
-      const TimePs from = last_vs ? activity.window_start(s.step_marker + 1, s.first_task)
-                          : before >= 0 ? activity.end_of(before)
-                                        : activity.start_of(s.step_marker);
-      samples[{s.virtual_stage, s.layer}].push_back(
-          {w, activity.profile(s.gpu, from, activity.start_of(s.first_task), contention(s.gpu))});
+    const auto [lowest, highest] = out.layer_range[s.virtual_stage];
+    // The backward of layer s.layer is the window of the layer below it.
+    if (s.layer > lowest)
+      out.of_layer[{s.virtual_stage, s.layer - 1}].push_back(
+          {idle.in(s.first_task, s.end_task),
+           activity ? timeline(s.gpu, activity->window_start(s.first_task, s.end_task),
+                               activity->compute_end(s.first_task, s.end_task))
+                    : sim::WindowProfile{}});
+    if (s.layer == highest) {
+      // Top layer: the idle wait before its backward step (the step marker is the first
+      // compute task of the step), plus the idle on TP communication of anything before it in
+      // the step (the LM head's backward on the last stage). Its recompute starts at the end
+      // of the previous step's compute, or on the last stage where the head first waits.
+      Sample top{idle.gap_before(s.step_marker) + idle.in(s.step_marker + 1, s.first_task), {}};
+      if (activity) {
+        const bool last_vs = s.virtual_stage == out.virtual_stages - 1;
+        const sim::TaskId before = activity->stream_prev(s.step_marker);
+        const TimePs from = last_vs       ? activity->window_start(s.step_marker + 1, s.first_task)
+                            : before >= 0 ? activity->end_of(before)
+                                          : activity->start_of(s.step_marker);
+        top.profile = timeline(s.gpu, from, activity->start_of(s.first_task));
+      }
+      out.of_layer[{s.virtual_stage, s.layer}].push_back(std::move(top));
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
+                                                         const sim::ExecResult& exec) {
+  const BackwardSamples samples = backward_samples(built, exec, false);
+  std::vector<std::vector<TimePs>> capacity(static_cast<size_t>(samples.virtual_stages));
+  for (const auto& [vs, range] : samples.layer_range) {
+    auto& c = capacity[static_cast<size_t>(vs)];
+    for (int layer = range.first; layer <= range.second; ++layer) {
+      std::vector<TimePs> v;
+      if (const auto it = samples.of_layer.find({vs, layer}); it != samples.of_layer.end())
+        for (const Sample& x : it->second) v.push_back(x.capacity_ps);
+      c.push_back(median_or_zero(std::move(v)));
+    }
+  }
+  return capacity;
+}
+
+std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
+                                                   const sim::ExecResult& exec) {
+  const TpIdle idle(built, exec);
+  std::map<int, std::vector<TimePs>> samples;
+  int virtual_stages = 0;
+  for (const LayerSpan& s : built.layer_forward) {
+    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
+    samples[s.virtual_stage].push_back(idle.in(s.first_task, s.end_task));
+  }
+  std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);
+  for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median_or_zero(v);
+  return capacity;
+}
+
+std::vector<WindowProfiles> measure_window_profiles(const BuiltProgram& built, const sim::ExecResult& exec) {
+  const sim::Program& prog = built.program;
+  BackwardSamples backward = backward_samples(built, exec, true);
+  const Activity activity(prog, exec, built.machine.gpus.size());
+  const TpIdle idle(built, exec);
+  auto contention = [&](sim::GpuId g) { return built.machine.gpus[static_cast<size_t>(g)].contention_factor; };
+  const int virtual_stages = backward.virtual_stages;
+  auto& layer_range = backward.layer_range;
+  auto& samples = backward.of_layer;
   std::vector<WindowProfiles> out(static_cast<size_t>(virtual_stages));
   for (const auto& [vs, range] : layer_range) {
     std::vector<const Sample*> inner;
@@ -373,7 +374,7 @@ std::vector<WindowProfiles> measure_window_profiles(const BuiltProgram& built, c
   std::map<int, std::vector<Sample>> forward;
   for (const LayerSpan& s : built.layer_forward)
     forward[s.virtual_stage].push_back(
-        {tp_idle_in(s.first_task, s.end_task),
+        {idle.in(s.first_task, s.end_task),
          activity.profile(s.gpu, activity.window_start(s.first_task, s.end_task),
                           activity.compute_end(s.first_task, s.end_task), contention(s.gpu))});
   for (const auto& [vs, v] : forward) {

@@ -8,6 +8,8 @@
 #include "strategies/milp_planner.hpp"
 #include "strategies/plan_yaml.hpp"
 
+#include "tests/split_mix.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -35,19 +37,7 @@ std::vector<std::filesystem::path> paper_scenarios() {
   return files;
 }
 
-/// splitmix64: portable and deterministic.
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using test::SplitMix;
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 #include "common/error.hpp"
 #include "strategies/milp_planner.hpp"
 
+#include "tests/split_mix.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,20 +19,7 @@ using namespace lynx::strategies;
 
 namespace {
 
-/// splitmix64: a portable deterministic generator (std distributions differ between libraries).
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi].
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using test::SplitMix;
 
 LayerOption keep_all(std::int64_t kept_bytes) {
   LayerOption o;
