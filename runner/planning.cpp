@@ -29,6 +29,16 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
     w.top_profile = profiles[vs].top;
     w.forward_profile = profiles[vs].forward;
   }
+  // Backward steps right after a forward step of the same chunk: the builder issues
+  // forward-window recomputes only in those forwards.
+  in.forward_windowed_steps.assign(static_cast<size_t>(virtual_stages), 0);
+  const auto order = schedule::pipeline_order(p.schedule, p.pp, micro_batches, p.virtual_stages);
+  for (int k = 0; k < p.pp; ++k) {
+    const auto& steps = order[static_cast<size_t>(k)];
+    for (size_t i = 1; i < steps.size(); ++i)
+      if (!steps[i].forward && steps[i - 1].forward && steps[i - 1].chunk == steps[i].chunk)
+        ++in.forward_windowed_steps[static_cast<size_t>(steps[i].chunk * p.pp + k)];
+  }
   for (int k = 0; k < p.pp; ++k)
     in.in_flight_chunks.push_back(
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));

@@ -109,7 +109,7 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
     const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
     auto same = [&](const auto& v) { return v.size() <= std::max(ua, ub) || v[ua] == v[ub]; };
     return same(p.window_ps) && same(p.fwd_window_ps) && same(p.window_profile) &&
-           same(p.fwd_window_profile);
+           same(p.fwd_window_profile) && same(p.fwd_window_steps);
   };
   std::vector<int> class_of(static_cast<size_t>(p.layers));
   std::map<int, int> count;
@@ -299,9 +299,12 @@ StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_
         pr.window_profile.push_back(l + 1 == n ? win.top_profile : win.inner_profile);
         pr.fwd_window_profile.push_back(win.forward_profile);
       }
+      if (static_cast<size_t>(vs) < inputs_.forward_windowed_steps.size())
+        pr.fwd_window_steps.push_back(inputs_.forward_windowed_steps[static_cast<size_t>(vs)]);
     }
     pr.layers += n;
   }
+  if (!pr.fwd_window_steps.empty()) pr.micro_batches = micro_batches_;
   pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
                     model::static_bytes(sc_, params) - pr.in_flight * extras - cut;
   return pr;

@@ -68,6 +68,9 @@ struct PlanningInputs {
   /// Exposed TP communication per layer and micro-batch on the baseline (the partition's
   /// stage times).
   TimePs tp_exposed_per_layer_ps = 0;
+  /// Per virtual stage (or empty): its backward steps that directly follow one of its forward
+  /// steps on the GPU (those have a forward window), out of the micro-batches.
+  std::vector<int> forward_windowed_steps;
 };
 
 /// One search: every pipeline stage's problem and solution, and the plan they make.

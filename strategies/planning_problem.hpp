@@ -53,6 +53,11 @@ struct StageProblem {
   std::vector<sim::WindowProfile> window_profile;
   /// Per layer (size = layers, or empty): the same for the forward window.
   std::vector<sim::WindowProfile> fwd_window_profile;
+  /// Per layer (size = layers, or empty: every step): of the stage's micro_batches backward
+  /// steps, those that follow a forward step of the same chunk and so have a forward window;
+  /// in the others (1F1B's cool-down) a forward-window recompute starts at its consumer.
+  std::vector<int> fwd_window_steps;
+  int micro_batches = 0;  ///< backward steps per chunk (with fwd_window_steps)
 };
 
 /// A solution: the option index for every layer.
