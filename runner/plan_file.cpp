@@ -14,11 +14,13 @@ strategies::PlanProvenance provenance(const SimRun& run) {
   p.search_seconds = run.result.search_seconds;
   p.baseline_seconds = run.result.baseline_seconds;
   p.confirm_rounds = run.planner.confirm_rounds;
+  p.solver_limit_bound = run.result.solver_limit_bound;
+  p.solver_gap = run.result.solver_gap;
   for (size_t k = 0; k < run.planner.solutions.size(); ++k) {
     const auto& s = run.planner.solutions[k];
     p.stages.push_back({static_cast<int>(k), s.status.empty() ? "unknown" : s.status, s.feasible,
                         ps_to_us(s.exposed_ps), s.activation_bytes,
-                        run.planner.problems[k].budget_bytes, s.gap});
+                        run.planner.problems[k].budget_bytes, s.gap, s.limit_bound});
   }
   for (size_t vs = 0; vs < run.planner.windows.size(); ++vs)
     p.windows.push_back({static_cast<int>(vs), ps_to_us(run.planner.windows[vs].inner_ps),

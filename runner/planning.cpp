@@ -18,10 +18,21 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
   const int virtual_stages = p.pp * p.virtual_stages;
   const int micro_batches = p.global_batch / (p.micro_batch * p.dp);
   strategies::PlanningInputs in;
+  // Backward steps right after a forward step of the same chunk: the builder issues
+  // forward-window recomputes only in those forwards.
+  in.forward_windowed_steps.assign(static_cast<size_t>(virtual_stages), 0);
+  const auto order = schedule::pipeline_order(p.schedule, p.pp, micro_batches, p.virtual_stages);
+  for (int k = 0; k < p.pp; ++k) {
+    const auto& steps = order[static_cast<size_t>(k)];
+    for (size_t i = 1; i < steps.size(); ++i)
+      if (!steps[i].forward && steps[i - 1].forward && steps[i - 1].chunk == steps[i].chunk)
+        ++in.forward_windowed_steps[static_cast<size_t>(steps[i].chunk * p.pp + k)];
+  }
   for (int k = 0; k < p.pp; ++k)
     in.in_flight_chunks.push_back(
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));
-  if (sc.sim.mode == SimMode::kFast) {  // the windows of the fast-mode baseline
+  if (sc.sim.mode == SimMode::kFast) {  // the windows of the fast-mode baseline (capacities only: no
+                                        // per-window timelines, so no SM-sharing cost yet)
     in.windows = strategies::stage_windows(baseline.fast.window_capacity, baseline.fast.forward_window_capacity,
                                          virtual_stages);
     TimePs tp_exposed = 0;
@@ -32,6 +43,14 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
   in.windows = strategies::stage_windows(schedule::measure_window_capacity(baseline.built, baseline.exec),
                                        schedule::measure_forward_window_capacity(baseline.built, baseline.exec),
                                        virtual_stages);
+  const auto profiles = schedule::measure_window_profiles(baseline.built, baseline.exec);
+  for (size_t vs = 0; vs < profiles.size() && vs < in.windows.size(); ++vs) {
+    strategies::StageWindows& w = in.windows[vs];
+    w.profiled = true;
+    w.inner_profile = profiles[vs].inner;
+    w.top_profile = profiles[vs].top;
+    w.forward_profile = profiles[vs].forward;
+  }
   // Exposed TP communication per layer and micro-batch, for the partition's stage times.
   const schedule::BuiltProgram& built = baseline.built;
   TimePs tp_exposed = 0;

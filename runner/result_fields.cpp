@@ -151,6 +151,10 @@ std::vector<ResultField> make_fields() {
        line("engine runs", 0, ""), [](R r, S) { return integer(r.engine_runs); }},
       {"solver_gap", "", kRun, "largest relative MILP gap over stages (0 = optimal)", true,
        line("MILP gap", 2, "%", 100, true), [](R r, S) { return real(r.solver_gap); }},
+      {"solver_limit_bound", "", kRun,
+       "whether the MILP node limit (recompute.solver_nodes) stopped some stage's search: the "
+       "plan is then the best found, solver_gap from optimal",
+       true, kNoTable, [](R r, S) { return flag(r.solver_limit_bound); }},
       {"events", "", kRun, "engine events of the final run", true, kNoTable,
        [](R r, S) { return integer(static_cast<std::int64_t>(r.events)); }},
       {"tasks", "", kRun, "tasks of the final program", true, kNoTable,

@@ -161,7 +161,10 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
     r.search_seconds = planned.search_seconds;
     r.baseline_seconds = planned.baseline_seconds;
     r.confirm_seconds = planned.confirm_seconds;
-    for (const auto& s : run.planner.solutions) r.solver_gap = std::max(r.solver_gap, s.gap);
+    for (const auto& s : run.planner.solutions) {
+      r.solver_gap = std::max(r.solver_gap, s.gap);
+      r.solver_limit_bound = r.solver_limit_bound || s.limit_bound;
+    }
   } else {
     run.plan = strategies::plan_fixed_strategy(
         sc.recompute, strategies::uniform_partition(sc.model.layers, virtual_stages));

@@ -58,6 +58,7 @@ struct SimResult {
   // confirm_seconds; planning time = search_seconds + baseline_seconds + confirm_seconds.
   double search_seconds = 0;    ///< planner decisions: options, every search round, alternatives
   double solver_gap = 0;        ///< largest relative MILP gap over stages (0 = optimal)
+  bool solver_limit_bound = false;  ///< the MILP node limit stopped some stage's search
   /// The run reported here alone (for planned strategies also part of confirm_seconds, or of
   /// baseline_seconds when the keep-everything baseline's run was the winner's).
   double simulate_seconds = 0;

@@ -464,9 +464,11 @@ std::vector<FieldDesc> scenario_field_table() {
       "layers per pipeline stage: equal, or balanced by recomputation-aware dynamic programming "
       "(lynx-heu, lynx-opt, checkmate)",
       [](auto& s) -> auto& { return s.recompute.partition; }));
-  t.push_back(time_field(
-      "recompute.time_limit", kScn, "time limit of the lynx-opt / checkmate MILP solver per stage",
-      [](auto& s) -> auto& { return s.recompute.solver_time_limit_ps; }));
+  t.push_back(integer_field(
+      "recompute.solver_nodes", kScn, 1,
+      "node limit of each CBC pass of the lynx-opt / checkmate MILP per stage (deterministic; "
+      "when it binds, the result is the best plan found and `solver_limit_bound` says so)",
+      [](auto& s) -> auto& { return s.recompute.solver_node_limit; }));
 
   // sim:
   t.push_back(bool_field(

@@ -120,7 +120,9 @@ struct RecomputeSpec {
   int num_layers = 1;  ///< full: uniform = layers per recompute chunk; block = layers per stage
   /// Layers per pipeline stage: equal, or chosen by recomputation-aware dynamic programming.
   PartitionKind partition = PartitionKind::kUniform;
-  TimePs solver_time_limit_ps = 10 * kPsPerS;  ///< lynx-opt / checkmate MILP time limit
+  /// lynx-opt / checkmate: branch-and-bound nodes per CBC pass of a stage's MILP (a budget
+  /// independent of the machine's speed; strategies/milp_planner.hpp).
+  int solver_node_limit = 100000;
 };
 
 /// exact: the event engine runs the whole iteration; fast: steps simulated alone, composed (fast/).

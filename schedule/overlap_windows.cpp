@@ -3,6 +3,7 @@
 #include "common/statistics.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -126,78 +127,263 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
 
 namespace {
 
+/// Compute-stream kernels and communication tasks of every GPU, for window timelines.
+class Activity {
+ public:
+  Activity(const sim::Program& prog, const sim::ExecResult& ex, size_t gpus)
+      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog)), kernels_(gpus), comms_(gpus),
+        longest_comm_(gpus, 0) {
+    for (size_t i = 0; i < prog.tasks.size(); ++i) {
+      const sim::Task& t = prog.tasks[i];
+      const auto g = static_cast<size_t>(t.gpu);
+      const std::pair<TimePs, TimePs> span{ex.task_start_ps[i], ex.task_end_ps[i]};
+      if (t.kind == sim::TaskKind::kComm) {
+        comms_[g].push_back(span);
+        longest_comm_[g] = std::max(longest_comm_[g], span.second - span.first);
+      } else if (t.kind == sim::TaskKind::kKernel && t.stream == kCompute && span.second > span.first) {
+        kernels_[g].push_back(span);
+      }
+    }
+    for (auto& v : kernels_) std::sort(v.begin(), v.end());
+    for (auto& v : comms_) std::sort(v.begin(), v.end());
+  }
+
+  /// Where the builder issues an overlapped recompute in [first, end): the end of the
+  /// compute-stream task before the first compute-stream task that waits on a communication
+  /// task; -1 when none waits.
+  TimePs window_start(sim::TaskId first, sim::TaskId end) const {
+    for (sim::TaskId i = first; i < end; ++i) {
+      const sim::Task& t = prog_.tasks[static_cast<size_t>(i)];
+      if (t.stream != kCompute) continue;
+      for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d) {
+        if (prog_.tasks[static_cast<size_t>(prog_.deps[d])].kind != sim::TaskKind::kComm) continue;
+        const sim::TaskId before = stream_prev_[static_cast<size_t>(i)];
+        return before < 0 ? ex_.task_start_ps[static_cast<size_t>(i)] : end_of(before);
+      }
+    }
+    return -1;
+  }
+  /// The end of the last compute-stream task in [first, end).
+  TimePs compute_end(sim::TaskId first, sim::TaskId end) const {
+    TimePs last = 0;
+    for (sim::TaskId i = first; i < end; ++i)
+      if (prog_.tasks[static_cast<size_t>(i)].stream == kCompute) last = std::max(last, end_of(i));
+    return last;
+  }
+  TimePs end_of(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
+  TimePs start_of(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
+  sim::TaskId stream_prev(sim::TaskId id) const { return stream_prev_[static_cast<size_t>(id)]; }
+
+  /// GPU `gpu`'s timeline over [from, to): constant stretches of (compute kernel running,
+  /// communication tasks in flight).
+  sim::WindowProfile profile(sim::GpuId gpu, TimePs from, TimePs to, double contention) const {
+    sim::WindowProfile w;
+    w.contention_factor = contention;
+    if (from < 0 || to <= from) return w;
+    const auto g = static_cast<size_t>(gpu);
+    const auto& kernels = kernels_[g];
+    const auto& comms = comms_[g];
+    auto first_kernel = std::lower_bound(kernels.begin(), kernels.end(), std::pair<TimePs, TimePs>{from, 0});
+    if (first_kernel != kernels.begin()) --first_kernel;  // one may have started before `from`
+    auto first_comm = std::lower_bound(comms.begin(), comms.end(),
+                                       std::pair<TimePs, TimePs>{from - longest_comm_[g], 0});
+    std::vector<TimePs> cuts{from, to};
+    std::vector<std::pair<TimePs, TimePs>> k, c;
+    for (auto it = first_kernel; it != kernels.end() && it->first < to; ++it)
+      if (it->second > from) k.push_back(*it);
+    for (auto it = first_comm; it != comms.end() && it->first < to; ++it)
+      if (it->second > from) c.push_back(*it);
+    for (const auto* v : {&k, &c})
+      for (const auto& [a, b] : *v) {
+        if (a > from && a < to) cuts.push_back(a);
+        if (b > from && b < to) cuts.push_back(b);
+      }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const TimePs at = cuts[i];
+      auto covers = [at](const std::pair<TimePs, TimePs>& s) { return s.first <= at && at < s.second; };
+      sim::WindowSegment seg{cuts[i + 1] - at, std::any_of(k.begin(), k.end(), covers),
+                             static_cast<int>(std::count_if(c.begin(), c.end(), covers))};
+      if (!w.segments.empty() && w.segments.back().compute_busy == seg.compute_busy &&
+          w.segments.back().comm == seg.comm)
+        w.segments.back().duration_ps += seg.duration_ps;
+      else
+        w.segments.push_back(seg);
+    }
+    return w;
+  }
+
+ private:
+  const sim::Program& prog_;
+  const sim::ExecResult& ex_;
+  std::vector<sim::TaskId> stream_prev_;
+  std::vector<std::vector<std::pair<TimePs, TimePs>>> kernels_, comms_;  // per GPU, by start
+  std::vector<TimePs> longest_comm_;
+};
+
+/// A window sample: its capacity (what the medians are of) and its timeline.
+struct Sample {
+  TimePs capacity_ps = 0;
+  sim::WindowProfile profile;
+};
+
+/// The upper-median sample by capacity (the middle one of an odd count).
+const Sample& upper_median(std::vector<const Sample*> v) {
+  std::sort(v.begin(), v.end(), [](const Sample* a, const Sample* b) { return a->capacity_ps < b->capacity_ps; });
+  return *v[v.size() / 2];
+}
+
+
 /// Median window capacity; 0 when a layer has no window sample.
 TimePs median_or_zero(std::vector<TimePs> v) { return v.empty() ? 0 : median(std::move(v)); }
+
+/// Idle time on TP communication before the compute-stream tasks of [first, end).
+class TpIdle {
+ public:
+  TpIdle(const BuiltProgram& built, const sim::ExecResult& exec) {
+    for (const auto& per_gpu : compute_stream_gaps(built.program, exec, built.machine.gpus.size()))
+      for (const IdleGap& gap : per_gpu)
+        if (gap.next_task >= 0) gap_before_[gap.next_task] = gap;
+  }
+  TimePs in(sim::TaskId first, sim::TaskId end) const {
+    TimePs sum = 0;
+    for (auto it = gap_before_.lower_bound(first); it != gap_before_.end() && it->first < end; ++it)
+      sum += it->second.tp_comm_ps;
+    return sum;
+  }
+  /// The whole idle gap before `task` (0 if none).
+  TimePs gap_before(sim::TaskId task) const {
+    const auto it = gap_before_.find(task);
+    return it == gap_before_.end() ? 0 : it->second.end_ps - it->second.start_ps;
+  }
+
+ private:
+  std::map<sim::TaskId, IdleGap> gap_before_;  // by the task each gap precedes
+};
+
+/// Every backward window sample of the baseline (rule at measure_window_capacity), with its
+/// timeline when `timelines`.
+struct BackwardSamples {
+  int virtual_stages = 0;
+  std::map<int, std::pair<int, int>> layer_range;              // vs -> (min layer, max layer)
+  std::map<std::pair<int, int>, std::vector<Sample>> of_layer;  // (vs, layer) -> one per micro-batch
+};
+
+BackwardSamples backward_samples(const BuiltProgram& built, const sim::ExecResult& exec, bool timelines) {
+  const TpIdle idle(built, exec);
+  std::optional<Activity> activity;
+  if (timelines) activity.emplace(built.program, exec, built.machine.gpus.size());
+  BackwardSamples out;
+  for (const LayerSpan& s : built.layer_backward) {
+    out.virtual_stages = std::max(out.virtual_stages, s.virtual_stage + 1);
+    auto [it, inserted] = out.layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
+    it->second.first = std::min(it->second.first, s.layer);
+    it->second.second = std::max(it->second.second, s.layer);
+  }
+  auto timeline = [&](sim::GpuId gpu, TimePs from, TimePs to) {
+    if (!activity) return sim::WindowProfile{};
+    return activity->profile(gpu, from, to, built.machine.gpus[static_cast<size_t>(gpu)].contention_factor);
+  };
+  for (const LayerSpan& s : built.layer_backward) {
+    const auto [lowest, highest] = out.layer_range[s.virtual_stage];
+    // The backward of layer s.layer is the window of the layer below it.
+    if (s.layer > lowest)
+      out.of_layer[{s.virtual_stage, s.layer - 1}].push_back(
+          {idle.in(s.first_task, s.end_task),
+           activity ? timeline(s.gpu, activity->window_start(s.first_task, s.end_task),
+                               activity->compute_end(s.first_task, s.end_task))
+                    : sim::WindowProfile{}});
+    if (s.layer == highest) {
+      // Top layer: the idle wait before its backward step (the step marker is the first
+      // compute task of the step), plus the idle on TP communication of anything before it in
+      // the step (the LM head's backward on the last stage). Its recompute starts at the end
+      // of the previous step's compute, or on the last stage where the head first waits.
+      Sample top{idle.gap_before(s.step_marker) + idle.in(s.step_marker + 1, s.first_task), {}};
+      if (activity) {
+        const bool last_vs = s.virtual_stage == out.virtual_stages - 1;
+        const sim::TaskId before = activity->stream_prev(s.step_marker);
+        const TimePs from = last_vs       ? activity->window_start(s.step_marker + 1, s.first_task)
+                            : before >= 0 ? activity->end_of(before)
+                                          : activity->start_of(s.step_marker);
+        top.profile = timeline(s.gpu, from, activity->start_of(s.first_task));
+      }
+      out.of_layer[{s.virtual_stage, s.layer}].push_back(std::move(top));
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
 std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& built,
                                                          const sim::ExecResult& exec) {
-  const sim::Program& prog = built.program;
-  // Gaps per GPU, indexed by the task they precede.
-  std::map<sim::TaskId, IdleGap> gap_before;
-  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0) gap_before[gap.next_task] = gap;
-  auto tp_idle_in = [&](sim::TaskId first, sim::TaskId end) {
-    TimePs sum = 0;
-    for (auto it = gap_before.lower_bound(first); it != gap_before.end() && it->first < end; ++it)
-      sum += it->second.tp_comm_ps;
-    return sum;
-  };
-  // Samples per (virtual stage, global layer) of the window that layer's recompute can use.
-  std::map<std::pair<int, int>, std::vector<TimePs>> samples;
-  int virtual_stages = 0;
-  std::map<int, std::pair<int, int>> layer_range;  // vs -> (min layer, max layer)
-  for (const LayerSpan& s : built.layer_backward) {
-    virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
-    auto [it, inserted] = layer_range.try_emplace(s.virtual_stage, s.layer, s.layer);
-    it->second.first = std::min(it->second.first, s.layer);
-    it->second.second = std::max(it->second.second, s.layer);
-  }
-  for (const LayerSpan& s : built.layer_backward) {
-    // The backward of layer s.layer is the window of the layer below it.
-    if (s.layer > layer_range[s.virtual_stage].first)
-      samples[{s.virtual_stage, s.layer - 1}].push_back(tp_idle_in(s.first_task, s.end_task));
-    if (s.layer == layer_range[s.virtual_stage].second) {
-      // Top layer: the idle wait before its backward step (the step marker is the first
-      // compute task of the step), plus the idle on TP communication of anything before it in
-      // the step (the LM head's backward on the last stage).
-      TimePs w = 0;
-      const auto marker = gap_before.find(s.step_marker);
-      if (marker != gap_before.end()) w += marker->second.end_ps - marker->second.start_ps;
-      w += tp_idle_in(s.step_marker + 1, s.first_task);
-      samples[{s.virtual_stage, s.layer}].push_back(w);
-    }
-  }
-  std::vector<std::vector<TimePs>> capacity(static_cast<size_t>(virtual_stages));
-  for (const auto& [vs, range] : layer_range) {
+  const BackwardSamples samples = backward_samples(built, exec, false);
+  std::vector<std::vector<TimePs>> capacity(static_cast<size_t>(samples.virtual_stages));
+  for (const auto& [vs, range] : samples.layer_range) {
     auto& c = capacity[static_cast<size_t>(vs)];
-    for (int layer = range.first; layer <= range.second; ++layer)
-      c.push_back(median_or_zero(samples[{vs, layer}]));
+    for (int layer = range.first; layer <= range.second; ++layer) {
+      std::vector<TimePs> v;
+      if (const auto it = samples.of_layer.find({vs, layer}); it != samples.of_layer.end())
+        for (const Sample& x : it->second) v.push_back(x.capacity_ps);
+      c.push_back(median_or_zero(std::move(v)));
+    }
   }
   return capacity;
 }
 
 std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
                                                    const sim::ExecResult& exec) {
-  const sim::Program& prog = built.program;
-  std::map<sim::TaskId, IdleGap> gap_before;
-  for (const auto& per_gpu : compute_stream_gaps(prog, exec, built.machine.gpus.size()))
-    for (const IdleGap& gap : per_gpu)
-      if (gap.next_task >= 0 && gap.tp_comm_ps > 0) gap_before[gap.next_task] = gap;
+  const TpIdle idle(built, exec);
   std::map<int, std::vector<TimePs>> samples;
   int virtual_stages = 0;
   for (const LayerSpan& s : built.layer_forward) {
     virtual_stages = std::max(virtual_stages, s.virtual_stage + 1);
-    TimePs idle = 0;
-    for (auto it = gap_before.lower_bound(s.first_task); it != gap_before.end() && it->first < s.end_task; ++it)
-      idle += it->second.tp_comm_ps;
-    samples[s.virtual_stage].push_back(idle);
+    samples[s.virtual_stage].push_back(idle.in(s.first_task, s.end_task));
   }
   std::vector<TimePs> capacity(static_cast<size_t>(virtual_stages), 0);
   for (auto& [vs, v] : samples) capacity[static_cast<size_t>(vs)] = median_or_zero(v);
   return capacity;
+}
+
+std::vector<WindowProfiles> measure_window_profiles(const BuiltProgram& built, const sim::ExecResult& exec) {
+  const sim::Program& prog = built.program;
+  BackwardSamples backward = backward_samples(built, exec, true);
+  const Activity activity(prog, exec, built.machine.gpus.size());
+  const TpIdle idle(built, exec);
+  auto contention = [&](sim::GpuId g) { return built.machine.gpus[static_cast<size_t>(g)].contention_factor; };
+  const int virtual_stages = backward.virtual_stages;
+  auto& layer_range = backward.layer_range;
+  auto& samples = backward.of_layer;
+  std::vector<WindowProfiles> out(static_cast<size_t>(virtual_stages));
+  for (const auto& [vs, range] : layer_range) {
+    std::vector<const Sample*> inner;
+    for (int layer = range.first; layer <= range.second; ++layer) {
+      const auto& v = samples[{vs, layer}];
+      if (v.empty()) continue;
+      std::vector<const Sample*> per_mb;
+      for (const Sample& x : v) per_mb.push_back(&x);
+      const Sample& chosen = upper_median(per_mb);
+      if (layer == range.second)
+        out[static_cast<size_t>(vs)].top = chosen.profile;
+      else
+        inner.push_back(&chosen);
+    }
+    out[static_cast<size_t>(vs)].inner = inner.empty() ? out[static_cast<size_t>(vs)].top : upper_median(inner).profile;
+  }
+  std::map<int, std::vector<Sample>> forward;
+  for (const LayerSpan& s : built.layer_forward)
+    forward[s.virtual_stage].push_back(
+        {idle.in(s.first_task, s.end_task),
+         activity.profile(s.gpu, activity.window_start(s.first_task, s.end_task),
+                          activity.compute_end(s.first_task, s.end_task), contention(s.gpu))});
+  for (const auto& [vs, v] : forward) {
+    if (static_cast<size_t>(vs) >= out.size() || v.empty()) continue;
+    std::vector<const Sample*> all;
+    for (const Sample& x : v) all.push_back(&x);
+    out[static_cast<size_t>(vs)].forward = upper_median(all).profile;
+  }
+  return out;
 }
 
 std::vector<sim::TraceSpan> window_annotations(const BuiltProgram& built, const sim::ExecResult& exec) {

@@ -4,6 +4,7 @@
 /// overlapped recompute can hide (lynx planners) and are drawn on the trace.
 #include "sim/executor.hpp"
 #include "schedule/program_builder.hpp"
+#include "sim/window_cost.hpp"
 
 #include <vector>
 
@@ -48,6 +49,24 @@ std::vector<std::vector<TimePs>> measure_window_capacity(const BuiltProgram& bui
 /// idle time on TP communication in one layer's forward pass.
 std::vector<TimePs> measure_forward_window_capacity(const BuiltProgram& built,
                                                    const sim::ExecResult& exec);
+
+/// The timelines of the windows the planners use, per virtual stage (sim::window_cost_ps
+/// prices an overlapped recompute in them).
+struct WindowProfiles {
+  sim::WindowProfile inner;    ///< an inner layer's (the layer above's backward)
+  sim::WindowProfile top;      ///< the top layer's (pipeline wait; LM head on the last stage)
+  sim::WindowProfile forward;  ///< a layer's forward window
+};
+
+/// Per virtual stage, the window timelines of the baseline samples measure_window_capacity and
+/// measure_forward_window_capacity take their medians from: per layer the upper-median
+/// micro-batch, of the inner layers the upper-median layer (the top layer's when alone), and of
+/// every layer's forward the upper-median sample. A timeline starts where the program builder
+/// issues the recompute (the end of the compute-stream task before the first one that waits on
+/// a communication task; for the top layer below the last stage, the end of the previous
+/// step's compute) and ends where the consumer starts.
+std::vector<WindowProfiles> measure_window_profiles(const BuiltProgram& built,
+                                                    const sim::ExecResult& exec);
 
 /// The windows as trace annotations ("tp window", "pp window", named by the gap's gate) for
 /// every simulated GPU: the last comm_in_flight_ps of each gap.

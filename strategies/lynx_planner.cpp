@@ -82,6 +82,7 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
       overlap.recompute_ps = 0;
       overlap.overlapped_ps = static_cast<TimePs>(
           static_cast<double>(kernels_ps) * (1.0 + sc.hardware.contention_factor) + 0.5);
+      overlap.overlapped_work_ps = kernels_ps;
       overlap.transient_bytes = 2 * dropped;
       overlap.label = demand.label + "@overlap";
       options.push_back(overlap);
@@ -103,19 +104,32 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
   LYNX_CHECK(p.layers >= 1 && !p.options.empty(), "empty stage problem");
   // Layers with the most common window are the identical inner layers; the others (each
   // chunk's top layer) form the second structure.
-  std::map<TimePs, int> count;
-  for (TimePs w : p.window_ps) count[w]++;
-  const TimePs inner_window =
+  // A layer's class: the first layer with the same windows (capacities and timelines).
+  auto same_windows = [&](int a, int b) {
+    const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+    auto same = [&](const auto& v) { return v.size() <= std::max(ua, ub) || v[ua] == v[ub]; };
+    return same(p.window_ps) && same(p.fwd_window_ps) && same(p.window_profile) &&
+           same(p.fwd_window_profile) && same(p.fwd_window_steps);
+  };
+  std::vector<int> class_of(static_cast<size_t>(p.layers));
+  std::map<int, int> count;
+  for (int l = 0; l < p.layers; ++l) {
+    int c = 0;
+    while (!same_windows(c, l)) ++c;  // stops at l at the latest
+    class_of[static_cast<size_t>(l)] = c;
+    count[c]++;
+  }
+  const int inner_class =
       std::max_element(count.begin(), count.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; })->first;
   std::vector<int> inner, other;
   for (int l = 0; l < p.layers; ++l)
-    (p.window_ps[static_cast<size_t>(l)] == inner_window ? inner : other).push_back(l);
+    (class_of[static_cast<size_t>(l)] == inner_class ? inner : other).push_back(l);
   const auto n_inner = static_cast<std::int64_t>(inner.size());
   const int n_options = static_cast<int>(p.options.size());
 
-  // Ties on exposed time go to the plan that recomputes least (overlapped work still
-  // contends for SMs beyond what the window estimate sees), then to the one using least memory.
+  // Ties on exposed time go to the plan that recomputes least, then to the one using least
+  // memory.
   struct Best {
     TimePs time = std::numeric_limits<TimePs>::max();
     TimePs work = std::numeric_limits<TimePs>::max();
@@ -281,50 +295,27 @@ StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_
     for (int l = 0; l < n; ++l) {
       pr.window_ps.push_back(l + 1 == n ? win.top_ps : win.inner_ps);
       pr.fwd_window_ps.push_back(win.forward_ps);
+      if (win.profiled) {
+        pr.window_profile.push_back(l + 1 == n ? win.top_profile : win.inner_profile);
+        pr.fwd_window_profile.push_back(win.forward_profile);
+      }
+      if (static_cast<size_t>(vs) < inputs_.forward_windowed_steps.size())
+        pr.fwd_window_steps.push_back(inputs_.forward_windowed_steps[static_cast<size_t>(vs)]);
     }
     pr.layers += n;
   }
+  if (!pr.fwd_window_steps.empty()) pr.micro_batches = micro_batches_;
   pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
                     model::static_bytes(sc_, params) - pr.in_flight * extras - cut;
   return pr;
 }
 
-namespace {
-
-/// The MILP minimises exposed time only, and many plans tie (e.g. every overlap that fits
-/// its window exposes 0). Per layer, swap to an option that exposes no more, recomputes less
-/// and still fits: the engine prefers less recompute work (it still shares the SMs).
-StageSolution least_work_among_ties(const StageProblem& pr, StageSolution s) {
-  if (!s.feasible) return s;
-  for (int l = 0; l < pr.layers; ++l) {
-    auto& chosen = s.option_of_layer[static_cast<size_t>(l)];
-    for (int o = 0; o < static_cast<int>(pr.options.size()); ++o) {
-      const LayerOption& cand = pr.options[static_cast<size_t>(o)];
-      const LayerOption& cur = pr.options[static_cast<size_t>(chosen)];
-      if (exposed_ps(pr, l, cand) > exposed_ps(pr, l, cur) ||
-          recompute_work_ps(cand) >= recompute_work_ps(cur))
-        continue;
-      const int previous = chosen;
-      chosen = o;
-      if (evaluate(pr, s.option_of_layer).feasible) continue;
-      chosen = previous;
-    }
-  }
-  StageSolution improved = evaluate(pr, s.option_of_layer);
-  improved.solve_seconds = s.solve_seconds;
-  improved.gap = s.gap;
-  improved.status = s.status;
-  return improved;
-}
-
-}  // namespace
-
 StageSolution LynxPlanner::solve(const StageProblem& pr) const {
   if (sc_.recompute.strategy == RecomputeKind::kLynxHeu) return solve_stage_heuristic(pr);
   MilpOptions o;
   o.allow_overlap = sc_.recompute.strategy != RecomputeKind::kCheckmate;
-  o.time_limit_s = ps_to_s(sc_.recompute.solver_time_limit_ps);
-  return least_work_among_ties(pr, solve_stage_milp(pr, o));
+  o.node_limit = sc_.recompute.solver_node_limit;
+  return solve_stage_milp(pr, o);
 }
 
 /// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per

@@ -45,6 +45,10 @@ struct StageWindows {
   TimePs inner_ps = 0;
   TimePs top_ps = 0;
   TimePs forward_ps = 0;  ///< idle on TP communication in one layer's forward (median)
+  /// The same windows' timelines (runner/planning.cpp measures them); when `profiled`, the
+  /// planners price overlapped recomputes with sim::window_cost_ps on them.
+  bool profiled = false;
+  sim::WindowProfile inner_profile, top_profile, forward_profile;
 };
 
 /// The planners' windows per virtual stage from the baseline's capacities (per virtual stage,
@@ -64,6 +68,9 @@ struct PlanningInputs {
   /// Exposed TP communication per layer and micro-batch on the baseline (the partition's
   /// stage times).
   TimePs tp_exposed_per_layer_ps = 0;
+  /// Per virtual stage (or empty): its backward steps that directly follow one of its forward
+  /// steps on the GPU (those have a forward window), out of the micro-batches.
+  std::vector<int> forward_windowed_steps;
 };
 
 /// One search: every pipeline stage's problem and solution, and the plan they make.

@@ -47,7 +47,7 @@ class CbcModelHandle {
 struct SolverRun {
   std::vector<int> assignment;  ///< rounded best integer solution; empty when CBC found none
   double bound_ns = 0;          ///< CBC's best lower bound
-  bool stopped_on_time = false;
+  bool stopped_on_limit = false;  ///< the node limit stopped it
   bool complete = false;        ///< the search finished (not stopped by a limit or abandoned)
   int status = -1;              ///< Cbc_status
   int secondary_status = -1;    ///< Cbc_secondaryStatus
@@ -73,8 +73,8 @@ void validate(const StageProblem& p, const MilpOptions& options) {
   }
   for (size_t l = 0; l < p.window_ps.size(); ++l)
     if (p.window_ps[l] < 0) fail("milp planner: layer {} has a negative window", l);
-  if (!(options.time_limit_s > 0) || !std::isfinite(options.time_limit_s))
-    fail("milp planner: time limit {} s is not a positive number", options.time_limit_s);
+  if (options.node_limit < 1)
+    fail("milp planner: node limit {} is not a positive number", options.node_limit);
 }
 
 /// Per layer, the allowed options that no other allowed option beats or ties in all of
@@ -250,7 +250,7 @@ struct CbcPass {
   /// and, more rarely, inside it), so its results are only used as an incumbent.
   bool preprocess = true;
   double cutoff_ns = std::numeric_limits<double>::infinity();  ///< only look below this
-  double seconds = 0;                                          ///< wall-clock limit
+  int node_limit = MilpOptions::kDefaultNodeLimit;              ///< CBC's maxNodes
 };
 
 /// Builds and solves the MILP:
@@ -264,7 +264,7 @@ struct CbcPass {
 /// every permutation of one plan, so along each class of identical layers the chosen candidate
 /// position may not decrease: for layer l and its previous twin t,
 ///   Σ_k k·y[t][k] − Σ_k k·y[l][k] ≤ 0.
-/// Measured on this machine: without these rows 24-layer checkmate problems stopped at the
+/// Measured on this machine: without these rows 24-layer checkmate problems stopped at a
 /// 10 s limit with 1–4% gap; with them 96 layers × 32 options solve in seconds.
 SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
                   const std::vector<std::vector<int>>& excluded, const CbcPass& pass) {
@@ -339,9 +339,8 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
   Cbc_Model* model = handle.get();
   milp.load_into(model);
   Cbc_setLogLevel(model, 0);
-  Cbc_setMaximumSeconds(model, pass.seconds);
-  Cbc_setParameter(model, "timeMode", "elapsed");  // wall clock, not CPU time
-  Cbc_setParameter(model, "seconds", fmt::format("{}", pass.seconds).c_str());
+  // A node budget, never a time limit: the result must not depend on the machine's speed.
+  Cbc_setMaximumNodes(model, pass.node_limit);
   // Stop only when the search is complete (no relative gap, a tiny absolute one), and let
   // solutions 1 ps apart count as different (1 ps = 1e-3 ns).
   Cbc_setParameter(model, "ratioGap", "0");
@@ -359,8 +358,8 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
   SolverRun run;
   run.status = Cbc_status(model);
   run.secondary_status = Cbc_secondaryStatus(model);
-  run.stopped_on_time = Cbc_isSecondsLimitReached(model) != 0 || run.secondary_status == 4;
-  run.complete = run.status == 0 && !run.stopped_on_time && Cbc_isAbandoned(model) == 0;
+  run.stopped_on_limit = Cbc_isNodeLimitReached(model) != 0 || run.secondary_status == 3;
+  run.complete = run.status == 0 && !run.stopped_on_limit && Cbc_isAbandoned(model) == 0;
   run.bound_ns = Cbc_getBestPossibleObjValue(model);
   const double* solution = Cbc_bestSolution(model);
   if (solution == nullptr) return run;
@@ -381,14 +380,14 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
   validate(problem, options);
   const Candidates candidates = pareto_candidates(problem, options.allow_overlap);
 
-  auto finish = [&](StageSolution s, double gap, std::string status) {
+  auto finish = [&](StageSolution s, double gap, std::string status, bool limit_bound = false) {
     s.gap = gap;
+    s.limit_bound = limit_bound;
     s.status = std::move(status);
     // A positive duration even when the clock's resolution is coarser than the work done.
     s.solve_seconds = std::max(seconds_since(start), std::numeric_limits<double>::min());
     return s;
   };
-  auto seconds_left = [&] { return options.time_limit_s - seconds_since(start); };
 
   // Exact shortcuts: nothing fits; or every layer's fastest option fits (then it is optimal).
   StageSolution best = evaluate(problem, least_memory_assignment(problem, candidates));
@@ -396,10 +395,10 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
   const StageSolution fastest = evaluate(problem, fastest_assignment(problem, candidates));
   if (fastest.feasible) return finish(fastest, 0.0, "optimal");
 
-  // Search: CBC with preprocessing, for a good incumbent within half the time. evaluate() is
-  // the judge of every assignment CBC returns.
+  // Search: CBC with preprocessing, for a good incumbent. evaluate() is the judge of every
+  // assignment CBC returns.
   CbcPass search;
-  search.seconds = 0.5 * seconds_left();
+  search.node_limit = options.node_limit;
   const SolverRun searched = run_cbc(problem, candidates, {}, search);
   if (!searched.assignment.empty()) {
     const StageSolution found = evaluate(problem, searched.assignment);
@@ -420,8 +419,7 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
     CbcPass certify;
     certify.preprocess = false;
     certify.cutoff_ns = to_ns(best.exposed_ps) + 5e-4;
-    certify.seconds = seconds_left();
-    if (certify.seconds <= 0) break;
+    certify.node_limit = options.node_limit;
     certified_run = run_cbc(problem, candidates, excluded, certify);
     if (certified_run.assignment.empty()) {
       certified = certified_run.complete;
@@ -442,8 +440,8 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
   // Exposed times are never negative, so 0 is always a valid bound.
   const double bound_ns = std::clamp(certified_run.bound_ns, 0.0, objective_ns);
   const double gap = (objective_ns - bound_ns) / std::max(std::abs(objective_ns), 1e-9);
-  if (certified_run.stopped_on_time || seconds_left() <= 0)
-    return finish(best, gap, fmt::format("time limit (gap {:.2f}%)", 100.0 * gap));
+  if (certified_run.stopped_on_limit)
+    return finish(best, gap, fmt::format("node limit (gap {:.2f}%)", 100.0 * gap), true);
   return finish(best, gap,
                 fmt::format("stopped: CBC status {}/{} (gap {:.2f}%)", certified_run.status,
                             certified_run.secondary_status, 100.0 * gap));

@@ -2,6 +2,7 @@
 /// lynx-opt and checkmate: the per-stage recomputation plan as a mixed-integer linear program
 /// (one binary per layer and option, one continuous variable for the largest transient), solved
 /// with COIN-OR CBC.
+#include "scenarios/scenario.hpp"
 #include "strategies/planning_problem.hpp"
 
 namespace lynx::strategies {
@@ -12,9 +13,12 @@ struct MilpOptions {
   /// optimal recompute set without overlap (Jain et al., "Checkmate: Breaking the Memory Wall
   /// with Optimal Tensor Rematerialization", MLSys 2020): overlapped options are excluded.
   bool allow_overlap = true;
-  /// Wall-clock limit (s) for the whole solve; the best plan found by then is returned and
-  /// `gap` says how far from proven optimal it may be.
-  double time_limit_s = 10.0;
+  /// Branch-and-bound nodes each CBC pass may explore (CBC's maxNodes): a budget that does not
+  /// depend on the machine's speed, so equal inputs give equal plans. When it stops a pass the
+  /// best plan found so far is returned, `limit_bound` is set and `gap` says how far from
+  /// proven optimal it may be.
+  int node_limit = kDefaultNodeLimit;
+  static constexpr int kDefaultNodeLimit = RecomputeSpec{}.solver_node_limit;
 };
 
 /// Chooses one option per layer minimising the exposed recompute time under the memory budget.

@@ -46,6 +46,8 @@ void provenance_fields(P& p, Visit&& visit) {
   visit("search_seconds", p.search_seconds);
   visit("baseline_seconds", p.baseline_seconds);
   visit("confirm_rounds", p.confirm_rounds);
+  visit("solver_limit_bound", p.solver_limit_bound);
+  visit("solver_gap", p.solver_gap);
 }
 template <typename S, typename Visit>
 void stage_search_fields(S& s, Visit&& visit) {
@@ -56,6 +58,7 @@ void stage_search_fields(S& s, Visit&& visit) {
   visit("activation_bytes", s.activation_bytes);
   visit("budget_bytes", s.budget_bytes);
   visit("gap", s.gap);
+  visit("limit_bound", s.limit_bound);
 }
 template <typename W, typename Visit>
 void windows_fields(W& w, Visit&& visit) {

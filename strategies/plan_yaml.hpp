@@ -19,12 +19,13 @@ inline constexpr int kPlanFormatVersion = 2;
 /// The planner's search result for one pipeline stage (informational).
 struct PlanStageSearch {
   int stage = 0;
-  std::string status;                     ///< "optimal", "heuristic", "time limit", ...
+  std::string status;                     ///< "optimal", "heuristic", "node limit (gap …)", ...
   bool feasible = false;
   double exposed_us_per_micro_batch = 0;  ///< planner's estimate of exposed recompute
   std::int64_t activation_bytes = 0;      ///< planned activation memory of the stage
   std::int64_t budget_bytes = 0;          ///< the memory budget it was planned for
   double gap = 0;                         ///< relative MILP gap (0 = optimal)
+  bool limit_bound = false;               ///< the MILP node limit stopped the search
 };
 
 /// Overlap windows measured on the planner's baseline for one virtual stage (informational).
@@ -42,6 +43,10 @@ struct PlanProvenance {
   double search_seconds = 0;       ///< planner search (heuristic / MILP), summed over stages
   double baseline_seconds = 0;     ///< the window-measuring baseline simulation
   int confirm_rounds = 0;          ///< engine confirmations of the searched plan
+  /// The MILP node limit (recompute.solver_nodes) stopped some stage's search: the plan is the
+  /// best found, up to solver_gap from optimal.
+  bool solver_limit_bound = false;
+  double solver_gap = 0;           ///< largest relative MILP gap over stages (0 = optimal)
   std::vector<PlanStageSearch> stages;  ///< per pipeline stage; empty for fixed strategies
   std::vector<PlanWindows> windows;     ///< per virtual stage; empty for fixed strategies
 };

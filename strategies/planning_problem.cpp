@@ -9,6 +9,15 @@ namespace lynx::strategies {
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
   if (!option.overlapped) return option.recompute_ps;
   const auto l = static_cast<size_t>(layer);
+  const bool forward = option.decision.window == Window::kFwdTpComm;
+  const auto& profiles = forward ? p.fwd_window_profile : p.window_profile;
+  if (l < profiles.size()) {
+    const TimePs in_window = sim::window_cost_ps(profiles[l], option.overlapped_work_ps);
+    if (!forward || l >= p.fwd_window_steps.size() || p.micro_batches <= 0) return in_window;
+    // Averaged over the backward steps: without a forward window it runs before its consumer.
+    const std::int64_t with = p.fwd_window_steps[l], m = p.micro_batches;
+    return (with * in_window + (m - with) * sim::window_cost_ps({}, option.overlapped_work_ps) + m / 2) / m;
+  }
   const TimePs window = option.decision.window == Window::kFwdTpComm
                             ? (l < p.fwd_window_ps.size() ? p.fwd_window_ps[l] : 0)
                             : p.window_ps[l];

@@ -7,6 +7,7 @@
 /// (strategies/lynx_planner.cpp, from numbers runner/planning.cpp measures); every plan is
 /// confirmed by the engine afterwards (runner/).
 #include "sim/time.hpp"
+#include "sim/window_cost.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <cstdint>
@@ -24,6 +25,8 @@ struct LayerOption {
   /// Overlapped: time the recompute needs on the recompute stream (slowed by contention with
   /// the communication it hides behind). Only the part beyond the window is exposed.
   TimePs overlapped_ps = 0;
+  /// Overlapped: solo kernel time of the recompute (what sim::window_cost_ps is given).
+  TimePs overlapped_work_ps = 0;
   bool overlapped = false;
   /// Bytes held for a whole pipeline step (forward-window recomputes: the tensors come back
   /// in the forward before the backward). Planners fold them into kept_bytes per stage as
@@ -45,6 +48,16 @@ struct StageProblem {
   std::vector<TimePs> window_ps;
   /// Forward-window capacity (ps) per layer, for options with window kFwdTpComm (empty: 0).
   std::vector<TimePs> fwd_window_ps;
+  /// Per layer (size = layers, or empty): the window's timeline. When given, an overlapped
+  /// option costs sim::window_cost_ps (SM sharing included) instead of its overflow of window_ps.
+  std::vector<sim::WindowProfile> window_profile;
+  /// Per layer (size = layers, or empty): the same for the forward window.
+  std::vector<sim::WindowProfile> fwd_window_profile;
+  /// Per layer (size = layers, or empty: every step): of the stage's micro_batches backward
+  /// steps, those that follow a forward step of the same chunk and so have a forward window;
+  /// in the others (1F1B's cool-down) a forward-window recompute starts at its consumer.
+  std::vector<int> fwd_window_steps;
+  int micro_batches = 0;  ///< backward steps per chunk (with fwd_window_steps)
 };
 
 /// A solution: the option index for every layer.
@@ -55,11 +68,13 @@ struct StageSolution {
   bool feasible = false;           ///< false: nothing fits (the plan will be OOM)
   double solve_seconds = 0;
   double gap = 0;                  ///< relative optimality gap reported by the solver (0 = optimal)
+  /// The MILP's node limit stopped the search: the plan is the best found, `gap` from optimal.
+  bool limit_bound = false;
   std::string status;              ///< solver status in words
 };
 
-/// Exposed time of `option` at layer `layer` of `p` (on demand: all of it; overlapped: what
-/// does not fit the window).
+/// Exposed time of `option` at layer `layer` of `p` (on demand: all of it; overlapped: its
+/// sim::window_cost_ps when the layer has a window profile, else what does not fit window_ps).
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option);
 /// Activation bytes of a full assignment: in_flight · Σ kept_bytes + max transient_bytes.
 std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer);

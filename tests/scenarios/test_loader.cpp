@@ -106,7 +106,7 @@ recompute:
   method: block
   num_layers: 2
   partition: balanced
-  time_limit: 2.5s
+  solver_nodes: 2500
 sim:
   exploit_symmetry: false
 )";
@@ -152,7 +152,7 @@ sim:
   CHECK(s.recompute.num_layers == 2);
   CHECK_FALSE(s.sim.exploit_symmetry);
   CHECK(s.recompute.partition == PartitionKind::kBalanced);
-  CHECK(s.recompute.solver_time_limit_ps == 2'500'000'000'000);
+  CHECK(s.recompute.solver_node_limit == 2500);
 }
 
 TEST_CASE("the default scenario is scenarios/examples/default.yaml") {

@@ -154,7 +154,10 @@ TEST_CASE("recomputation-aware partitioning gives the uniform split when stages 
   const hw_models::Topology topo(sc.hardware);
   const model::Workload w = test::synthetic_workload();
   PlanningInputs in;
-  in.windows.assign(4, StageWindows{100'000, 200'000, 0});
+  StageWindows windows;
+  windows.inner_ps = 100'000;
+  windows.top_ps = 200'000;
+  in.windows.assign(4, windows);
   in.in_flight_chunks.assign(4, 8);
   const LynxPlanner planner(sc, topo, w, in);
   const SearchResult out = planner.search(std::vector<std::int64_t>(4, 0));
@@ -183,4 +186,28 @@ TEST_CASE("min-max partition equals brute force over every contiguous split") {
   CHECK(best == 16);
   // Every split infeasible → empty.
   CHECK(min_max_partition(4, 2, [](int, int) { return kInfeasiblePs; }).empty());
+}
+
+TEST_CASE("a forward-window recompute costs its window share only in the steps that have the window") {
+  // 1F1B cool-down backward steps follow no forward step: there the recompute starts at its
+  // consumer and costs all its work; exposed_ps averages over the stage's backward steps.
+  StageProblem p;
+  p.layers = 1;
+  p.window_ps = {0};
+  p.fwd_window_ps = {0};
+  LayerOption o;
+  o.overlapped = true;
+  o.overlapped_work_ps = 10'000'000;
+  o.decision.window = Window::kFwdTpComm;
+  sim::WindowProfile w;  // a 20 us idle wait: 10 us of work fit it
+  w.segments = {{20'000'000, false, 1}};
+  p.window_profile = {sim::WindowProfile{}};
+  p.fwd_window_profile = {w};
+  CHECK(exposed_ps(p, 0, o) == 0);  // no step counts given: every step has the window
+  p.fwd_window_steps = {3};
+  p.micro_batches = 4;
+  CHECK(exposed_ps(p, 0, o) == 2'500'000);  // one step in four pays the 10 us
+  LayerOption bwd = o;
+  bwd.decision.window = Window::kBwdTpComm;
+  CHECK(exposed_ps(p, 0, bwd) == 10'000'000);  // the backward window (empty here) is not averaged
 }

@@ -4,6 +4,8 @@
 #include "common/error.hpp"
 #include "strategies/milp_planner.hpp"
 
+#include "tests/split_mix.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,20 +19,7 @@ using namespace lynx::strategies;
 
 namespace {
 
-/// splitmix64: a portable deterministic generator (std distributions differ between libraries).
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi].
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using test::SplitMix;
 
 LayerOption keep_all(std::int64_t kept_bytes) {
   LayerOption o;
@@ -397,11 +386,11 @@ TEST_CASE("96 layers x 32 options: a consistent plan that beats every uniform pl
     CAPTURE(allow_overlap);
     MilpOptions options;
     options.allow_overlap = allow_overlap;
-    options.time_limit_s = 10.0;
     const StageSolution s = solve_stage_milp(p, options);
     check_consistent(p, s);
     CHECK(s.feasible);
-    CHECK((s.status == "optimal" || s.status.rfind("time limit", 0) == 0));
+    CHECK((s.status == "optimal" || s.status.rfind("node limit", 0) == 0));
+    CHECK(s.limit_bound == (s.status != "optimal"));
     if (!allow_overlap)
       for (int o : s.option_of_layer) CHECK_FALSE(p.options[static_cast<size_t>(o)].overlapped);
     // Every uniform plan (all layers one option) that fits is an upper bound; the leanest
@@ -418,13 +407,31 @@ TEST_CASE("96 layers x 32 options: a consistent plan that beats every uniform pl
   }
 }
 
-TEST_CASE("a time limit too short to finish still returns a plan that fits") {
+TEST_CASE("a node limit too small to finish binds visibly and still returns a plan that fits") {
   const StageProblem p = gpt_like_problem(96, 4);
   MilpOptions options;
-  options.time_limit_s = 1e-3;
+  options.node_limit = 1;
   const StageSolution s = solve_stage_milp(p, options);
   check_consistent(p, s);
   CHECK(s.feasible);  // at worst the least-memory plan, which fits by construction of the budget
+  CHECK(s.limit_bound);
+  CHECK(s.status.rfind("node limit (gap ", 0) == 0);
+  CHECK(s.gap > 0);
   CHECK(s.gap <= 1.0);
-  CHECK((s.status == "optimal" || s.status.rfind("time limit", 0) == 0));
+  // The budget is counted in nodes, not seconds: the same input gives the same answer.
+  const StageSolution again = solve_stage_milp(p, options);
+  CHECK(again.option_of_layer == s.option_of_layer);
+  CHECK(again.gap == s.gap);
+  CHECK(again.status == s.status);
+  // The default budget proves this problem optimal.
+  const StageSolution full = solve_stage_milp(p, {});
+  CHECK_FALSE(full.limit_bound);
+  CHECK(full.status == "optimal");
+  CHECK(full.exposed_ps <= s.exposed_ps);
+}
+
+TEST_CASE("a node limit below 1 is refused") {
+  MilpOptions options;
+  options.node_limit = 0;
+  CHECK_THROWS_AS(solve_stage_milp(gpt_like_problem(4, 1), options), Error);
 }

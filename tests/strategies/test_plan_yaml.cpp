@@ -66,7 +66,10 @@ PlanFile sample_file() {
   f.provenance.search_seconds = 0.000515;
   f.provenance.baseline_seconds = 0.0163;
   f.provenance.confirm_rounds = 1;
-  f.provenance.stages = {{0, "heuristic", true, 1.5, 1000, 2000, 0}, {1, "time limit: 10 s", false, 0, 3, 4, 0.25}};
+  f.provenance.solver_limit_bound = true;
+  f.provenance.solver_gap = 0.25;
+  f.provenance.stages = {{0, "heuristic", true, 1.5, 1000, 2000, 0, false},
+                         {1, "node limit (gap 25.00%)", false, 0, 3, 4, 0.25, true}};
   f.provenance.windows = {{0, 1899.97, 20694.7}, {1, 1899.97, 0}};
   return f;
 }
@@ -137,8 +140,12 @@ TEST_CASE("plan file round trip: every decision, the scenario and the provenance
   CHECK(back.provenance.strategy_won == "no-forward-windows");
   CHECK(back.provenance.search_seconds == doctest::Approx(0.000515));
   REQUIRE(back.provenance.stages.size() == 2);
-  CHECK(back.provenance.stages[1].status == "time limit: 10 s");
+  CHECK(back.provenance.stages[1].status == "node limit (gap 25.00%)");
   CHECK(back.provenance.stages[1].budget_bytes == 4);
+  CHECK(back.provenance.stages[1].limit_bound);
+  CHECK_FALSE(back.provenance.stages[0].limit_bound);
+  CHECK(back.provenance.solver_limit_bound);
+  CHECK(back.provenance.solver_gap == doctest::Approx(0.25));
   REQUIRE(back.provenance.windows.size() == 2);
   CHECK(back.provenance.windows[0].top_us == doctest::Approx(20694.7));
   CHECK(plan_to_yaml(back) == yaml);
@@ -209,7 +216,7 @@ TEST_CASE("plan file errors: one line naming file, line, column and key, never a
     bad = with_layer1("{layer: 1, drop: [], mode: keep, windw: bwd-tp}");
     check_error(bad, "windw", "key 'stages[0].layers[1].windw': unknown key (known: layer, drop, mode, window, rerun_whole_groups)");
     bad = replaced(good, "  confirm_rounds: 1\n", "  confirm_rounds: 1\n  note: hand-made\n");
-    check_error(bad, "note", "key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, stages, windows)");
+    check_error(bad, "note", "key 'provenance.note': unknown key (known: lynxsim_version, strategy_requested, strategy_won, search_seconds, baseline_seconds, confirm_rounds, solver_limit_bound, solver_gap, stages, windows)");
     // A repeated key: yaml-cpp would read the first and ignore the second silently.
     bad = with_layer1("{layer: 1, drop: [core], mode: demand, mode: keep}");
     check_error(bad, "mode: keep}", "key 'stages[0].layers[1].mode': given twice");
@@ -385,8 +392,8 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"recompute.strategy=lynx-opt"}),
                          "--set recompute.strategy=lynx-opt: not allowed with --plan: p.yaml fixes every recompute decision (a lynx-heu plan); drop --plan to plan again, or drop this --set to run the plan",
                          Error);
-    CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {" recompute.time_limit = 1s"}),
-                         doctest::Contains("--set  recompute.time_limit = 1s: not allowed with --plan"), Error);
+    CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {" recompute.solver_nodes = 10"}),
+                         doctest::Contains("--set  recompute.solver_nodes = 10: not allowed with --plan"), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"parallel.tp=1"}),
                          "p.yaml: made for parallel.tp 2, its scenario with --set has 1", Error);
     const auto what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
