@@ -18,6 +18,7 @@
 #include "scenarios/embedded_files.hpp"
 #include "scenarios/fields.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/files.hpp"
 
 namespace lynx {
@@ -127,6 +128,8 @@ std::size_t shared_tail(const std::string& a, const std::string& b) {
 /// "; did you mean 'x'?" for a close known key: a small typo first, else the key that ends in
 /// the most of the same words (a field put in the wrong section).
 std::string suggestion(const std::string& unknown, const KeySet& keys) {
+  // No key is this long; edit distances to every key would cost length² each (fuzz_plan).
+  if (unknown.size() > 256) return {};
   std::vector<std::string> candidates(keys.leaves.begin(), keys.leaves.end());
   candidates.insert(candidates.end(), keys.sections.begin(), keys.sections.end());
   const std::string* best = nullptr;
@@ -171,7 +174,8 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
     const YAML::Node value = it->second;
     const std::string key_origin = position(out.label, key_node.Mark());
     if (!key_node.IsScalar()) fail("{}: keys must be plain words", key_origin);
-    const std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
+    // one_line: a key with a line break is unknown anyway, and quoted in one-line messages
+    const std::string key = one_line(prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar());
     if (!seen.insert(key).second) fail("{}: key '{}': given twice", key_origin, key);
     if (keys.leaves.count(key) != 0) {
       if (value.IsNull()) fail("{}: key '{}': no value given", key_origin, key);
@@ -254,7 +258,7 @@ void apply_values(const std::vector<FieldDesc>& table, FileKind kind, const File
     try {
       field.set(scenario, it->second.text);
     } catch (const Error& e) {
-      fail("{}: key '{}': {}", it->second.origin, key, e.what());
+      fail("{}: key '{}': {}", it->second.origin, key, one_line(e.what()));
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "scenarios/yaml_document.hpp"
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 
 #include <yaml-cpp/eventhandler.h>
 
@@ -57,8 +58,10 @@ YAML::Node load_single_document(const std::string& text, const std::string& labe
     check_parse_ends(text);
     documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) fail("{}:1:1: malformed YAML: {}", label, e.msg);
-    fail("{}:{}:{}: malformed YAML: {}", label, e.mark.line + 1, e.mark.column + 1, e.msg);  // 0-based
+    // yaml-cpp's message may quote the offending character, a line break too: one_line
+    if (e.mark.is_null()) fail("{}:1:1: malformed YAML: {}", label, one_line(e.msg));
+    fail("{}:{}:{}: malformed YAML: {}", label, e.mark.line + 1, e.mark.column + 1,  // 0-based
+         one_line(e.msg));
   }
   for (std::size_t i = 1; i < documents.size(); ++i) {
     if (documents[i].IsNull()) continue;  // a trailing `---` with nothing after it
