@@ -19,6 +19,16 @@ WORDS = ["true", "false", "1f1b", "gpipe", "interleaved", "bucketed", "end", "ba
          "9223372036854775807", "-9223372036854775808", "18446744073709551616"]
 
 
+# plan-file keys (strategies/plan_yaml.cpp)
+PLAN_WORDS = [k + ":" for k in ["lynxsim_plan", "strategy", "provenance", "scenario", "stages",
+                                "virtual_stage", "first_layer", "layers", "layer", "drop", "mode",
+                                "window", "rerun_whole_groups", "lynxsim_version",
+                                "strategy_requested", "strategy_won", "search_seconds",
+                                "baseline_seconds", "confirm_rounds", "windows", "stage", "status",
+                                "feasible", "exposed_us_per_micro_batch", "activation_bytes",
+                                "budget_bytes", "gap", "inner_us", "top_us"]]
+
+
 def yaml_keys(paths):
     keys = set()
     for path in paths:
@@ -33,15 +43,19 @@ def write(name, tokens):
     out = FUZZ / "dict" / f"{name}.dict"
     lines = [f"# libFuzzer dictionary for fuzz_{name}; written by tests/fuzz/make_dicts.py"]
     for t in sorted(set(tokens)):
-        lines.append('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        escaped = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\x{ord(c):02x}"
+                          for c in t)
+        lines.append('"' + escaped + '"')
     out.write_text("\n".join(lines) + "\n")
 
 
 def main():
-    for name in ["scenario", "plan", "profile"]:
-        seeds = sorted((FUZZ / "corpus" / name).glob("*"))
-        keys = yaml_keys(seeds)
-        write(name, [k + ":" for k in keys] + UNITS + WORDS)
+    scenarios = sorted(ROOT.glob("scenarios/*/*.yaml")) + sorted(ROOT.glob("tests/golden/scenarios/*.yaml"))
+    profiles = sorted(ROOT.glob("hw_models/profiles/*.yaml"))
+    seeds = {"scenario": scenarios + profiles, "profile": profiles,
+             "plan": scenarios + profiles + [ROOT / "strategies" / "plan_yaml.cpp"]}
+    for name, files in seeds.items():
+        write(name, [k + ":" for k in yaml_keys(files)] + UNITS + WORDS + PLAN_WORDS * (name == "plan"))
     write("validate_csv", ["#", ",", "\r\n", "\n", " ", "0", "1", "-1", "1.5", "1e3", "nan", "inf",
                            "2147483647", "2147483648", "536870912", "1024", "16384"])
 
