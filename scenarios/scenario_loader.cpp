@@ -19,6 +19,8 @@
 #include "scenarios/fields.hpp"
 #include "common/checked.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
+#include "common/files.hpp"
 
 namespace lynx {
 namespace {
@@ -84,6 +86,17 @@ std::string position(const std::string& label, const YAML::Mark& mark) {
   return fmt::format("{}:{}:{}", label, mark.line + 1, mark.column + 1);  // yaml-cpp is 0-based
 }
 
+/// Runs `read`; a lynx::Error it throws comes out with its message on one line. Messages quote
+/// the user's keys, values and profile names, and any of them may hold a line break.
+template <typename Read>
+auto with_one_line_errors(Read&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(one_line(e.what()));
+  }
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -127,6 +140,8 @@ std::size_t shared_tail(const std::string& a, const std::string& b) {
 /// "; did you mean 'x'?" for a close known key: a small typo first, else the key that ends in
 /// the most of the same words (a field put in the wrong section).
 std::string suggestion(const std::string& unknown, const KeySet& keys) {
+  // No key is this long; edit distances to every key would cost length² each (fuzz_plan).
+  if (unknown.size() > 256) return {};
   std::vector<std::string> candidates(keys.leaves.begin(), keys.leaves.end());
   candidates.insert(candidates.end(), keys.sections.begin(), keys.sections.end());
   const std::string* best = nullptr;
@@ -491,18 +506,20 @@ std::string emit_yaml(const YamlTree& tree, const std::string& comment) {
 
 UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
                                       const std::vector<std::string>& overrides) {
-  const std::vector<FieldDesc> table = scenario_field_table();
-  const KeySet keys = key_set(table, FileKind::kScenario);
-  FileValues values = read_values(yaml_text, file_label, keys);
-  apply_overrides(overrides, keys, values);
+  return with_one_line_errors([&] {
+    const std::vector<FieldDesc> table = scenario_field_table();
+    const KeySet keys = key_set(table, FileKind::kScenario);
+    FileValues values = read_values(yaml_text, file_label, keys);
+    apply_overrides(overrides, keys, values);
 
-  Scenario scenario;
-  scenario.name = file_stem(file_label);
-  scenario.source_file = file_label;
-  scenario.hardware = base_hardware(values);
-  apply_values(table, FileKind::kScenario, values, scenario);
-  check_hardware(scenario.hardware, values, keys, "hardware.");
-  return UnresolvedScenario{std::move(scenario), std::move(values.origins)};
+    Scenario scenario;
+    scenario.name = file_stem(file_label);
+    scenario.source_file = file_label;
+    scenario.hardware = base_hardware(values);
+    apply_values(table, FileKind::kScenario, values, scenario);
+    check_hardware(scenario.hardware, values, keys, "hardware.");
+    return UnresolvedScenario{std::move(scenario), std::move(values.origins)};
+  });
 }
 
 UnresolvedScenario read_scenario_file(const std::string& path,
@@ -603,11 +620,11 @@ std::vector<std::string> builtin_profile_names() {
 HardwareSpec builtin_hardware_profile(const std::string& name) { return builtin_profile(name, 0); }
 
 HardwareSpec load_hardware_profile_text(std::string_view yaml_text, const std::string& file_label) {
-  return read_profile(yaml_text, file_label);
+  return with_one_line_errors([&] { return read_profile(yaml_text, file_label); });
 }
 
 HardwareSpec load_hardware_profile_file(const std::string& path) {
-  HardwareSpec hw = read_profile(read_text_file(path, "hardware profile"), path);
+  HardwareSpec hw = load_hardware_profile_text(read_text_file(path, "hardware profile"), path);
   hw.profile_file = fs::absolute(fs::path(path)).lexically_normal().string();
   return hw;
 }

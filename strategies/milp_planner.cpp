@@ -93,9 +93,10 @@ Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
       return std::make_tuple(exposed_ps(p, l, opt), opt.kept_bytes, opt.transient_bytes);
     };
     for (int o : allowed) {
-      const auto [e, k, t] = key(o);
+      const auto own = key(o);
       const bool dominated = std::any_of(allowed.begin(), allowed.end(), [&](int other) {
         if (other == o) return false;
+        const auto [e, k, t] = own;  // bound here: clang 14 cannot capture structured bindings
         const auto [e2, k2, t2] = key(other);
         if (e2 > e || k2 > k || t2 > t) return false;
         const bool equal = e2 == e && k2 == k && t2 == t;
