@@ -20,7 +20,6 @@
 #include "common/checked.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
-#include "common/files.hpp"
 
 namespace lynx {
 namespace {
