@@ -465,7 +465,7 @@ std::vector<FieldDesc> scenario_field_table() {
       "(lynx-heu, lynx-opt, checkmate)",
       [](auto& s) -> auto& { return s.recompute.partition; }));
   t.push_back(integer_field(
-      "recompute.solver_nodes", kScn, 1,
+      "recompute.solver_nodes", kScn, 1, std::numeric_limits<int>::max(),
       "node limit of each CBC pass of the lynx-opt / checkmate MILP per stage (deterministic; "
       "when it binds, the result is the best plan found and `solver_limit_bound` says so)",
       [](auto& s) -> auto& { return s.recompute.solver_node_limit; }));

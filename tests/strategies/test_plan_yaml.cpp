@@ -311,7 +311,7 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
   check_error(bad, "{layer: 1, drop: [core], mode: overlap}", "key 'stages[0].layers[1].window': layer 1: mode overlap needs a window (bwd-tp, pp-wait or fwd-tp)");
   // Accepted and ignored before: a layer that drops nothing has nothing to re-run whole.
   bad = with_layer1("{layer: 1, drop: [], mode: keep, rerun_whole_groups: true}");
-  check_error(bad, "true}", "key 'stages[0].layers[1].rerun_whole_groups': layer 1 drops nothing, so there is no group to re-run whole (rerun_whole_groups goes with dropped groups)");
+  check_error(bad, "rerun_whole_groups: true}", "key 'stages[0].layers[1].rerun_whole_groups': layer 1 drops nothing, so there is no group to re-run whole (rerun_whole_groups goes with dropped groups)", 20);
   bad = with_layer1("{layer: 1, drop: [core], mode: demand, window: fwd-tp}");
   check_error(bad, "fwd-tp}", "key 'stages[0].layers[1].window': layer 1: window fwd-tp goes only with mode overlap");
 
