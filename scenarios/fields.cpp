@@ -454,6 +454,10 @@ std::vector<FieldDesc> scenario_field_table() {
       "sim.exploit_symmetry", kScn,
       "simulate one TP rank and one DP replica (exact for symmetric plans)",
       [](auto& s) -> auto& { return s.sim.exploit_symmetry; }));
+  t.push_back(bool_field(
+      "sim.fast_forward", kScn,
+      "skip 1F1B steady-state periods proven to repeat (same results; events and fingerprint differ)",
+      [](auto& s) -> auto& { return s.sim.fast_forward; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

@@ -124,6 +124,7 @@ struct RecomputeSpec {
 
 struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
+  bool fast_forward = true;      ///< skip repeating 1F1B steady-state periods (exact, proven per run)
 };
 
 struct Scenario {
