@@ -28,7 +28,7 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
       scenario.hardware.gpus_per_node, scenario.hardware.profile, p.dp));
   std::string no_argument =
       "No Megatron-LM argument for: the hardware (GPU, links, efficiencies), parallel.dp_bucket, "
-      "recompute.solver_nodes, sim.exploit_symmetry, sim.mode, sim.max_tasks";
+      "recompute.solver_nodes, sim.exploit_symmetry, sim.fast_forward, sim.mode, sim.max_tasks";
   if (r.partition == PartitionKind::kBalanced)
     no_argument += ", recompute.partition balanced (Megatron-LM splits layers evenly)";
   comments.push_back(no_argument + ".");

@@ -485,6 +485,10 @@ std::vector<FieldDesc> scenario_field_table() {
       "exact: the event engine runs the whole iteration; fast: each pipeline step is simulated "
       "alone (cached) and the pipeline composed from them (no --trace)",
       [](auto& s) -> auto& { return s.sim.mode; }));
+  t.push_back(bool_field(
+      "sim.fast_forward", kScn,
+      "skip 1F1B steady-state periods proven to repeat (same results and events; the event fingerprint differs)",
+      [](auto& s) -> auto& { return s.sim.fast_forward; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

@@ -136,6 +136,7 @@ struct SimSpec {
   bool exploit_symmetry = true;  ///< simulate one TP rank and one DP replica (exact, tested)
   int max_tasks = kDefaultMaxTasks;  ///< refuse a simulation estimated to build more tasks
   SimMode mode = SimMode::kExact;
+  bool fast_forward = true;      ///< skip repeating 1F1B steady-state periods (exact, proven per run)
 };
 
 /// GPUs the layout uses: tp · pp · dp (overflow-checked).

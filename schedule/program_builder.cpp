@@ -282,6 +282,17 @@ class Builder {
     step_spans_.push_back({gpu_, st, step_first_, marker, tail, sent ? end - 1 : -1, end});
   }
 
+  /// The fast-forward hint of the current GPU (sim::Program::period_tasks_per_gpu): in 1F1B
+  /// one period is one (forward, backward) pair of the steady state; GPU 0's pairs anchor them.
+  void note_period(const std::vector<sim::TaskId>& pair_starts) {
+    sim::TaskId period = 0;
+    const size_t middle = pair_starts.size() / 2;
+    if (p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 && pair_starts.size() >= 3)
+      period = pair_starts[middle] - pair_starts[middle - 1];
+    prog_.period_tasks_per_gpu.push_back(period);
+    if (gpu_ == 0 && period > 0) prog_.period_anchors = pair_starts;
+  }
+
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
     std::uint64_t n = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
@@ -671,7 +682,10 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
 
   GpuSteps g;
+  std::vector<sim::TaskId> pair_starts;  // first task of each (forward, backward) pair
   for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].forward && si + 1 < steps.size() && !steps[si + 1].forward)
+      pair_starts.push_back(static_cast<sim::TaskId>(prog_.tasks.size()));
     const StepInfo step = step_info(steps[si]);
     set_instance(step.mb);
     step_first_ = static_cast<sim::TaskId>(prog_.tasks.size());
@@ -687,6 +701,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
                          g);
     }
   }
+  if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
   if (part_ && !part_->with_tail) return;
   std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
   for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);

@@ -127,6 +127,23 @@ bool Engine::cancel(EventId id) {
   return true;
 }
 
+std::vector<PendingEvent> Engine::pending_events() const {
+  std::vector<PendingEvent> out;
+  out.reserve(live_events_);
+  if (heap_size_ == 0) return out;
+  const Entry* h = heap_storage_.get() + kHeapPad;
+  for (std::size_t i = 0; i < heap_size_; ++i) {
+    const std::uint32_t slot_index = slot_of(h[i]);
+    const Slot& slot = chunks_[slot_index >> kChunkBits][slot_index & (kChunkSize - 1)];
+    if (slot.sequence != sequence_of(h[i])) continue;  // cancelled
+    out.push_back({static_cast<TimePs>(h[i].time_ps), slot.sequence, {slot_index, slot.generation}});
+  }
+  std::sort(out.begin(), out.end(), [](const PendingEvent& a, const PendingEvent& b) {
+    return a.time_ps != b.time_ps ? a.time_ps < b.time_ps : a.sequence < b.sequence;
+  });
+  return out;
+}
+
 bool Engine::fire_next(TimePs limit_ps) {
   while (heap_size_ > 0) {
     const Entry top = heap()[0];

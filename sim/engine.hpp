@@ -22,6 +22,13 @@ struct EventId {
   friend bool operator==(EventId, EventId) = default;
 };
 
+/// A pending event as a queue snapshot lists it (Engine::pending_events).
+struct PendingEvent {
+  TimePs time_ps = 0;
+  std::uint64_t sequence = 0;  ///< insertion order: equal-time events run in this order
+  EventId id;
+};
+
 /// Event queue and clock. Handlers are `void()` callables; captures up to 48 bytes are stored
 /// without heap allocation.
 class Engine {
@@ -85,6 +92,8 @@ class Engine {
   bool empty() const { return live_events_ == 0; }
   /// Number of pending (scheduled, not cancelled, not yet run) events.
   std::uint64_t pending() const { return live_events_; }
+  /// Every pending event, in the order they will run ((time, sequence)).
+  std::vector<PendingEvent> pending_events() const;
   /// Hash of the (time, sequence) of every event that ran, in order.
   const Fingerprint& fingerprint() const { return fingerprint_; }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -109,10 +110,35 @@ class Pool {
   }
   void release(std::uint32_t index) { free_.push_back(index); }
   T& operator[](std::uint32_t index) { return items_[index]; }
+  const T& at(std::uint32_t index) const { return items_[index]; }
+  std::size_t size() const { return items_.size(); }
+  /// Free indices, reused last first (so part of the state that decides future indices).
+  const std::vector<std::uint32_t>& free_list() const { return free_; }
 
  private:
   std::vector<T> items_;
   std::vector<std::uint32_t> free_;
+};
+
+/// What a pending event will do: every event is one of these, so the queue can be listed
+/// (the fast-forward's state snapshots) and re-created shifted.
+enum class EventKind : std::uint8_t {
+  kKernelDone,     ///< a = KernelRun index
+  kFlowBytesDone,  ///< a = FlowRun index
+  kFlowDone,       ///< a = flow, b = its unit (path latency over)
+  kCommWorkDone,   ///< a = unit (the comm phase's fixed latency over)
+};
+struct EventDesc {
+  EventKind kind = EventKind::kKernelDone;
+  std::uint32_t a = 0;
+  std::uint32_t b = 0;
+};
+
+/// A task start (what 0), end (1) or the end of its flow k (2 + k), logged during one period.
+struct PeriodLogEntry {
+  TimePs time_ps = 0;
+  TaskId task = 0;
+  std::uint32_t what = 0;
 };
 
 const char* kind_name(TaskKind kind) {
@@ -134,6 +160,7 @@ class Execution {
     validate();
     build_structure();
     init_state();
+    arm_fast_forward();
     for (std::size_t t = 0; t < program_.tasks.size(); ++t) {
       if (state_[t].pending == 0) ready_.push_back(static_cast<TaskId>(t));
     }
@@ -376,6 +403,7 @@ class Execution {
     ready_head_ = 0;
     reshare_links();
     update_dirty_gpus();
+    if (checkpoint_due_) checkpoint();
   }
 
   void task_ready(TaskId t) {
@@ -394,6 +422,14 @@ class Execution {
       const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
+      if (ff_) {
+        note_touched(t);
+        log_.push_back({engine_.now(), t, 0});
+        if (next_anchor_ < program_.period_anchors.size() && t == program_.period_anchors[next_anchor_]) {
+          ++next_anchor_;
+          checkpoint_due_ = true;
+        }
+      }
       // The next task of this stream starts when this one ends, or later: time enough to
       // bring its records into cache (in time order the program is visited far from
       // sequentially, so these would be misses).
@@ -442,6 +478,7 @@ class Execution {
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
+      if (ff_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       apply_memory(t, /*at_end=*/true);
@@ -459,6 +496,7 @@ class Execution {
   }
 
   void release(TaskId t) {
+    if (ff_) note_touched(t);
     if (--state_[static_cast<std::size_t>(t)].pending == 0) {
       // It starts within this instant: load its record while the rest of the instant runs.
       __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(t)]);
@@ -543,13 +581,31 @@ class Execution {
         run.divisor = divisor;
         run.last_update_ps = now;
         const TimePs delay = ceil_mul_div_time(run.remaining, divisor, kKernelProgressPerPs);
-        run.completion = engine_.schedule_after(delay, [this, index] {
-          kernel_done(index);
-          settle();
-        });
+        run.completion = schedule_event(checked_add(now, delay), {EventKind::kKernelDone, index, 0});
       }
     }
     dirty_gpus_.clear();
+  }
+
+  // ---- events ----
+  /// Schedules the event `what` at `at_ps`; with the fast-forward armed, remembers what it is.
+  EventId schedule_event(TimePs at_ps, EventDesc what) {
+    const EventId id = engine_.schedule_at(at_ps, [this, what] { fire(what); });
+    if (ff_) {
+      if (id.slot >= descs_.size()) descs_.resize(static_cast<std::size_t>(id.slot) + 1);
+      descs_[id.slot] = what;
+    }
+    return id;
+  }
+
+  void fire(EventDesc what) {
+    switch (what.kind) {
+      case EventKind::kKernelDone: kernel_done(what.a); break;
+      case EventKind::kFlowBytesDone: flow_bytes_done(what.a); break;
+      case EventKind::kFlowDone: flow_done(what.a, what.b); break;
+      case EventKind::kCommWorkDone: part_done(what.a); break;
+    }
+    settle();
   }
 
   // ---- flows and links ----
@@ -559,13 +615,11 @@ class Execution {
     if (flow.bytes == 0 || flow.num_links == 0) {  // nothing to share: only the path latency
       if (latency == 0) {
         result_.flow_end_ps[f] = engine_.now();
+        if (ff_) log_flow_end(f, unit);
         return;
       }
       ++parts_of(unit).open_flows;
-      engine_.schedule_after(latency, [this, f, unit] {
-        flow_done(f, unit);
-        settle();
-      });
+      schedule_event(checked_add(engine_.now(), latency), {EventKind::kFlowDone, f, unit});
       return;
     }
     ++parts_of(unit).open_flows;
@@ -601,15 +655,13 @@ class Execution {
     if (latency == 0) {
       flow_done(f, unit);
     } else {
-      engine_.schedule_after(latency, [this, f, unit] {
-        flow_done(f, unit);
-        settle();
-      });
+      schedule_event(checked_add(engine_.now(), latency), {EventKind::kFlowDone, f, unit});
     }
   }
 
   void flow_done(std::uint32_t f, std::uint32_t unit) {
     result_.flow_end_ps[f] = engine_.now();
+    if (ff_) log_flow_end(f, unit);
     if (--parts_of(unit).open_flows == 0) comm_flows_done(unit);
   }
 
@@ -623,10 +675,7 @@ class Execution {
     if (work == 0) {
       part_done(unit);
     } else {
-      engine_.schedule_after(work, [this, unit] {
-        part_done(unit);
-        settle();
-      });
+      schedule_event(checked_add(engine_.now(), work), {EventKind::kCommWorkDone, unit, 0});
     }
   }
 
@@ -649,12 +698,368 @@ class Execution {
       run.last_update_ps = now;
       const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
                                              static_cast<Int128>(run.rate.bytes_per_s_num));
-      const std::uint32_t index = change.handle;
-      run.completion = engine_.schedule_after(delay, [this, index] {
-        flow_bytes_done(index);
-        settle();
-      });
+      run.completion = schedule_event(checked_add(now, delay), {EventKind::kFlowBytesDone, change.handle, 0});
     }
+  }
+
+  // ---- steady-state fast-forward ----
+  // At each anchor task's start (Program::period_anchors) the executor takes a canonical
+  // snapshot of its whole dynamic state: pending events in firing order with times relative to
+  // now, running kernels and flows (remaining work, rates), pool free lists, per-link flow
+  // lists, memory balances, and the frontier (tasks touched but not ended: pending counts and
+  // open parts). The previous snapshot is kept with every task id t mapped to phi(t) = t +
+  // period_tasks_per_gpu[gpu of t]. Equal snapshots mean the state is the earlier one shifted by
+  // one period T and phi; with the program itself phi-invariant over the tasks the coming
+  // periods touch (checked task by task), and the tasks first touched in the last period having
+  // untouched, disjoint images, the next N periods are exact copies: their task times are the
+  // logged period's plus j·T, and the state after them is the current one shifted by N·T and
+  // phi^N. Memory balances repeat, so peaks and first-OOM times stay as they are.
+  void arm_fast_forward() {
+    ff_ = false;
+    const std::size_t num_gpus = machine_.gpus.size();
+    if (!options_.fast_forward || options_.record_memory_timeline || !units_.empty()) return;
+    if (program_.period_tasks_per_gpu.size() != num_gpus || program_.period_anchors.empty()) return;
+    delta_.assign(program_.period_tasks_per_gpu.begin(), program_.period_tasks_per_gpu.end());
+    for (const TaskId d : delta_)
+      if (d <= 0) return;
+    // Each GPU's tasks must be one contiguous id range (phi stays inside it).
+    const std::size_t num_tasks = program_.tasks.size();
+    gpu_first_.assign(num_gpus, -1);
+    gpu_end_.assign(num_gpus, -1);
+    for (std::size_t t = 0; t < num_tasks; ++t) {
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[t].gpu);
+      if (gpu_first_[g] < 0) gpu_first_[g] = static_cast<TaskId>(t);
+      else if (gpu_end_[g] != static_cast<TaskId>(t)) return;
+      gpu_end_[g] = static_cast<TaskId>(t) + 1;
+    }
+    for (const TaskId a : program_.period_anchors)
+      if (a < 0 || static_cast<std::size_t>(a) >= num_tasks) return;
+    has_stream_pred_.assign(num_tasks, false);
+    for (std::size_t t = 0; t < num_tasks; ++t)
+      if (state_[t].stream_next >= 0) has_stream_pred_[static_cast<std::size_t>(state_[t].stream_next)] = true;
+    lo_ = gpu_first_;
+    hi_.assign(num_gpus, -1);
+    for (std::size_t g = 0; g < num_gpus; ++g) hi_[g] = gpu_first_[g] - 1;
+    ff_ = true;
+  }
+
+  TaskId phi(TaskId t, std::int64_t periods) const {
+    return static_cast<TaskId>(t + periods * delta_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)]);
+  }
+  std::uint32_t initial_pending(TaskId t) const {
+    return program_.tasks[static_cast<std::size_t>(t)].num_deps + (has_stream_pred_[static_cast<std::size_t>(t)] ? 1 : 0);
+  }
+  bool untouched(TaskId t) const {
+    const std::size_t ti = static_cast<std::size_t>(t);
+    return result_.task_start_ps[ti] < 0 && state_[ti].pending == initial_pending(t);
+  }
+  void note_touched(TaskId t) {
+    TaskId& hi = hi_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)];
+    hi = std::max(hi, t);
+  }
+  void log_flow_end(std::uint32_t f, std::uint32_t unit) {
+    log_.push_back({engine_.now(), static_cast<TaskId>(unit), 2 + (f - program_.tasks[unit].first_flow)});
+  }
+
+  /// Tasks touched (released or started) and not ended, in id order.
+  void collect_frontier(std::vector<TaskId>& out) {
+    out.clear();
+    for (std::size_t g = 0; g < gpu_first_.size(); ++g) {
+      TaskId& lo = lo_[g];
+      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo)] >= 0) ++lo;
+      for (TaskId t = lo; t <= hi_[g] && t < gpu_end_[g]; ++t) {
+        const std::size_t ti = static_cast<std::size_t>(t);
+        if (result_.task_end_ps[ti] < 0 && (result_.task_start_ps[ti] >= 0 || state_[ti].pending < initial_pending(t)))
+          out.push_back(t);
+      }
+    }
+  }
+
+  /// The canonical snapshot; with `mapped`, every task id t is written as phi(t).
+  void encode(const std::vector<TaskId>& frontier, bool mapped, std::vector<std::int64_t>& out) const {
+    const TimePs now = engine_.now();
+    out.clear();
+    auto id = [&](TaskId t) -> std::int64_t { return mapped ? phi(t, 1) : t; };
+    auto put128 = [&](Int128 v) {
+      out.push_back(static_cast<std::int64_t>(v >> 64));
+      out.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(v)));
+    };
+    auto first_flow = [&](std::uint32_t task) { return program_.tasks[task].first_flow; };
+    // Pool indices are labels only (free-list order and list positions decide behaviour, not
+    // the values): they are written as the order of first appearance in free lists, then in
+    // the GPUs' running-kernel lists and the links' flow lists.
+    std::vector<std::int64_t> kernel_label(kernels_.size(), -1), flow_label(flows_.size(), -1);
+    std::int64_t next_kernel = 0, next_flow = 0;
+    for (const std::uint32_t i : kernels_.free_list()) kernel_label[i] = next_kernel++;
+    for (const GpuState& gpu : gpus_)
+      for (const std::uint32_t i : gpu.running_kernels) kernel_label[i] = next_kernel++;
+    for (const std::uint32_t i : flows_.free_list()) flow_label[i] = next_flow++;
+    out.push_back(static_cast<std::int64_t>(dirty_gpus_.size() + touched_links_.size()));
+    out.push_back(static_cast<std::int64_t>(kernels_.size()));
+    out.push_back(static_cast<std::int64_t>(kernels_.free_list().size()));
+    out.push_back(static_cast<std::int64_t>(flows_.size()));
+    out.push_back(static_cast<std::int64_t>(flows_.free_list().size()));
+    for (const GpuState& gpu : gpus_) {
+      out.push_back(gpu.running_comm);
+      out.push_back(static_cast<std::int64_t>(gpu.running_kernels.size()));
+      for (const std::uint32_t index : gpu.running_kernels) {
+        const KernelRun& run = kernels_.at(index);
+        out.push_back(id(run.task));
+        put128(run.remaining);
+        out.push_back(static_cast<std::int64_t>(run.divisor));
+        out.push_back(run.last_update_ps - now);
+        out.push_back(run.position);
+      }
+    }
+    for (std::size_t link = 0; link < network_.num_links(); ++link) {
+      const auto on = network_.flows_on(static_cast<LinkId>(link));
+      if (on.empty()) continue;
+      out.push_back(static_cast<std::int64_t>(link));
+      out.push_back(static_cast<std::int64_t>(on.size()));
+      for (const std::uint32_t handle : on) {
+        if (flow_label[handle] >= 0) {
+          out.push_back(flow_label[handle]);
+          continue;
+        }
+        flow_label[handle] = next_flow++;
+        out.push_back(flow_label[handle]);
+        const FlowRun& run = flows_.at(handle);
+        out.push_back(id(static_cast<TaskId>(run.unit)));
+        out.push_back(run.flow - first_flow(run.unit));
+        put128(run.remaining);
+        out.push_back(static_cast<std::int64_t>(run.rate.bytes_per_s_num));
+        out.push_back(static_cast<std::int64_t>(run.rate.den));
+        out.push_back(run.last_update_ps - now);
+        out.push_back(run.latency_ps);
+      }
+    }
+    // Every pool entry has a label (in use entries are on a list), else no two snapshots match.
+    out.push_back(next_kernel == static_cast<std::int64_t>(kernels_.size()) && next_flow == static_cast<std::int64_t>(flows_.size()) ? 1 : -1);
+    const std::vector<PendingEvent> events = engine_.pending_events();
+    out.push_back(static_cast<std::int64_t>(events.size()));
+    for (const PendingEvent& e : events) {
+      const EventDesc d = descs_[e.id.slot];
+      out.push_back(e.time_ps - now);
+      out.push_back(static_cast<std::int64_t>(d.kind));
+      switch (d.kind) {
+        case EventKind::kKernelDone: out.push_back(kernel_label[d.a]); break;
+        case EventKind::kFlowBytesDone: out.push_back(flow_label[d.a]); break;
+        case EventKind::kFlowDone:
+          out.push_back(id(static_cast<TaskId>(d.b)));
+          out.push_back(d.a - first_flow(d.b));
+          break;
+        case EventKind::kCommWorkDone: out.push_back(id(static_cast<TaskId>(d.a))); break;
+      }
+    }
+    for (const MemoryTracker& memory : memory_) {
+      out.push_back(memory.current_bytes());
+      for (std::size_t tag = 0; tag < program_.tags.size(); ++tag) out.push_back(memory.tag_bytes(static_cast<TagId>(tag)));
+    }
+    out.push_back(static_cast<std::int64_t>(frontier.size()));
+    for (const TaskId t : frontier) {
+      const TaskState& st = state_[static_cast<std::size_t>(t)];
+      out.push_back(id(t));
+      out.push_back(st.pending);
+      out.push_back(st.parts.open_parts);
+      out.push_back(st.parts.open_flows);
+      out.push_back(result_.task_start_ps[static_cast<std::size_t>(t)] >= 0 ? 1 : 0);
+    }
+  }
+
+  void checkpoint() {
+    checkpoint_due_ = false;
+    collect_frontier(frontier_);
+    if (have_previous_) {
+      encode(frontier_, /*mapped=*/false, snapshot_);
+      if (snapshot_ == previous_mapped_) {
+        try_skip();
+        ff_ = false;  // one attempt: a later one could only skip fewer periods
+        log_.clear();
+        return;
+      }
+    }
+    encode(frontier_, /*mapped=*/true, previous_mapped_);
+    have_previous_ = true;
+    previous_time_ps_ = engine_.now();
+    previous_events_ = engine_.events_processed();
+    previous_frontier_ = frontier_;
+    log_.clear();
+  }
+
+  /// Whether task b = phi(a) does, for the executor, exactly what a does, phi-shifted.
+  bool same_structure(TaskId a, TaskId b) const {
+    const Task& x = program_.tasks[static_cast<std::size_t>(a)];
+    const Task& y = program_.tasks[static_cast<std::size_t>(b)];
+    if (x.work_ps != y.work_ps || x.gpu != y.gpu || x.stream != y.stream || x.group != y.group || x.kind != y.kind ||
+        x.category != y.category || x.num_deps != y.num_deps || x.num_flows != y.num_flows || x.num_mem != y.num_mem)
+      return false;
+    if (has_stream_pred_[static_cast<std::size_t>(a)] != has_stream_pred_[static_cast<std::size_t>(b)]) return false;
+    for (std::uint32_t k = 0; k < x.num_deps; ++k)
+      if (program_.deps[y.first_dep + k] != phi(program_.deps[x.first_dep + k], 1)) return false;
+    for (std::uint32_t k = 0; k < x.num_mem; ++k) {
+      const MemEffect& p = program_.mem[x.first_mem + k];
+      const MemEffect& q = program_.mem[y.first_mem + k];
+      if (p.bytes != q.bytes || p.tag != q.tag || p.at_end != q.at_end) return false;
+    }
+    for (std::uint32_t k = 0; k < x.num_flows; ++k) {
+      const Flow& p = program_.flows[x.first_flow + k];
+      const Flow& q = program_.flows[y.first_flow + k];
+      if (p.bytes != q.bytes || p.num_links != q.num_links ||
+          flow_latency_ps_[x.first_flow + k] != flow_latency_ps_[y.first_flow + k])
+        return false;
+      for (std::uint32_t l = 0; l < p.num_links; ++l)
+        if (program_.path_links[p.first_link + l] != program_.path_links[q.first_link + l]) return false;
+    }
+    const TaskState& sa = state_[static_cast<std::size_t>(a)];
+    const TaskState& sb = state_[static_cast<std::size_t>(b)];
+    if ((sa.stream_next < 0) != (sb.stream_next < 0)) return false;
+    if (sa.stream_next >= 0 && sb.stream_next != phi(sa.stream_next, 1)) return false;
+    const std::uint32_t na = state_[static_cast<std::size_t>(a) + 1].first_successor - sa.first_successor;
+    const std::uint32_t nb = state_[static_cast<std::size_t>(b) + 1].first_successor - sb.first_successor;
+    if (na != nb) return false;
+    for (std::uint32_t k = 0; k < na; ++k)
+      if (successors_[sb.first_successor + k] != phi(successors_[sa.first_successor + k], 1)) return false;
+    return true;
+  }
+
+  /// The state now equals the previous snapshot's, shifted: skips as many periods as proven.
+  void try_skip() {
+    const TimePs now = engine_.now();
+    const TimePs period_ps = now - previous_time_ps_;
+    if (period_ps <= 0) return;
+    const std::size_t num_gpus = gpu_first_.size();
+    // New: touched for the first time during the period. I: everything the period touched.
+    std::vector<TaskId> fresh;
+    fresh.reserve(log_.size() + frontier_.size());
+    for (const PeriodLogEntry& e : log_) fresh.push_back(e.task);
+    fresh.insert(fresh.end(), frontier_.begin(), frontier_.end());
+    std::sort(fresh.begin(), fresh.end());
+    fresh.erase(std::unique(fresh.begin(), fresh.end()), fresh.end());
+    std::vector<TaskId> lo(num_gpus, INT32_MAX), hi(num_gpus, -1);
+    auto span = [&](TaskId t) {
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu);
+      lo[g] = std::min(lo[g], t);
+      hi[g] = std::max(hi[g], t);
+    };
+    for (const TaskId t : fresh) span(t);
+    for (const TaskId t : previous_frontier_) span(t);
+    std::vector<TaskId> previous = previous_frontier_;
+    std::sort(previous.begin(), previous.end());
+    std::vector<TaskId> new_tasks;
+    std::set_difference(fresh.begin(), fresh.end(), previous.begin(), previous.end(), std::back_inserter(new_tasks));
+
+    std::int64_t periods = INT32_MAX;
+    // The program is phi-invariant over every orbit x, phi(x), ..., phi^N(x) of x in I.
+    for (std::size_t g = 0; g < num_gpus && periods > 0; ++g) {
+      if (hi[g] < 0) continue;
+      const TaskId d = delta_[g];
+      const std::int64_t scan_end = std::min<std::int64_t>(gpu_end_[g] - d, hi[g] + (periods - 1) * static_cast<std::int64_t>(d) + 1);
+      TaskId x = lo[g];
+      while (x < scan_end && same_structure(x, x + d)) ++x;
+      // x + (N - 1)·d < x_first_mismatch for the largest member of I on this GPU.
+      periods = std::min<std::int64_t>(periods, x > hi[g] ? (x - 1 - hi[g]) / d + 1 : 0);
+    }
+    // Images of newly touched tasks are untouched now, and never newly touched themselves.
+    for (const TaskId u : new_tasks) {
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(u)].gpu);
+      for (std::int64_t j = 1; j <= periods; ++j) {
+        const std::int64_t image = u + j * delta_[g];
+        if (image > hi_[g] && image > hi[g]) break;
+        if (image >= gpu_end_[g] || !untouched(static_cast<TaskId>(image)) ||
+            std::binary_search(new_tasks.begin(), new_tasks.end(), static_cast<TaskId>(image))) {
+          periods = std::min<std::int64_t>(periods, j - 1);
+          break;
+        }
+      }
+    }
+    if (periods < 1) return;
+    apply_skip(periods, period_ps);
+  }
+
+  void apply_skip(std::int64_t periods, TimePs period_ps) {
+    const TimePs now = engine_.now();
+    const TimePs shift_ps = static_cast<TimePs>(periods) * period_ps;
+    checked_add(checked_add(now, shift_ps), period_ps);  // overflow check of every time written
+    // The skipped periods' task and flow times: the logged period's, shifted.
+    std::size_t ends_per_period = 0;
+    for (const PeriodLogEntry& e : log_) ends_per_period += e.what == 1 ? 1 : 0;
+    for (std::int64_t j = 1; j <= periods; ++j) {
+      const TimePs offset = static_cast<TimePs>(j) * period_ps;
+      for (const PeriodLogEntry& e : log_) {
+        const std::size_t t = static_cast<std::size_t>(phi(e.task, j));
+        if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
+        else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
+        else result_.flow_end_ps[program_.tasks[t].first_flow + (e.what - 2)] = e.time_ps + offset;
+      }
+    }
+    ended_tasks_ += static_cast<std::size_t>(periods) * ends_per_period;
+    skipped_periods_ += static_cast<std::uint64_t>(periods);
+    skipped_events_ += static_cast<std::uint64_t>(periods) * (engine_.events_processed() - previous_events_);
+    // The frontier moves to its image.
+    struct Moved {
+      TaskId task;
+      std::uint32_t pending;
+      UnitParts parts;
+    };
+    std::vector<Moved> moved;
+    moved.reserve(frontier_.size());
+    for (const TaskId t : frontier_) {
+      TaskState& st = state_[static_cast<std::size_t>(t)];
+      moved.push_back({phi(t, periods), st.pending, st.parts});
+      st.pending = 0;
+      st.parts = {};
+    }
+    for (const Moved& m : moved) {
+      TaskState& st = state_[static_cast<std::size_t>(m.task)];
+      st.pending = m.pending;
+      st.parts = m.parts;
+    }
+    for (std::size_t g = 0; g < hi_.size(); ++g) hi_[g] += static_cast<TaskId>(periods * delta_[g]);
+    // Running kernels and flows belong to the image tasks; their clocks move with the shift.
+    for (GpuState& gpu : gpus_) {
+      for (const std::uint32_t index : gpu.running_kernels) {
+        KernelRun& run = kernels_[index];
+        run.task = phi(run.task, periods);
+        run.unit = static_cast<std::uint32_t>(run.task);
+        run.last_update_ps += shift_ps;
+      }
+    }
+    std::vector<bool> free_flow(flows_.size(), false);
+    for (const std::uint32_t i : flows_.free_list()) free_flow[i] = true;
+    for (std::uint32_t i = 0; i < flows_.size(); ++i) {
+      if (free_flow[i]) continue;
+      FlowRun& run = flows_[i];
+      const std::uint32_t k = run.flow - program_.tasks[run.unit].first_flow;
+      run.unit = static_cast<std::uint32_t>(phi(static_cast<TaskId>(run.unit), periods));
+      run.flow = program_.tasks[run.unit].first_flow + k;
+      run.last_update_ps += shift_ps;
+    }
+    // Pending events: the same, in the same order, shifted.
+    const std::vector<PendingEvent> events = engine_.pending_events();
+    std::vector<EventDesc> descs;
+    descs.reserve(events.size());
+    for (const PendingEvent& e : events) {
+      descs.push_back(descs_[e.id.slot]);
+      engine_.cancel(e.id);
+    }
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      EventDesc d = descs[i];
+      switch (d.kind) {
+        case EventKind::kKernelDone:
+        case EventKind::kFlowBytesDone: break;
+        case EventKind::kFlowDone: {
+          const std::uint32_t k = d.a - program_.tasks[d.b].first_flow;
+          d.b = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.b), periods));
+          d.a = program_.tasks[d.b].first_flow + k;
+          break;
+        }
+        case EventKind::kCommWorkDone: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), periods)); break;
+      }
+      const EventId id = schedule_event(events[i].time_ps + shift_ps, d);
+      if (d.kind == EventKind::kKernelDone) kernels_[d.a].completion = id;
+      if (d.kind == EventKind::kFlowBytesDone) flows_[d.a].completion = id;
+    }
+    if (options_.on_progress) options_.on_progress(ended_tasks_, program_.tasks.size());
   }
 
   // ---- results and diagnostics ----
@@ -667,7 +1072,8 @@ class Execution {
       result_.peak_bytes[g] = memory_[g].peak_bytes();
       result_.first_oom_ps[g] = memory_[g].first_oom_ps();
     }
-    result_.events = engine_.events_processed();
+    result_.events = engine_.events_processed() + skipped_events_;
+    result_.skipped_periods = skipped_periods_;
     Fingerprint combined = engine_.fingerprint();
     combined.add(task_fingerprint_.value());
     result_.fingerprint = combined.value();
@@ -748,6 +1154,28 @@ class Execution {
   std::vector<std::uint32_t> ending_;
   std::size_t ending_head_ = 0;
   std::size_t ended_tasks_ = 0;
+
+  // steady-state fast-forward (armed only with a period hint and no collective groups)
+  bool ff_ = false;
+  std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans
+  std::vector<TaskId> gpu_first_;  ///< per GPU: [first, end) of its task ids
+  std::vector<TaskId> gpu_end_;
+  std::vector<TaskId> lo_;         ///< per GPU: no task below has to be looked at (all ended)
+  std::vector<TaskId> hi_;         ///< per GPU: highest task touched so far
+  std::vector<bool> has_stream_pred_;
+  std::vector<EventDesc> descs_;   ///< per engine slot: what its pending event does
+  std::vector<PeriodLogEntry> log_;  ///< task starts and ends since the last anchor
+  std::size_t next_anchor_ = 0;
+  bool checkpoint_due_ = false;
+  bool have_previous_ = false;
+  std::vector<std::int64_t> previous_mapped_;
+  std::vector<std::int64_t> snapshot_;
+  std::vector<TaskId> frontier_;
+  std::vector<TaskId> previous_frontier_;
+  TimePs previous_time_ps_ = 0;
+  std::uint64_t previous_events_ = 0;
+  std::uint64_t skipped_events_ = 0;  ///< events the skipped periods would have run
+  std::uint64_t skipped_periods_ = 0;
 };
 
 }  // namespace

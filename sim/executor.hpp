@@ -17,6 +17,10 @@ namespace lynx::sim {
 
 struct ExecOptions {
   bool record_memory_timeline = false;  ///< keep (time, bytes) samples per GPU for the trace
+  /// Skip steady-state periods once the executor's state provably repeats (the program's
+  /// period hint, Program::period_tasks_per_gpu): every result but `events` and `fingerprint`
+  /// is unchanged. Off while record_memory_timeline is on.
+  bool fast_forward = true;
   /// Called with (tasks ended, tasks in the program) every kProgressTasks ended tasks (progress
   /// bars of long runs); empty: not called.
   std::function<void(std::size_t ended, std::size_t total)> on_progress;
@@ -30,7 +34,8 @@ struct ExecResult {
   std::vector<TimePs> flow_end_ps;       ///< per flow (a flow starts with its task)
   std::vector<std::int64_t> peak_bytes;  ///< per GPU, static bytes included
   std::vector<TimePs> first_oom_ps;      ///< per GPU: first time usage exceeded capacity, -1 if never
-  std::uint64_t events = 0;              ///< engine events processed
+  std::uint64_t events = 0;              ///< engine events processed (skipped periods' included)
+  std::uint64_t skipped_periods = 0;     ///< steady-state periods the fast-forward skipped
   /// Hash of the engine's (time, sequence) event stream and of every task start and end
   /// (time, task): equal for two runs that did the same thing (sim/fingerprint.hpp).
   std::uint64_t fingerprint = 0;

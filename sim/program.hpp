@@ -101,6 +101,11 @@ struct Program {
   std::vector<std::string> tags;
   /// Bytes resident on each GPU before the first task (weights, grads, optimizer state).
   std::vector<std::int64_t> static_bytes_per_gpu;
+  /// Optional hint for the executor's steady-state fast-forward: per GPU, the task ids one
+  /// period (one 1F1B micro-batch) spans, and tasks whose starts begin periods, in start order.
+  /// Empty: no hint. The executor proves every skip itself; a wrong hint only costs the skip.
+  std::vector<TaskId> period_tasks_per_gpu;
+  std::vector<TaskId> period_anchors;  ///< see period_tasks_per_gpu
 };
 
 /// A task's full label: its instance prefix and its name ("mb3.L12.qkv_gemm_dgrad").
