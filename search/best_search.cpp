@@ -159,22 +159,32 @@ BestOutcome run_best(const BestRequest& request) {
   // Phase 2: fast mode, in ascending order of the compute bound, so once a bound reaches the
   // K-th best time found so far (with the confirmation margin) every later one does too.
   std::vector<std::uint64_t> order;
+  std::vector<double> bound(prepared.size(), 0);
   for (std::size_t i = 0; i < prepared.size(); ++i)
-    if (prepared[i].kind == Prepared::Kind::kReady) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) {
-    return prepared[a].time_bound_s < prepared[b].time_bound_s;
-  });
+    if (prepared[i].kind == Prepared::Kind::kReady) {
+      order.push_back(i);
+      bound[i] = prepared[i].time_bound_s;
+    }
   const std::size_t k = static_cast<std::size_t>(request.top);
   // The threshold workers see is taken from results consumed in order, a prefix of the order;
   // it is never below the one the consumer applies, so a worker skips only what the consumer
   // prunes anyway: the outcome does not depend on timing.
   std::atomic<double> threshold{kInfinity};
+  double consumer_threshold = kInfinity;
+  std::vector<double> best_times;  // the K fastest fitting times so far, ascending
   std::vector<std::pair<double, std::uint64_t>> fits;  // (fast time, index), fitting runs
-  const WallClock::time_point rank_start = WallClock::now();
-  {
-    sweep::OrderedPool<Ranked> pool(order, out.threads, [&](std::uint64_t i) {
+  std::vector<double> fast_time(prepared.size(), -1);  // simulated candidates' fast times
+  // Checkmate's MILP is solved only for candidates that can still reach the top K: a first
+  // pass defers them; the second ranks them by the larger of their compute bound and the
+  // fast time of the same configuration without recomputation (checkmate overlaps nothing, so
+  // it is never faster than keeping everything) and simulates only those not pruned by it.
+  auto is_checkmate = [&](std::uint64_t i) { return candidates[i].strategy == "checkmate"; };
+  std::vector<std::uint64_t> deferred;
+  auto rank_pass = [&](std::vector<std::uint64_t> items, bool defer, const char* what) {
+    std::stable_sort(items.begin(), items.end(), [&](std::uint64_t a, std::uint64_t b) { return bound[a] < bound[b]; });
+    sweep::OrderedPool<Ranked> pool(items, out.threads, [&](std::uint64_t i) {
       Ranked r;
-      if (prepared[i].time_bound_s >= threshold.load()) {
+      if (bound[i] >= threshold.load() || (defer && is_checkmate(i))) {
         r.pruned = true;
         return r;
       }
@@ -183,20 +193,23 @@ BestOutcome run_best(const BestRequest& request) {
       r.time_s = run.result.iteration_time_s;
       return r;
     });
-    ProgressBar progress(order.size(), "best: ranking (fast mode)", bar);
-    std::vector<double> best_times;  // the K fastest fitting times so far, ascending
-    double consumer_threshold = kInfinity;
+    ProgressBar progress(items.size(), what, bar);
     std::size_t n = 0;
     while (pool.has_next()) {
       auto [i, r] = pool.next();
       ++n;
-      if (prepared[i].time_bound_s >= consumer_threshold) {
+      if (bound[i] >= consumer_threshold) {
         // Sorted by the bound: this one and every later one are pruned.
-        out.compute_pruned += order.size() - (n - 1);
+        out.compute_pruned += items.size() - (n - 1);
         break;
+      }
+      if (defer && is_checkmate(i)) {
+        deferred.push_back(i);
+        continue;
       }
       LYNX_CHECK(!r.pruned, "candidate {} pruned by a threshold below the consumer's", i);
       ++out.simulated;
+      fast_time[i] = r.time_s;
       if (r.oom) {
         ++out.oom;
       } else {
@@ -211,7 +224,19 @@ BestOutcome run_best(const BestRequest& request) {
       progress.update(n);
     }
     progress.finish();
-  }
+  };
+  const WallClock::time_point rank_start = WallClock::now();
+  rank_pass(order, true, "best: ranking (fast mode)");
+  const auto& names = request.space.strategies;
+  const std::ptrdiff_t none_pos = std::find(names.begin(), names.end(), "none") - names.begin();
+  const std::ptrdiff_t checkmate_pos = std::find(names.begin(), names.end(), "checkmate") - names.begin();
+  if (none_pos < static_cast<std::ptrdiff_t>(names.size()))
+    for (std::uint64_t i : deferred) {  // strategies vary fastest: the same configuration's none
+      const std::uint64_t none = i - static_cast<std::uint64_t>(checkmate_pos) + static_cast<std::uint64_t>(none_pos);
+      if (fast_time[none] >= 0) bound[i] = std::max(bound[i], fast_time[none]);
+    }
+  std::sort(deferred.begin(), deferred.end());
+  rank_pass(deferred, false, "best: ranking checkmate (fast mode)");
   out.rank_seconds = seconds_since(rank_start);
   if (fits.empty())
     fail("best: no plan fits in GPU memory on {} GPUs ({} candidates out of memory, {} pruned by "
