@@ -174,17 +174,17 @@ BestOutcome run_best(const BestRequest& request) {
   std::vector<double> best_times;  // the K fastest fitting times so far, ascending
   std::vector<std::pair<double, std::uint64_t>> fits;  // (fast time, index), fitting runs
   std::vector<double> fast_time(prepared.size(), -1);  // simulated candidates' fast times
-  // Checkmate's MILP is solved only for candidates that can still reach the top K: a first
-  // pass defers them; the second ranks them by the larger of their compute bound and the
-  // fast time of the same configuration without recomputation (checkmate overlaps nothing, so
-  // it is never faster than keeping everything) and simulates only those not pruned by it.
-  auto is_checkmate = [&](std::uint64_t i) { return candidates[i].strategy == "checkmate"; };
-  std::vector<std::uint64_t> deferred;
-  auto rank_pass = [&](std::vector<std::uint64_t> items, bool defer, const char* what) {
+  // Three passes. (1) Keeping everything (strategy none). (2) The other strategies, except on
+  // configurations where keeping everything fits: recomputing there cannot be faster, and the
+  // plan would be the same (counted as "same as none"). (3) Checkmate, whose MILP is solved
+  // only for candidates that can still reach the top K: ranked by the larger of the compute
+  // bound and the fast time of the same configuration without recomputation (checkmate
+  // overlaps nothing, so it is never faster than keeping everything).
+  auto rank_pass = [&](std::vector<std::uint64_t> items, const char* what) {
     std::stable_sort(items.begin(), items.end(), [&](std::uint64_t a, std::uint64_t b) { return bound[a] < bound[b]; });
     sweep::OrderedPool<Ranked> pool(items, out.threads, [&](std::uint64_t i) {
       Ranked r;
-      if (bound[i] >= threshold.load() || (defer && is_checkmate(i))) {
+      if (bound[i] >= threshold.load()) {
         r.pruned = true;
         return r;
       }
@@ -202,10 +202,6 @@ BestOutcome run_best(const BestRequest& request) {
         // Sorted by the bound: this one and every later one are pruned.
         out.compute_pruned += items.size() - (n - 1);
         break;
-      }
-      if (defer && is_checkmate(i)) {
-        deferred.push_back(i);
-        continue;
       }
       LYNX_CHECK(!r.pruned, "candidate {} pruned by a threshold below the consumer's", i);
       ++out.simulated;
@@ -225,18 +221,40 @@ BestOutcome run_best(const BestRequest& request) {
     }
     progress.finish();
   };
-  const WallClock::time_point rank_start = WallClock::now();
-  rank_pass(order, true, "best: ranking (fast mode)");
   const auto& names = request.space.strategies;
-  const std::ptrdiff_t none_pos = std::find(names.begin(), names.end(), "none") - names.begin();
-  const std::ptrdiff_t checkmate_pos = std::find(names.begin(), names.end(), "checkmate") - names.begin();
-  if (none_pos < static_cast<std::ptrdiff_t>(names.size()))
-    for (std::uint64_t i : deferred) {  // strategies vary fastest: the same configuration's none
-      const std::uint64_t none = i - static_cast<std::uint64_t>(checkmate_pos) + static_cast<std::uint64_t>(none_pos);
-      if (fast_time[none] >= 0) bound[i] = std::max(bound[i], fast_time[none]);
-    }
-  std::sort(deferred.begin(), deferred.end());
-  rank_pass(deferred, false, "best: ranking checkmate (fast mode)");
+  const std::size_t none_pos = static_cast<std::size_t>(std::find(names.begin(), names.end(), "none") - names.begin());
+  const bool has_none = none_pos < names.size();
+  /// The same configuration's none candidate (strategies vary fastest in the candidate order).
+  auto none_of = [&](std::uint64_t i) {
+    const std::size_t pos = static_cast<std::size_t>(
+        std::find(names.begin(), names.end(), candidates[i].strategy) - names.begin());
+    return i - pos + none_pos;
+  };
+  std::vector<std::uint64_t> keep_all, others, checkmate;
+  for (std::uint64_t i : order) {
+    if (candidates[i].strategy == "none") keep_all.push_back(i);
+    else if (candidates[i].strategy == "checkmate") checkmate.push_back(i);
+    else others.push_back(i);
+  }
+  const WallClock::time_point rank_start = WallClock::now();
+  rank_pass(keep_all, "best: ranking without recomputation (fast mode)");
+  std::vector<bool> fitting(prepared.size(), false);
+  for (const auto& [time_s, i] : fits) fitting[i] = true;
+  auto drop_same_as_none = [&](std::vector<std::uint64_t>& items) {
+    if (!has_none) return;
+    std::erase_if(items, [&](std::uint64_t i) {
+      const bool same = fitting[none_of(i)];
+      if (same) ++out.same_as_none;
+      return same;
+    });
+  };
+  drop_same_as_none(others);
+  rank_pass(others, "best: ranking with recomputation (fast mode)");
+  drop_same_as_none(checkmate);
+  if (has_none)
+    for (std::uint64_t i : checkmate)
+      if (fast_time[none_of(i)] >= 0) bound[i] = std::max(bound[i], fast_time[none_of(i)]);
+  rank_pass(checkmate, "best: ranking checkmate (fast mode)");
   out.rank_seconds = seconds_since(rank_start);
   if (fits.empty())
     fail("best: no plan fits in GPU memory on {} GPUs ({} candidates out of memory, {} pruned by "
@@ -305,10 +323,10 @@ std::string best_text(const BestOutcome& o) {
                      100 * x.mfu, p.headroom_gib, x.iteration_time_s, p.candidate.layout_text(), strategy);
   }
   s += fmt::format("{} configurations considered: {} invalid layout, {} pruned by the memory bound, {} out "
-                   "of memory, {} pruned by the compute bound, {} slower; {} simulated in fast mode, {} "
-                   "confirmed in exact mode\n",
-                   o.considered, o.invalid, o.memory_pruned, o.oom, o.compute_pruned, o.slower, o.simulated,
-                   o.confirmed);
+                   "of memory, {} pruned by the compute bound, {} fit without recomputation (other "
+                   "strategies not run), {} slower; {} simulated in fast mode, {} confirmed in exact mode\n",
+                   o.considered, o.invalid, o.memory_pruned, o.oom, o.compute_pruned, o.same_as_none, o.slower,
+                   o.simulated, o.confirmed);
   if (!o.invalid_reasons.empty()) s += "invalid layouts:\n";
   for (const sweep::SkipReason& r : o.invalid_reasons)
     s += fmt::format("  {} x {} (first: {})\n", r.count, r.reason, r.first_values);

@@ -48,6 +48,9 @@ struct BestOutcome {
   std::vector<sweep::SkipReason> invalid_reasons;
   std::uint64_t memory_pruned = 0;    ///< memory lower bound above the GPU's memory
   std::uint64_t compute_pruned = 0;   ///< compute lower bound no faster than the K-th best
+  /// A recomputing strategy on a configuration that fits without recomputation (not run: it
+  /// cannot be faster than keeping everything).
+  std::uint64_t same_as_none = 0;
   std::uint64_t simulated = 0;        ///< fast-mode runs
   std::uint64_t oom = 0;              ///< simulated (fast or exact) and out of memory
   std::uint64_t confirmed = 0;        ///< exact-mode runs

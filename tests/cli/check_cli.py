@@ -465,7 +465,7 @@ def case_best(b, tmp):
     table = p.stdout.split("# ")[0]  # the report, before the Megatron-LM arguments' comments
     again = run(b, *args, "--threads", "3").stdout
     check(again == table, "best prints the same bytes for any thread count")
-    err = run(b, *args, "--top", "0", expect=1).stderr.strip()
+    err = run(b, "best", scenario, "--gpus", "4", "--top", "0", expect=1).stderr.strip()
     check(err.count("\n") == 0 and "--top 0" in err, f"--top 0: {err}")
     err = run(b, "best", scenario, "--gpus", "7", expect=1).stderr.strip()
     check(err.count("\n") == 0 and "no layout of 7 GPUs is valid" in err, f"--gpus 7: {err}")
