@@ -245,11 +245,27 @@ py::list rows(const py::object& results) {
   return out;
 }
 
-/// A grid file (str / os.PathLike) or a grid as a dict (written as JSON, which YAML reads; a
-/// relative base path is relative to the working directory).
+/// Plain Python values (dict, list, bool, int, float, str) as a YAML node.
+YAML::Node to_yaml(const py::handle& value) {
+  YAML::Node node;
+  if (py::isinstance<py::dict>(value)) {
+    for (const auto& kv : value.cast<py::dict>()) node[py::str(kv.first).cast<std::string>()] = to_yaml(kv.second);
+  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    for (const auto& item : value) node.push_back(to_yaml(item));
+  } else {
+    node = override_text(value);
+  }
+  return node;
+}
+
+/// A grid file (str / os.PathLike) or a grid as a dict (written as block YAML; a relative base
+/// path is relative to the working directory).
 sweep::Grid grid_of(const py::object& grid) {
-  if (py::isinstance<py::dict>(grid))
-    return sweep::read_grid_text(py::module_::import("json").attr("dumps")(grid).cast<std::string>(), "<dict>");
+  if (py::isinstance<py::dict>(grid)) {
+    YAML::Emitter emitter;
+    emitter << to_yaml(grid);
+    return sweep::read_grid_text(std::string(emitter.c_str()) + "\n", "<dict>");
+  }
   return sweep::read_grid_file(*path_of(grid));
 }
 
