@@ -205,6 +205,7 @@ BestOutcome run_best(const BestRequest& request) {
       }
       LYNX_CHECK(!r.pruned, "candidate {} pruned by a threshold below the consumer's", i);
       ++out.simulated;
+      ++out.simulated_by_strategy[candidates[i].strategy];
       fast_time[i] = r.time_s;
       if (r.oom) {
         ++out.oom;
@@ -335,11 +336,13 @@ std::string best_text(const BestOutcome& o) {
 
 std::string best_timing_text(const BestOutcome& o) {
   auto rate = [](std::uint64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
+  std::string by;
+  for (const auto& [strategy, n] : o.simulated_by_strategy) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", strategy, n);
   return fmt::format(
       "best: {:.2f} s on {} thread{}: {} considered ({:.0f}/s, {:.2f} s checking), {} simulated ({:.1f}/s, "
-      "{:.2f} s fast mode), {} confirmed ({:.2f}/s, {:.2f} s exact mode)\n",
+      "{:.2f} s fast mode: {}), {} confirmed ({:.2f}/s, {:.2f} s exact mode)\n",
       o.seconds, o.threads, o.threads == 1 ? "" : "s", o.considered, rate(o.considered, o.seconds),
-      o.prepare_seconds, o.simulated, rate(o.simulated, o.rank_seconds), o.rank_seconds, o.confirmed,
+      o.prepare_seconds, o.simulated, rate(o.simulated, o.rank_seconds), o.rank_seconds, by, o.confirmed,
       rate(o.confirmed, o.confirm_seconds), o.confirm_seconds);
 }
 

@@ -9,6 +9,7 @@
 #include "sweep/sweep.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct BestOutcome {
   /// cannot be faster than keeping everything).
   std::uint64_t same_as_none = 0;
   std::uint64_t simulated = 0;        ///< fast-mode runs
+  std::map<std::string, std::uint64_t> simulated_by_strategy;  ///< of `simulated`
   std::uint64_t oom = 0;              ///< simulated (fast or exact) and out of memory
   std::uint64_t confirmed = 0;        ///< exact-mode runs
   std::uint64_t slower = 0;           ///< fit, but not in the top K
