@@ -2,6 +2,9 @@
 
 #include "scenarios/scenario_loader.hpp"
 
+#include "common/error.hpp"
+
+#include <charconv>
 #include <iostream>
 
 namespace lynx::apps {
@@ -15,6 +18,15 @@ void add_scenario_options(po::options_description& desc, ScenarioArgs& args) {
 model::ResolvedScenario load_scenario(const ScenarioArgs& args) {
   return args.file.empty() ? model::default_scenario(args.overrides)
                            : model::load_scenario_file(args.file, args.overrides);
+}
+
+int parse_whole_number(const std::string& text, const std::string& option, const std::string& what,
+                       int minimum) {
+  int value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < minimum)
+    fail("{} {}: expected a whole number of {} >= {}", option, text, what, minimum);
+  return value;
 }
 
 bool parse_options(const std::vector<std::string>& argv, po::options_description& desc,

@@ -27,6 +27,11 @@ model::ResolvedScenario load_scenario(const ScenarioArgs& args);
 bool parse_options(const std::vector<std::string>& argv, po::options_description& desc,
                    const std::vector<std::string>& positional, const std::string& usage);
 
+/// `option`'s value `text` as a whole number >= `minimum`; else "OPTION TEXT: expected a whole
+/// number of WHAT >= MINIMUM".
+int parse_whole_number(const std::string& text, const std::string& option, const std::string& what,
+                       int minimum);
+
 int cmd_run(const std::vector<std::string>& argv);
 int cmd_show(const std::vector<std::string>& argv);
 int cmd_fields(const std::vector<std::string>& argv);
@@ -36,5 +41,6 @@ int cmd_figures(const std::vector<std::string>& argv);
 int cmd_fit(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
+int cmd_best(const std::vector<std::string>& argv);
 
 }  // namespace lynx::apps

@@ -6,23 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include <charconv>
 #include <iostream>
 
 namespace lynx::apps {
-namespace {
-
-/// --threads N: a whole number >= 1.
-int parse_threads(const std::string& text) {
-  int threads = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || threads < 1)
-    fail("--threads {}: expected a whole number of threads >= 1", text);
-  return threads;
-}
-
-}  // namespace
-
 int cmd_sweep(const std::vector<std::string>& argv) {
   sweep::SweepRequest request;
   std::string threads_text;
@@ -39,7 +25,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
                      "       mpirun -np N lynxsim sweep GRID.yaml -o OUT.csv   (MPI builds)"))
     return 0;
   if (request.grid_path.empty()) fail("sweep: expected a grid file (lynxsim sweep GRID.yaml)");
-  if (!threads_text.empty()) request.threads = parse_threads(threads_text);
+  if (!threads_text.empty()) request.threads = parse_whole_number(threads_text, "--threads", "threads", 1);
 
   sweep::Ranks ranks;
   try {

@@ -27,6 +27,7 @@ const std::map<std::string, Command>& commands() {
       {"show", {lynx::apps::cmd_show, "print the resolved scenario (all fields, units) and derived sizes"}},
       {"figures", {lynx::apps::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
       {"sweep", {lynx::apps::cmd_sweep, "simulate every point of a grid (axes, ranges, filters) into CSV / JSON lines; threads, MPI, resume"}},
+      {"best", {lynx::apps::cmd_best, "search layouts, micro-batch, virtual stages, SP and recompute strategy for the fastest plan that fits on N GPUs"}},
       {"plan", {lynx::apps::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
       {"fit", {lynx::apps::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
       {"validate", {lynx::apps::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},

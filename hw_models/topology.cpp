@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -126,6 +127,9 @@ struct Topology::Impl {
   mutable std::unordered_map<std::uint64_t, std::vector<sim::LinkId>> local_segments;
   /// Full GPU-to-GPU paths, keyed src·num_gpus + dst (node-based map: references stay valid).
   mutable std::unordered_map<std::uint64_t, std::vector<sim::LinkId>> paths;
+  /// Guards paths and local_segments: planners and fast mode's step simulations of one
+  /// cluster ask for paths from several threads.
+  mutable std::mutex paths_mutex;
 
   int num_gpus() const { return nodes * gpus_per_node; }
 
@@ -412,6 +416,7 @@ const std::vector<sim::LinkId>& Topology::path(Rank src, Rank dst) const {
   impl_->check_rank(dst);
   const auto key = static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(num_gpus()) +
                    static_cast<std::uint64_t>(dst);
+  const std::lock_guard lock(impl_->paths_mutex);
   auto it = impl_->paths.find(key);
   if (it != impl_->paths.end()) return it->second;
   return impl_->paths.emplace(key, impl_->compute_path(src, dst)).first->second;

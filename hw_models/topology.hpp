@@ -35,7 +35,7 @@ class Topology {
   /// src GPU -> PCIe -> NIC (src local % nics) -> fabric -> NIC (dst local % nics) -> PCIe ->
   /// dst GPU (the host is crossed only when a NIC is on another GPU's PCIe switch).
   /// Computed on first use and cached (the reference stays valid for the Topology's lifetime;
-  /// not safe to call concurrently from several threads). Throws for an out-of-range rank.
+  /// safe from several threads: the cache is under a lock). Throws for an out-of-range rank.
   const std::vector<sim::LinkId>& path(Rank src, Rank dst) const;
   /// Sum of link latencies along path(src, dst).
   TimePs path_latency_ps(Rank src, Rank dst) const;

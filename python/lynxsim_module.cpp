@@ -2,10 +2,9 @@
 // come from the one loader, results are dicts made from runner/result_fields (the table that
 // feeds JSON and CSV), plans are the plan file as a dict, and lynx::Error is lynxsim.Error.
 //
-// Extension points: `sweep(grid)` and `best(scenario, gpus, top)` bind like simulate(): call
-// the C++ entry point with the GIL released, and return each point's (or ranked plan's)
-// SimResult as result_dict(), so rows() flattens them unchanged; extra per-point keys (the
-// point's resolved axes, a rank) go into the same dict before it is returned.
+// sweep(grid) and best(scenario, gpus, top) call the C++ entry points with the GIL released
+// and return each point's (or ranked plan's) SimResult as result_dict(), so rows() flattens
+// them unchanged; the per-point keys (the point's axes, a plan's rank) are in the same dict.
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "megatron/megatron_export.hpp"
@@ -18,13 +17,18 @@
 #include "runner/simulate.hpp"
 #include "scenarios/fields.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "search/best_search.hpp"
 #include "strategies/plan_yaml.hpp"
+#include "sweep/grid.hpp"
+#include "sweep/ordered_pool.hpp"
+#include "sweep/sweep.hpp"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <yaml-cpp/yaml.h>
 
 #include <optional>
+#include <thread>
 #include <set>
 #include <string>
 #include <vector>
@@ -241,6 +245,95 @@ py::list rows(const py::object& results) {
   return out;
 }
 
+/// Plain Python values (dict, list, bool, int, float, str) as a YAML node.
+YAML::Node to_yaml(const py::handle& value) {
+  YAML::Node node;
+  if (py::isinstance<py::dict>(value)) {
+    for (const auto& kv : value.cast<py::dict>()) node[py::str(kv.first).cast<std::string>()] = to_yaml(kv.second);
+  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    for (const auto& item : value) node.push_back(to_yaml(item));
+  } else {
+    node = override_text(value);
+  }
+  return node;
+}
+
+/// A grid file (str / os.PathLike) or a grid as a dict (written as block YAML; a relative base
+/// path is relative to the working directory).
+sweep::Grid grid_of(const py::object& grid) {
+  if (py::isinstance<py::dict>(grid)) {
+    YAML::Emitter emitter;
+    emitter << to_yaml(grid);
+    return sweep::read_grid_text(std::string(emitter.c_str()) + "\n", "<dict>");
+  }
+  return sweep::read_grid_file(*path_of(grid));
+}
+
+/// Every valid point of a grid simulated on `threads` threads (0: all cores), in point order:
+/// result_dict() plus `point` and each axis key with the point's value. Skipped and filtered
+/// points have no dict (as they have no row).
+py::list sweep_points(const py::object& grid_arg, int threads) {
+  const sweep::Grid grid = grid_of(grid_arg);
+  if (threads < 0) fail("sweep: threads {}: expected >= 0 (0: all cores)", threads);
+  std::vector<std::pair<std::uint64_t, sweep::PointRun>> runs;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::uint64_t> items(grid.point_count());
+    for (std::uint64_t i = 0; i < items.size(); ++i) items[i] = i;
+    const int n = threads > 0 ? threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+    sweep::OrderedPool<sweep::PointRun> pool(items, n, [&](std::uint64_t i) { return sweep::run_point(grid, i, true); });
+    while (pool.has_next()) {
+      auto next = pool.next();
+      if (next.second.kind == sweep::PointOutcome::Kind::kRow) runs.push_back(std::move(next));
+    }
+  }
+  py::list out;
+  for (const auto& [index, run] : runs) {
+    py::dict d = result_dict(*run.result);
+    d["point"] = index;
+    const std::vector<std::string> values = grid.values(index);
+    for (std::size_t a = 0; a < grid.axes.size(); ++a) d[py::str(grid.axes[a].key)] = values[a];
+    out.append(d);
+  }
+  return out;
+}
+
+/// `lynxsim best`: the top plans, fastest first, each result_dict() of its exact-mode run plus
+/// `rank`, `plan`, `strategy_searched`, `virtual_stages`, `sequence_parallel`,
+/// `distributed_optimizer`, `flash_attention`, `headroom_gib` and `fast_iteration_time_s`.
+py::list best_plans(const py::object& scenario, int gpus, int top, int threads) {
+  search::BestRequest request;
+  if (py::isinstance<model::ResolvedScenario>(scenario))
+    request.scenario_text = scenario_to_yaml(scenario.cast<const model::ResolvedScenario&>().scenario());
+  else
+    request.scenario_path = *path_of(scenario);
+  request.space.gpus = gpus;
+  request.top = top;
+  if (threads < 0) fail("best: threads {}: expected >= 0 (0: all cores)", threads);
+  request.threads = threads;
+  search::BestOutcome outcome;
+  {
+    py::gil_scoped_release release;
+    outcome = search::run_best(request);
+  }
+  py::list out;
+  for (std::size_t r = 0; r < outcome.top.size(); ++r) {
+    const search::RankedPlan& p = outcome.top[r];
+    py::dict d = result_dict(p.exact.result);
+    d["rank"] = r + 1;
+    d["plan"] = p.candidate.layout_text();
+    d["strategy_searched"] = p.candidate.strategy;
+    d["virtual_stages"] = p.candidate.virtual_stages;
+    d["sequence_parallel"] = p.candidate.sequence_parallel;
+    d["distributed_optimizer"] = p.candidate.distributed_optimizer;
+    d["flash_attention"] = p.candidate.flash_attention;
+    d["headroom_gib"] = p.headroom_gib;
+    d["fast_iteration_time_s"] = p.fast_time_s;
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace lynx::python
 
@@ -289,6 +382,14 @@ PYBIND11_MODULE(lynxsim, m) {
           return from_yaml(YAML::Load(strategies::plan_to_yaml(runner::plan_file_of(run))));
         },
         py::arg("scenario"), "Plans recomputation: the plan file `lynxsim plan` writes, as a dict.");
+  m.def("sweep", &sweep_points, py::arg("grid"), py::arg("threads") = 0,
+        "Simulates every point of a sweep grid (a file path, or the grid as a dict): a list of "
+        "result dicts in point order, each with 'point' and the point's axis values; skipped and "
+        "filtered points are left out (docs/sweep.md).");
+  m.def("best", &best_plans, py::arg("scenario"), py::arg("gpus"), py::arg("top") = 5, py::arg("threads") = 0,
+        "`lynxsim best`: the fastest plans that fit for a scenario (a path or a Scenario) on "
+        "`gpus` GPUs, confirmed in exact mode: a list of result dicts, fastest first, with "
+        "'rank', 'plan', 'headroom_gib' and the searched knobs (docs/best.md).");
   m.def("presets", &presets, "The GPT model presets: name, shape, parameter count.");
   m.def("fields", &result_fields, "The result fields: name, unit, level (run/stage), description.");
   m.def("scenario_fields", &scenario_fields, "The scenario keys: key, type, default, meaning.");

@@ -75,31 +75,37 @@ void count(SweepSummary& summary, std::map<std::string, SkipReason>& reasons, co
 
 }  // namespace
 
-PointOutcome evaluate_point(const Grid& grid, const RowWriter& writer, std::uint64_t index,
-                            bool simulate) {
+PointRun run_point(const Grid& grid, std::uint64_t index, bool simulate) {
   UnresolvedScenario read;
   try {
     read = read_scenario_text(grid.base_text, grid.base_label, grid.overrides(index));
   } catch (const Error& e) {
-    return skipped(e.what());
+    return {PointOutcome::Kind::kSkipped, e.what(), {}};
   }
   if (!grid.filters.empty()) {
     const std::optional<bool> hold = filters_hold(grid, read);
-    if (hold.has_value() && !*hold) return {PointOutcome::Kind::kFiltered, false, {}};
+    if (hold.has_value() && !*hold) return {PointOutcome::Kind::kFiltered, {}, {}};
   }
   std::optional<model::ResolvedScenario> resolved;
   try {
     resolved.emplace(model::resolve_scenario(read));
   } catch (const Error& e) {
-    return skipped(e.what());
+    return {PointOutcome::Kind::kSkipped, e.what(), {}};
   }
-  if (!simulate) return {PointOutcome::Kind::kValid, false, {}};
+  if (!simulate) return {PointOutcome::Kind::kValid, {}, {}};
   try {
-    const runner::SimRun run = runner::simulate(*resolved);
-    return {PointOutcome::Kind::kRow, run.result.oom, writer.row(index, run.result)};
+    return {PointOutcome::Kind::kRow, {}, runner::simulate(*resolved).result};
   } catch (const Error& e) {
-    return skipped(fmt::format("simulation failed: {}", e.what()));
+    return {PointOutcome::Kind::kSkipped, fmt::format("simulation failed: {}", e.what()), {}};
   }
+}
+
+PointOutcome evaluate_point(const Grid& grid, const RowWriter& writer, std::uint64_t index,
+                            bool simulate) {
+  const PointRun run = run_point(grid, index, simulate);
+  if (run.kind == PointOutcome::Kind::kSkipped) return skipped(run.message);
+  if (run.kind != PointOutcome::Kind::kRow) return {run.kind, false, {}};
+  return {PointOutcome::Kind::kRow, run.result->oom, writer.row(index, *run.result)};
 }
 
 SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ostream& table_out) {

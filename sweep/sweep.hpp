@@ -3,6 +3,7 @@
 /// under MPI, on every rank; rows written by rank 0 in point order, so the output's bytes are
 /// the same for any thread or rank count. Invalid points are counted with their reason, never
 /// fatal; an interrupted sweep resumes from its output file.
+#include "runner/simulate.hpp"
 #include "sweep/grid.hpp"
 #include "sweep/point_outcome.hpp"
 #include "sweep/ranks.hpp"
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,17 @@ struct SweepSummary {
   int threads = 1;
   int ranks = 1;
 };
+
+/// Point `index` of `grid` read, filtered, resolved and (with `simulate`) simulated.
+struct PointRun {
+  PointOutcome::Kind kind = PointOutcome::Kind::kRow;
+  std::string message;                    ///< kSkipped: the loader's (or simulation's) message
+  std::optional<runner::SimResult> result;  ///< kRow: the simulated result
+};
+
+/// Point `index` of `grid` as a PointRun (evaluate_point renders it; the Python module keeps
+/// the result).
+PointRun run_point(const Grid& grid, std::uint64_t index, bool simulate);
 
 /// Point `index` of `grid`: the base with the point's values applied as --set overrides,
 /// filtered, resolved and (with `simulate`) simulated; its row rendered by `writer`.

@@ -437,6 +437,42 @@ def case_fields_and_presets(b, tmp):
     check(table["gpt-175b"][-1] == "174.62B", f"gpt-175b parameters {table['gpt-175b']}")
 
 
+def case_best(b, tmp):
+    # `lynxsim best`: the top K on a small space, the winner written as a scenario and a plan
+    # that `run` reproduces, its Megatron-LM arguments, the same stdout for any thread count,
+    # and bad inputs as one-line errors.
+    scenario = os.path.join(tmp, "small.yaml")
+    with open(scenario, "w") as f:
+        f.write("model: {layers: 4, hidden: 256, heads: 4, seq_len: 256, vocab: 4096}\n"
+                "parallel: {tp: 1, pp: 1, dp: 1, micro_batch: 1, global_batch: 8}\n"
+                "hardware: {profile: dgx-a100-80gb}\n")
+    won = os.path.join(tmp, "won.yaml")
+    plan = os.path.join(tmp, "plan.yaml")
+    args = ["best", scenario, "--gpus", "4", "--top", "3", "--micro-batches", "1-2",
+            "--virtual-stages", "1-2", "--dist-opt", "off"]
+    p = run(b, *args, "--threads", "1", "--write-scenario", won, "--write-plan", plan, "--as-megatron-args")
+    check("rank" in p.stdout and "tokens/s" in p.stdout and "headroom" in p.stdout, f"best table: {p.stdout}")
+    check("configurations considered" in p.stdout and "pruned by the memory bound" in p.stdout,
+          f"best says why the rest lost: {p.stdout}")
+    check("--tensor-model-parallel-size" in p.stdout, "best --as-megatron-args")
+    check("confirmed" in p.stderr and "/s" in p.stderr, f"best rates on stderr: {p.stderr}")
+    ranked = [l for l in p.stdout.splitlines() if l.strip().startswith("1 ")]
+    check(len(ranked) == 1, f"one winner line: {p.stdout}")
+    winner = json.loads(run(b, "run", won, "--format", "json").stdout)
+    check(f"{winner['tokens_per_s']:.0f}" in ranked[0], f"the written scenario runs the winner: {ranked[0]}")
+    replay = json.loads(run(b, "run", "--plan", plan, "--format", "json").stdout)
+    check(replay["iteration_time_s"] == winner["iteration_time_s"], "the written plan runs the winner")
+    table = p.stdout.split("# ")[0]  # the report, before the Megatron-LM arguments' comments
+    again = run(b, *args, "--threads", "3").stdout
+    check(again == table, "best prints the same bytes for any thread count")
+    err = run(b, "best", scenario, "--gpus", "4", "--top", "0", expect=1).stderr.strip()
+    check(err.count("\n") == 0 and "--top 0" in err, f"--top 0: {err}")
+    err = run(b, "best", scenario, "--gpus", "7", expect=1).stderr.strip()
+    check(err.count("\n") == 0 and "no layout of 7 GPUs is valid" in err, f"--gpus 7: {err}")
+    err = run(b, "best", scenario, expect=1).stderr.strip()
+    check("--gpus N is required" in err, f"no --gpus: {err}")
+
+
 def case_base_profile(b, tmp):
     # A short profile with base runs; one that leaves fields out and names no base is refused,
     # naming every missing field in one line.

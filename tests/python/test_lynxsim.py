@@ -2,6 +2,7 @@
 """The lynxsim Python module's calls and errors (plain unittest, run by CTest with Debian's
 /usr/bin/python3 and PYTHONPATH=build/python; LYNXSIM_CLI names the lynxsim binary, whose error
 messages the module's must equal)."""
+import json
 import os
 import pathlib
 import subprocess
@@ -114,6 +115,43 @@ class Errors(unittest.TestCase):
                                   "--seq-length 128 --micro-batch-size 1 --bf16 --swiglu",
                                   profile="dgx-a100-80gb")
         self.assertIn("--swiglu: not modelled by lynxsim yet", str(e.exception))
+
+    def test_sweep(self):
+        grid = {"base": {"model": {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 256, "vocab": 4096},
+                         "parallel": {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "global_batch": 4},
+                         "hardware": {"profile": "dgx-a100-80gb"}},
+                "axes": {"parallel.tp": [1, 2, 3], "recompute.strategy": ["none", "selective"]}}
+        rows = lynxsim.sweep(grid, threads=2)
+        self.assertEqual([r["point"] for r in rows], [0, 1, 2, 3])  # tp 3 does not divide 4 heads
+        self.assertEqual(rows[3]["parallel.tp"], "2")
+        self.assertEqual(rows[3]["recompute.strategy"], "selective")
+        one = lynxsim.simulate(lynxsim.load_scenario(yaml=json.dumps(grid["base"]),
+                                                     overrides={"parallel.tp": 2, "recompute.strategy": "selective"}))
+        self.assertEqual(rows[3]["iteration_time_s"], one["iteration_time_s"])
+        again = lynxsim.sweep(grid, threads=1)  # the same rows (wall times aside)
+        self.assertEqual([(r["point"], r["iteration_time_s"], r["peak_memory_bytes"]) for r in rows],
+                         [(r["point"], r["iteration_time_s"], r["peak_memory_bytes"]) for r in again])
+        self.assertTrue(lynxsim.rows(rows))
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.sweep({"base": grid["base"], "axes": {"parallel.tq": [1]}})
+        self.assertIn("parallel.tq", str(e.exception))
+
+    def test_best(self):
+        small = lynxsim.load_scenario(yaml=json.dumps(
+            {"model": {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 256, "vocab": 4096},
+             "parallel": {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "global_batch": 8},
+             "hardware": {"profile": "dgx-a100-80gb"}}))
+        plans = lynxsim.best(small, gpus=4, top=3, threads=2)
+        self.assertEqual([p["rank"] for p in plans], [1, 2, 3])
+        times = [p["iteration_time_s"] for p in plans]
+        self.assertEqual(times, sorted(times))
+        self.assertEqual(plans[0]["gpus"], 4)
+        self.assertGreater(plans[0]["headroom_gib"], 0)
+        self.assertIn("tp ", plans[0]["plan"])
+        self.assertTrue(lynxsim.rows(plans))
+        with self.assertRaises(lynxsim.Error) as e:
+            lynxsim.best(small, gpus=4, top=0)
+        self.assertIn("--top 0", str(e.exception))
 
 
 if __name__ == "__main__":

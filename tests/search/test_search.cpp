@@ -1,0 +1,140 @@
+// search/: the best-plan search against brute force (every candidate of a small space in
+// exact mode, no pruning), the bounds against every simulated run, determinism across thread
+// counts, and bad inputs as clean errors.
+#include "model/resolved_scenario.hpp"
+#include "runner/simulate.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "search/best_search.hpp"
+#include "search/bounds.hpp"
+#include "search/search_space.hpp"
+#include "tests/error_of.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <optional>
+
+using namespace lynx;
+using namespace lynx::search;
+using lynx::test::error_of;
+
+namespace {
+
+/// A small model on one 8-GPU node with little memory: some layouts cannot fit at all, some
+/// fit only with recomputation.
+constexpr const char* kBase = R"(name: small
+model:
+  layers: 8
+  hidden: 1024
+  heads: 16
+  seq_len: 2048
+  vocab: 8192
+parallel:
+  tp: 1
+  pp: 1
+  dp: 1
+  micro_batch: 1
+  global_batch: 16
+hardware:
+  profile: dgx-a100-80gb
+  gpu:
+    memory: 2GiB
+    reserve: 1GiB
+)";
+
+BestRequest small_request(int threads) {
+  BestRequest r;
+  r.scenario_text = kBase;
+  r.space.gpus = 8;
+  r.space.micro_batches = {1, 2};
+  r.space.virtual_stages = {1, 2};
+  r.space.distributed_optimizer = {false, true};
+  r.space.flash_attention = {false};
+  r.top = 4;
+  r.threads = threads;
+  return r;
+}
+
+struct Brute {
+  std::uint64_t index = 0;
+  double time_s = 0;
+};
+
+}  // namespace
+
+TEST_CASE("best equals brute force on a small space; the bounds hold for every run") {
+  const BestRequest request = small_request(2);
+  const std::vector<Candidate> candidates = enumerate_candidates(request.space);
+  std::vector<Brute> fits;
+  std::vector<bool> none_fits(candidates.size(), false);
+  int valid = 0, oom = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    std::vector<std::string> sets;
+    for (const std::string& o : candidates[i].overrides()) sets.push_back(o);
+    std::optional<model::ResolvedScenario> sc;
+    try {
+      sc.emplace(model::load_scenario_text(kBase, "<small>", sets));
+    } catch (const Error&) {
+      continue;
+    }
+    ++valid;
+    const runner::SimResult r = runner::simulate(*sc).result;
+    std::int64_t peak = 0;
+    for (const auto& s : r.stages) peak = std::max(peak, s.peak_memory_bytes);
+    CAPTURE(candidates[i].layout_text());
+    CAPTURE(candidates[i].strategy);
+    CHECK(memory_lower_bound_bytes(sc->scenario()) <= peak);
+    CHECK(compute_lower_bound_s(sc->scenario()) <= r.iteration_time_s);
+    if (r.oom) {
+      ++oom;
+    } else {
+      // A strategy on a configuration that fits without recomputation is the same plan as
+      // none (best does not run it); strategies vary fastest, none first.
+      const std::size_t none = i - static_cast<std::size_t>(std::find(request.space.strategies.begin(),
+                                                                    request.space.strategies.end(),
+                                                                    candidates[i].strategy) -
+                                                          request.space.strategies.begin());
+      if (candidates[i].strategy == "none") none_fits[i] = true;
+      if (candidates[i].strategy == "none" || !none_fits[none]) fits.push_back({i, r.iteration_time_s});
+    }
+  }
+  REQUIRE(valid > 0);
+  CHECK(oom > 0);  // the space has plans that do not fit, and
+  REQUIRE(fits.size() > 4);  // plans that do
+  std::sort(fits.begin(), fits.end(), [](const Brute& a, const Brute& b) {
+    return a.time_s != b.time_s ? a.time_s < b.time_s : a.index < b.index;
+  });
+
+  const BestOutcome best = run_best(request);
+  REQUIRE(best.top.size() == 4);
+  for (std::size_t r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    CHECK(best.top[r].index == fits[r].index);
+    CHECK(best.top[r].exact.result.iteration_time_s == fits[r].time_s);
+  }
+  CHECK(best.considered == candidates.size());
+  CHECK(best.invalid == candidates.size() - static_cast<std::size_t>(valid));
+  CHECK(best.invalid + best.memory_pruned + best.compute_pruned + best.same_as_none + best.simulated ==
+        best.considered);
+  CHECK(best.memory_pruned > 0);
+  CHECK(best.oom + best.slower + best.top.size() == best.simulated);
+}
+
+TEST_CASE("best prints the same bytes for any thread count") {
+  const std::string one = best_text(run_best(small_request(1)));
+  CHECK(one == best_text(run_best(small_request(3))));
+  CHECK(one.find("pruned by the memory bound") != std::string::npos);
+}
+
+TEST_CASE("best: bad inputs are clean errors") {
+  BestRequest r = small_request(1);
+  r.top = 0;
+  CHECK(error_of([&] { run_best(r); }).find("--top 0") != std::string::npos);
+  r = small_request(1);
+  r.space.gpus = 7;  // 16 heads, 8 layers, batch 16: no tp·pp·dp = 7 layout divides them
+  const std::string seven = error_of([&] { run_best(r); });
+  CHECK(seven.find("no layout of 7 GPUs is valid") != std::string::npos);
+  r = small_request(1);
+  r.scenario_text = std::string(kBase) + "bogus: 1\n";
+  CHECK(error_of([&] { run_best(r); }).find("bogus") != std::string::npos);
+}
