@@ -67,11 +67,7 @@ class Engine {
   template <typename H>
   EventId schedule_after(TimePs delay_ps, H&& handler) {
     if (delay_ps < 0) [[unlikely]] fail_in_past(now_ps_ + delay_ps);
-    return schedule_at(checked_add(now_ps_, delay_ps,
-                                   "the simulated clock (it grows with model.layers, "
-                                   "parallel.global_batch, the link latencies "
-                                   "hardware.node.*.latency and the hardware's speeds)"),
-                       std::forward<H>(handler));
+    return schedule_at(checked_add(now_ps_, delay_ps, kSimulatedClock), std::forward<H>(handler));
   }
 
   /// Cancels a pending event: it will not run. False if it already ran or was cancelled.

@@ -581,7 +581,7 @@ class Execution {
         run.divisor = divisor;
         run.last_update_ps = now;
         const TimePs delay = ceil_mul_div_time(run.remaining, divisor, kKernelProgressPerPs);
-        run.completion = schedule_event(checked_add(now, delay), {EventKind::kKernelDone, index, 0});
+        run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kKernelDone, index, 0});
       }
     }
     dirty_gpus_.clear();
@@ -619,7 +619,7 @@ class Execution {
         return;
       }
       ++parts_of(unit).open_flows;
-      schedule_event(checked_add(engine_.now(), latency), {EventKind::kFlowDone, f, unit});
+      schedule_event(checked_add(engine_.now(), latency, kSimulatedClock), {EventKind::kFlowDone, f, unit});
       return;
     }
     ++parts_of(unit).open_flows;
@@ -655,7 +655,7 @@ class Execution {
     if (latency == 0) {
       flow_done(f, unit);
     } else {
-      schedule_event(checked_add(engine_.now(), latency), {EventKind::kFlowDone, f, unit});
+      schedule_event(checked_add(engine_.now(), latency, kSimulatedClock), {EventKind::kFlowDone, f, unit});
     }
   }
 
@@ -675,7 +675,7 @@ class Execution {
     if (work == 0) {
       part_done(unit);
     } else {
-      schedule_event(checked_add(engine_.now(), work), {EventKind::kCommWorkDone, unit, 0});
+      schedule_event(checked_add(engine_.now(), work, kSimulatedClock), {EventKind::kCommWorkDone, unit, 0});
     }
   }
 
@@ -698,7 +698,7 @@ class Execution {
       run.last_update_ps = now;
       const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
                                              static_cast<Int128>(run.rate.bytes_per_s_num));
-      run.completion = schedule_event(checked_add(now, delay), {EventKind::kFlowBytesDone, change.handle, 0});
+      run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kFlowBytesDone, change.handle, 0});
     }
   }
 
@@ -979,7 +979,7 @@ class Execution {
   void apply_skip(std::int64_t periods, TimePs period_ps) {
     const TimePs now = engine_.now();
     const TimePs shift_ps = static_cast<TimePs>(periods) * period_ps;
-    checked_add(checked_add(now, shift_ps), period_ps);  // overflow check of every time written
+    checked_add(checked_add(now, shift_ps, kSimulatedClock), period_ps, kSimulatedClock);  // overflow check of every time written
     // The skipped periods' task and flow times: the logged period's, shifted.
     std::size_t ends_per_period = 0;
     for (const PeriodLogEntry& e : log_) ends_per_period += e.what == 1 ? 1 : 0;

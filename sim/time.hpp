@@ -26,6 +26,11 @@ constexpr TimePs ms_to_ps(std::int64_t ms) { return ms * kPsPerMs; }
 constexpr double ps_to_s(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerS); }
 constexpr double ps_to_us(TimePs t) { return static_cast<double>(t) / static_cast<double>(kPsPerUs); }
 
+/// What the simulated clock grows with, for overflow messages of now + a delay.
+inline constexpr std::string_view kSimulatedClock =
+    "the simulated clock (it grows with model.layers, parallel.global_batch, the link latencies "
+    "hardware.node.*.latency and the hardware's speeds)";
+
 /// a + b, throwing lynx::Error instead of wrapping on overflow; `what` names the quantity and
 /// the scenario keys it grows with, so the message says what to change.
 inline TimePs checked_add(TimePs a, TimePs b, std::string_view what = "simulated time") {

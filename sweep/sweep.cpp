@@ -243,7 +243,21 @@ std::string skip_reason(const std::string& message) {
         out += text[i];
         continue;
       }
-      while (i + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '.')) ++i;
+      std::size_t last = i;
+      while (last + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[last + 1])) || text[last + 1] == '.')) ++last;
+      // A name that starts with digits ("1F1B": a digit after a letter), not a number with a unit.
+      std::size_t token_end = last + 1;
+      bool digit_after_letter = false, letter_seen = false;
+      for (; token_end < text.size() && std::isalnum(static_cast<unsigned char>(text[token_end])); ++token_end) {
+        if (std::isalpha(static_cast<unsigned char>(text[token_end]))) letter_seen = true;
+        else if (letter_seen) digit_after_letter = true;
+      }
+      if (digit_after_letter) {
+        out.append(text, i, token_end - i);
+        i = token_end - 1;
+        continue;
+      }
+      i = last;
       out += 'N';
       continue;
     }

@@ -221,6 +221,9 @@ TEST_CASE("skip reasons group messages that differ only in numbers and advice") 
                     "cluster has 8 (hardware.nodes 1 x hardware.gpus_per_node 8)") ==
         "key 'parallel': tp * pp * dp = N * N * N needs N GPUs, the cluster has N");
   CHECK(skip_reason("simulation failed: a.yaml: key 'x': 3 too many") == "simulation failed: key 'x': N too many");
+  // Names that start with digits stay; numbers with units become N.
+  CHECK(skip_reason("a.yaml: key 'parallel.schedule': 1F1B needs 4 micro-batches, got 80GiB") ==
+        "key 'parallel.schedule': 1F1B needs N micro-batches, got NGiB");
 }
 
 TEST_CASE("a sweep counts rows, filtered and skipped points, and reasons") {
