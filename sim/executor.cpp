@@ -1,5 +1,7 @@
 #include "sim/executor.hpp"
 
+#include "common/checked.hpp"
+
 #include "sim/engine.hpp"
 #include "sim/link_network.hpp"
 #include "sim/link_sharing.hpp"
@@ -978,7 +980,7 @@ class Execution {
 
   void apply_skip(std::int64_t periods, TimePs period_ps) {
     const TimePs now = engine_.now();
-    const TimePs shift_ps = static_cast<TimePs>(periods) * period_ps;
+    const TimePs shift_ps = checked_product(kSimulatedClock, {periods, period_ps});
     checked_add(checked_add(now, shift_ps, kSimulatedClock), period_ps, kSimulatedClock);  // overflow check of every time written
     // The skipped periods' task and flow times: the logged period's, shifted.
     std::size_t ends_per_period = 0;
