@@ -47,10 +47,14 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scen
     key += static_cast<char>('a' + static_cast<int>(d.window));
     key += d.rerun_whole_groups ? 'w' : '-';
   }
-  std::lock_guard lock(mutex_);
-  auto it = context.profiles.find(key);
-  if (it != context.profiles.end()) return *it->second;
-  ++misses_;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = context.profiles.find(key);
+    if (it != context.profiles.end()) return *it->second;
+  }
+  // Simulated without the lock so that threads missing different steps run in parallel. Two
+  // threads missing the same step both simulate it (deterministically, so to the same profile)
+  // and the first to insert wins; misses_ counts insertions, so it does not depend on timing.
   const int pp = sc.parallel.pp;
   const int chunk = k.virtual_stage / pp;
   schedule::StageSteps part;
@@ -78,7 +82,10 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scen
     part.grads_final = {k.grads_final};
   }
   auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, *context.topology, workload, part, measured));
-  return *context.profiles.emplace(std::move(key), std::move(profile)).first->second;
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = context.profiles.emplace(std::move(key), std::move(profile));
+  if (inserted) ++misses_;
+  return *it->second;
 }
 
 void StepCache::clear() {
