@@ -3,12 +3,19 @@
 #include "common/clock.hpp"
 #include "runner/step_progress.hpp"
 
+#include <algorithm>
+
 namespace lynx::runner {
 
 EngineRuns::EngineRuns(const Scenario& sc, const hw_models::Topology& topo, const model::Workload& workload,
                        sim::ExecOptions options, bool show_progress)
     : sc_(sc), topo_(topo), workload_(workload), options_(std::move(options)),
       show_progress_(show_progress) {}
+
+bool EngineRuns::has_run(const strategies::RecomputePlan& plan) const {
+  return std::any_of(runs_.begin(), runs_.end(),
+                     [&](const EngineRun& r) { return strategies::same_decisions(r.plan, plan); });
+}
 
 std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::string& what) {
   for (std::size_t i = 0; i < runs_.size(); ++i)

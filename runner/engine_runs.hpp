@@ -43,6 +43,8 @@ class EngineRuns {
   /// Index of the run of `plan`'s decisions: an earlier one, else a new engine run (`what`
   /// names it on the progress bar).
   std::size_t run(const strategies::RecomputePlan& plan, const std::string& what);
+  /// Whether a run of `plan`'s decisions exists already (run() would reuse it).
+  bool has_run(const strategies::RecomputePlan& plan) const;
 
   const EngineRun& operator[](std::size_t i) const { return runs_[i]; }
   /// Moves run `i` out (it stays listed, empty).

@@ -1,6 +1,7 @@
 #include "runner/planning.hpp"
 
 #include "common/clock.hpp"
+#include "fast/compose.hpp"
 #include "runner/step_progress.hpp"
 #include "schedule/overlap_windows.hpp"
 #include "schedule/pipeline_schedule.hpp"
@@ -66,6 +67,15 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
 }
 
 }  // namespace
+
+bool cannot_win(TimePs fast_makespan_ps, bool fast_oom, bool memory_exact, TimePs best_makespan_ps,
+                bool best_oom) {
+  if (fast_oom && memory_exact) return true;  // out of memory in exact mode too: never reported
+  if (best_oom) return false;                 // a plan that fits beats one that does not
+  // Its exact time is at least fast / (1 + bound): skip when even that is no faster.
+  return static_cast<double>(fast_makespan_ps) >=
+         static_cast<double>(best_makespan_ps) * (1 + kFastModeErrorBound);
+}
 
 PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& topo,
                                 const model::Workload& workload, EngineRuns& runs,
@@ -135,7 +145,21 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
   };
   if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
     runs.discard(out.baseline);
+  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening;
   for (const strategies::RecomputePlan& candidate : alternatives) {
+    if (screen && !runs.has_run(candidate)) {  // a plan already run costs nothing
+      const EngineRun& best = runs[out.winner];
+      const fast::FastResult f = fast::simulate_fast(sc, candidate, workload, fast::StepCache::shared());
+      bool fast_oom = false;
+      for (const fast::FastStage& s : f.stages) fast_oom = fast_oom || s.oom;
+      const bool memory_exact = std::none_of(candidate.stages.begin(), candidate.stages.end(), [](const auto& st) {
+        return std::any_of(st.layers.begin(), st.layers.end(), [](const auto& d) { return d.overlapped(); });
+      });
+      if (cannot_win(f.makespan_ps, fast_oom, memory_exact, best.makespan_ps, best.oom)) {
+        ++out.fast_screened;
+        continue;
+      }
+    }
     const std::size_t i = runs.run(candidate, candidate.strategy);
     if (i == out.winner) continue;  // the same plan: the same result, no faster
     const EngineRun& best = runs[out.winner];

@@ -4,6 +4,8 @@
 /// the planner searches; the engine confirms (a stage that overflows in simulation has its
 /// budget cut by the overflow and the search runs again, at most 3 rounds); then the engine
 /// compares the plan with the planner's narrower alternatives and keeps the fastest that fits.
+/// With sim.fast_screening (exact mode), each alternative is first simulated in fast mode and
+/// runs in the engine only when fast mode's error bound leaves it a chance to win.
 #include "hw_models/topology.hpp"
 #include "model/workload.hpp"
 #include "runner/engine_runs.hpp"
@@ -22,7 +24,20 @@ struct PlanningResult {
   double search_seconds = 0;        ///< wall time of the planner's decisions (all rounds, alternatives)
   double baseline_seconds = 0;      ///< the baseline run and the window measurement
   double confirm_seconds = 0;       ///< every other engine run (confirmations, alternatives, the winner's)
+  int fast_screened = 0;            ///< alternatives fast mode showed cannot win (never run exactly)
 };
+
+/// Fast mode's iteration time is within this fraction of exact mode's. The worst measured
+/// disagreement on the committed agreement sets is 3.54% (PCIe, stages sharing links;
+/// BENCHMARKS.md, session 8; NVLink 0.25%); the bound rounds it up to 5%.
+inline constexpr double kFastModeErrorBound = 0.05;
+
+/// Whether an alternative whose fast-mode result is (`fast_makespan_ps`, `fast_oom`) can be
+/// skipped against the best exact run (`best_makespan_ps`, `best_oom`): it is slower than the
+/// best by more than the error bound, or fast mode shows it out of memory while `memory_exact`
+/// (fast mode's peak equals exact mode's for plans without overlapped recomputation).
+bool cannot_win(TimePs fast_makespan_ps, bool fast_oom, bool memory_exact, TimePs best_makespan_ps,
+                bool best_oom);
 
 /// Plans sc.recompute.strategy (lynx-heu, lynx-opt or checkmate; `sc` resolved) with every
 /// engine run made through `runs` (fresh: its runs are all counted as this planning's). Candidates identical to a plan already run reuse its run;

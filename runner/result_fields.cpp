@@ -149,6 +149,10 @@ std::vector<ResultField> make_fields() {
        line("final run", 6, "s wall"), [](R r, S) { return real(r.simulate_seconds); }, true},
       {"engine_runs", "", kRun, "engine executions this result took, planning included", true,
        line("engine runs", 0, ""), [](R r, S) { return integer(r.engine_runs); }},
+      {"fast_screened_runs", "", kRun,
+       "planner alternatives fast mode showed cannot win, so never run in the engine "
+       "(sim.fast_screening)",
+       true, line("fast-screened", 0, ""), [](R r, S) { return integer(r.fast_screened_runs); }},
       {"solver_gap", "", kRun, "largest relative MILP gap over stages (0 = optimal)", true,
        line("MILP gap", 2, "%", 100, true), [](R r, S) { return real(r.solver_gap); }},
       {"solver_limit_bound", "", kRun,

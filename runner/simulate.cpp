@@ -162,6 +162,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
     r.search_seconds = planned.search_seconds;
     r.baseline_seconds = planned.baseline_seconds;
     r.confirm_seconds = planned.confirm_seconds;
+    r.fast_screened_runs = planned.fast_screened;
     for (const auto& s : run.planner.solutions) {
       r.solver_gap = std::max(r.solver_gap, s.gap);
       r.solver_limit_bound = r.solver_limit_bound || s.limit_bound;

@@ -69,6 +69,8 @@ struct SimResult {
   /// sim::execute calls made for this result: 1 for fixed strategies and --plan; planners:
   /// baseline + confirmation rounds + alternatives whose decisions differ from every earlier run.
   int engine_runs = 0;
+  /// Planners' alternatives that fast mode showed cannot win (sim.fast_screening): not run.
+  int fast_screened_runs = 0;
   std::uint64_t events = 0;
   std::uint64_t tasks = 0;
   std::uint64_t event_fingerprint = 0;  ///< of the final run's event stream (sim/fingerprint.hpp)

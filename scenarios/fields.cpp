@@ -489,6 +489,11 @@ std::vector<FieldDesc> scenario_field_table() {
       "sim.fast_forward", kScn,
       "skip 1F1B steady-state periods proven to repeat (same results and events; the event fingerprint differs)",
       [](auto& s) -> auto& { return s.sim.fast_forward; }));
+  t.push_back(bool_field(
+      "sim.fast_screening", kScn,
+      "exact mode: lynx-heu, lynx-opt and checkmate rank their narrower alternatives in fast mode "
+      "and run in the engine only those that may beat the plan found (same result, fewer runs)",
+      [](auto& s) -> auto& { return s.sim.fast_screening; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

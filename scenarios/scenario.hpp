@@ -137,6 +137,9 @@ struct SimSpec {
   int max_tasks = kDefaultMaxTasks;  ///< refuse a simulation estimated to build more tasks
   SimMode mode = SimMode::kExact;
   bool fast_forward = true;      ///< skip repeating 1F1B steady-state periods (exact, proven per run)
+  /// Exact mode: the planners rank their alternatives in fast mode and run exactly only those
+  /// that may beat the plan found (see runner/planning.hpp).
+  bool fast_screening = true;
 };
 
 /// GPUs the layout uses: tp · pp · dp (overflow-checked).

@@ -1,6 +1,7 @@
 // The planners' engine runs (runner/planning.cpp): counted, never repeated for identical plans,
 // the winner's run reported as it is (not executed again), and the reported strategy names the
 // plan that ran when a narrower fallback wins.
+#include "runner/planning.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
 
@@ -48,7 +49,7 @@ TEST_CASE("lynx-heu: baseline + confirmations + distinct alternatives, the winne
   // windows, no-overlap, selective, full); on PCIe the searched plan uses no forward window, so
   // "no-forward-windows" is the same plan and is not run.
   CHECK(run.engine_runs.front().plan == "none");
-  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 3);
+  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 3 - run.result.fast_screened_runs);
   CHECK(run.result.strategy == "lynx-heu");
   CHECK(run.result.strategy_requested == "lynx-heu");
   CHECK(run.reported_run == static_cast<std::size_t>(run.planner.confirm_rounds));  // its confirmation
@@ -60,7 +61,7 @@ TEST_CASE("checkmate: baseline, confirmations, selective and full") {
   const auto sc = paper("pcie-gpt-13b", "checkmate");
   const SimRun run = simulate(sc);
   check_runs(sc, run);
-  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 2);
+  CHECK(run.result.engine_runs == 1 + run.planner.confirm_rounds + 2 - run.result.fast_screened_runs);
 }
 
 TEST_CASE("a plan identical to the baseline reuses the baseline's run") {
@@ -69,7 +70,7 @@ TEST_CASE("a plan identical to the baseline reuses the baseline's run") {
   const auto sc = paper("nvlink-gpt-1.3b", "lynx-heu");
   const SimRun run = simulate(sc);
   check_runs(sc, run);
-  CHECK(run.result.engine_runs == 3);
+  CHECK(run.result.engine_runs == 3 - run.result.fast_screened_runs);
   CHECK(run.reported_run == 0);
   CHECK(run.result.strategy == "lynx-heu");  // the searched plan won, though it ran as the baseline
   CHECK(run.result.simulate_seconds <= run.result.baseline_seconds);
@@ -97,4 +98,44 @@ TEST_CASE("strategy names the fallback that ran when a narrower plan wins") {
     CHECK(run.plan.strategy == "no-forward-windows");
     CHECK(run.engine_runs[run.reported_run].plan == "no-forward-windows");
   }
+}
+
+TEST_CASE("fast screening skips exactly the alternatives that cannot win within fast mode's bound") {
+  const TimePs best = 1'000'000;
+  const auto bound = static_cast<TimePs>(static_cast<double>(best) * (1 + kFastModeErrorBound));
+  CHECK(cannot_win(bound, false, true, best, false));       // exact time >= best even at the bound
+  CHECK_FALSE(cannot_win(bound - 1, false, true, best, false));
+  CHECK_FALSE(cannot_win(best / 2, false, true, best, false));  // faster: run it
+  CHECK(cannot_win(best / 2, true, true, best, false));     // out of memory, and fast memory is exact
+  CHECK_FALSE(cannot_win(best / 2, true, false, best, false));  // overlapped: fast memory approximate
+  CHECK_FALSE(cannot_win(10 * best, false, true, best, true));  // the best does not fit: this may
+  CHECK(cannot_win(10 * best, true, true, best, true));
+}
+
+TEST_CASE("fast screening changes nothing but the engine runs (planners on paper scenarios)") {
+  // The same winner, time, memory and event stream with and without screening; screening
+  // never adds a run. Scenarios where Lynx wins big (PCIe), where a fallback wins (pcie 2.7b)
+  // and where nothing needs recomputing (nvlink 1.3b).
+  int screened = 0;
+  for (const char* name : {"nvlink-gpt-1.3b", "nvlink-gpt-13b", "pcie-gpt-2.7b", "pcie-gpt-13b", "pcie-gpt-23b"})
+    for (const char* planner : {"lynx-heu", "checkmate"}) {
+      CAPTURE(name);
+      CAPTURE(planner);
+      const auto on = paper(name, planner);
+      const SimRun screened_run = simulate(on);
+      const SimRun full_run = simulate(model::load_scenario_file(
+          std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name + ".yaml",
+          {std::string("recompute.strategy=") + planner, "sim.fast_screening=false"}));
+      check_runs(on, screened_run);
+      const SimResult& a = screened_run.result;
+      const SimResult& b = full_run.result;
+      CHECK(b.fast_screened_runs == 0);
+      CHECK(a.strategy == b.strategy);
+      CHECK(a.iteration_time_s == b.iteration_time_s);
+      CHECK(a.peak_memory_bytes == b.peak_memory_bytes);
+      CHECK(a.event_fingerprint == b.event_fingerprint);
+      CHECK(a.engine_runs + a.fast_screened_runs == b.engine_runs);
+      screened += a.fast_screened_runs;
+    }
+  CHECK(screened > 0);  // it does skip work on this set
 }
