@@ -75,7 +75,7 @@ void write_markdown_report(std::ostream& out, const std::vector<DatasetResults>&
     }
   for (const DatasetResults& d : results) {
     if (d.profiles.empty()) continue;
-    fmt::print(out, "\n#### {}\n\n", d.dataset.name);
+    fmt::print(out, "\n### {}\n\n", d.dataset.name);
     if (!d.dataset.source.empty()) fmt::print(out, "Source: {}.", d.dataset.source);
     fmt::print(out, "{}{} rows{}{}.\n", d.dataset.source.empty() ? "" : " ",
                d.profiles.front().rows.size(),

@@ -99,7 +99,7 @@ TEST_CASE("the markdown report: a summary line per data set and profile, categor
   CHECK(md.find("| toy | `prof-a` | 3 | 6.67% | 10.00% | +0.00% | 1.000 | 0 |") != std::string::npos);
   // prof-b: 0, 0, 50% -> MAPE 16.67%, bias -16.67%; 150 < 200 breaks one pair of three.
   CHECK(md.find("| toy | `prof-b` | 3 | 16.67% | 0.00% | -16.67% | 0.333 | 0 |") != std::string::npos);
-  CHECK(md.find("#### toy\n\nSource: synthetic. 3 rows.") != std::string::npos);
+  CHECK(md.find("\n### toy\n\nSource: synthetic. 3 rows.") != std::string::npos);
   // tp = 2: prof-a errors +10%, 0%; prof-b 0%, -50%.
   CHECK(md.find("| tp | 2 | 2 | +5.0% | 5.0% | -25.0% | 25.0% |") != std::string::npos);
   CHECK(md.find("Worst 2 rows on `prof-a`") != std::string::npos);
