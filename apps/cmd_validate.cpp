@@ -151,10 +151,13 @@ int cmd_validate(const std::vector<std::string>& argv) {
     for (const auto& [given, option] :
          {std::pair{!csv.empty(), "a CSV"}, std::pair{!profile.empty(), "--profile"},
           std::pair{!profile_file.empty(), "--profile-file"},
-          std::pair{!recompute.empty(), "--recompute"}, std::pair{fit, "--fit"}})
+          std::pair{!recompute.empty(), "--recompute"}, std::pair{fit, "--fit"},
+          std::pair{format != "table", "--format"}, std::pair{no_rows, "--no-rows"},
+          std::pair{!write_profile.empty(), "--write-profile"},
+          std::pair{!fit_keys.empty(), "--fit-param"}, std::pair{skip_folds, "--skip-folds"}})
       if (given)
         fail("--report {}: {} does not go with --report (the manifest names each data set's "
-             "file, profiles and recompute setting)",
+             "file, profiles and recompute setting; the report is markdown)",
              report_manifest, option);
     return write_report(report_manifest, overrides, static_cast<unsigned>(threads),
                         static_cast<std::size_t>(worst));

@@ -362,7 +362,8 @@ def case_silent_inputs(b, tmp):
                       (["--recompute", "fulll"], "--recompute: 'fulll' is not one of: none, full, "
                        "selective, checkmate, lynx-heu, lynx-opt"),
                       (["--report", "m.yaml"], "--report m.yaml: a CSV does not go with --report "
-                       "(the manifest names each data set's file, profiles and recompute setting)")):
+                       "(the manifest names each data set's file, profiles and recompute setting; the report "
+                       "is markdown)")):
         err = run(b, "validate", csv_path, *args, expect=1).stderr.strip()
         check(err == "lynxsim: error: " + has, f"validate {' '.join(args)}: {err}")
 
@@ -384,6 +385,8 @@ def case_validate_report(b, tmp):
         check(f"| toy | `{profile}` | 2 |" in out, f"summary line of {profile}: {out}")
         check(f"Worst 2 rows on `{profile}`" in out, f"worst rows of {profile}")
     check("| recompute=full |" in out, "the row's settings in the worst rows")
+    err = run(b, "validate", "--report", manifest, "--format", "csv", expect=1).stderr.strip()
+    check(err.startswith(f"lynxsim: error: --report {manifest}: --format does not go with --report"), err)
     with open(manifest, "w") as f:
         f.write("datasets:\n  - name: toy\n    file: toy.csv\n    profile: [x]\n")
     err = run(b, "validate", "--report", manifest, expect=1).stderr.strip()
