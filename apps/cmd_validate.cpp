@@ -1,6 +1,8 @@
-// `lynxsim validate`: simulate measured training iterations (the vTrain single-node CSV) and
-// compare; with --fit, calibrate a few global hardware parameters with a two-fold held-out
-// check, then on all rows, and optionally write the fitted hardware profile. The workflow is
+// `lynxsim validate`: simulate measured training iterations (the vTrain single-node CSV, or
+// any headed CSV) and compare; with --report, a markdown report of every data set of a
+// manifest on each of its profiles; with --fit, calibrate a few global hardware parameters
+// with a two-fold held-out check, then on all rows, and optionally write the fitted hardware
+// profile. The workflow is
 // validate/fit_workflow.hpp; this file parses options and prints.
 #include "apps/cli.hpp"
 #include "common/files.hpp"
@@ -10,6 +12,7 @@
 #include "common/error.hpp"
 #include "validate/fit.hpp"
 #include "validate/fit_workflow.hpp"
+#include "validate/markdown_report.hpp"
 #include "validate/validation.hpp"
 #include "validate/validation_report.hpp"
 
@@ -52,6 +55,37 @@ class StageBars {
   std::optional<ProgressBar> bar_;
 };
 
+/// `validate --report MANIFEST`: every data set of the manifest on each of its profiles, as
+/// markdown on stdout.
+int write_report(const std::string& manifest, const std::vector<std::string>& overrides,
+                 unsigned threads, std::size_t worst) {
+  std::vector<val::DatasetResults> results;
+  for (const val::Dataset& d : val::load_dataset_manifest(manifest)) {
+    val::DatasetResults& out = results.emplace_back();
+    out.dataset = d;
+    const auto runs = val::load_measured_runs(d.file);
+    for (const std::string& profile : d.profiles) {
+      val::BaseOptions base_options;
+      base_options.profile = val::is_profile_file(profile) ? "" : profile;
+      base_options.profile_file = val::is_profile_file(profile) ? profile : "";
+      base_options.overrides = d.overrides;
+      for (const std::string& o : overrides) base_options.overrides.push_back(o);
+      base_options.recompute = d.recompute;
+      StageBars bars;
+      out.profiles.push_back(
+          {profile, val::simulate_stage(val::validation_base_scenario(base_options), runs,
+                                        val::all_rows(runs.size()), d.file, threads,
+                                        d.name + " on " + profile, bars.progress())});
+    }
+  }
+  val::MarkdownOptions options;
+  options.command = "lynxsim validate --report " + manifest;
+  options.version = runner::lynxsim_version();
+  options.worst_count = worst;
+  val::write_markdown_report(std::cout, results, options);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& argv) {
@@ -71,9 +105,11 @@ int cmd_validate(const std::vector<std::string>& argv) {
   bool no_rows = false;
   bool skip_folds = false;
   int threads = 2;
+  std::string recompute;
+  std::string report_manifest;
 
   po::options_description desc("validate options");
-  desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV: 11 columns per row)")(
+  desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV, or a CSV with a header line: VALIDATION.md)")(
       "profile", po::value(&profile), "built-in hardware profile (default dgx-a100-80gb)")(
       "profile-file", po::value(&profile_file), "hardware profile YAML (instead of --profile)")(
       "set", po::value(&overrides)->composing(),
@@ -95,17 +131,39 @@ int cmd_validate(const std::vector<std::string>& argv) {
       "skip-folds", po::bool_switch(&skip_folds),
       "with --fit: fit on all rows only, without the two-fold held-out check")(
       "threads", po::value(&threads),
-      "simulation threads (default 2; results do not depend on it)")("help,h", "show this help");
+      "simulation threads (default 2; results do not depend on it)")(
+      "recompute", po::value(&recompute),
+      "recompute.strategy of rows without a recompute column (default none)")(
+      "report", po::value(&report_manifest),
+      "markdown report of every data set of this manifest on each of its profiles "
+      "(validate/data/datasets.yaml; VALIDATION.md's results), instead of CSV")(
+      "help,h", "show this help");
   if (!parse_options(argv, desc, {"csv"},
                      "usage: lynxsim validate CSV [--profile NAME | --profile-file PATH] "
-                     "[--set k=v]... [--fit [--fit-param KEY]... [--write-profile OUT.yaml]] "
-                     "[--format table|csv]"))
+                     "[--recompute STRATEGY] [--set k=v]... [--fit [--fit-param KEY]... "
+                     "[--write-profile OUT.yaml]] [--format table|csv]\n"
+                     "       lynxsim validate --report MANIFEST.yaml [--set k=v]... [--worst N]"))
     return 0;
-  if (csv.empty())
-    fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
   // A thread per core is what helps; the cap keeps a typo from asking the OS for millions.
   if (threads < 1 || threads > 256) fail("--threads: {} is not between 1 and 256", threads);
   if (worst < 0) fail("--worst: {} is negative", worst);
+  if (!report_manifest.empty()) {
+    for (const auto& [given, option] :
+         {std::pair{!csv.empty(), "a CSV"}, std::pair{!profile.empty(), "--profile"},
+          std::pair{!profile_file.empty(), "--profile-file"},
+          std::pair{!recompute.empty(), "--recompute"}, std::pair{fit, "--fit"},
+          std::pair{format != "table", "--format"}, std::pair{no_rows, "--no-rows"},
+          std::pair{!write_profile.empty(), "--write-profile"},
+          std::pair{!fit_keys.empty(), "--fit-param"}, std::pair{skip_folds, "--skip-folds"}})
+      if (given)
+        fail("--report {}: {} does not go with --report (the manifest names each data set's "
+             "file, profiles and recompute setting; the report is markdown)",
+             report_manifest, option);
+    return write_report(report_manifest, overrides, static_cast<unsigned>(threads),
+                        static_cast<std::size_t>(worst));
+  }
+  if (csv.empty())
+    fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
   if (inner_stride < 1) fail("--inner-stride: {} is not >= 1", inner_stride);
   if (!profile.empty() && !profile_file.empty())
     fail("--profile {} and --profile-file {}: give one of them", profile, profile_file);
@@ -119,7 +177,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   report.per_row = !no_rows;
   report.worst_count = static_cast<std::size_t>(worst);
   const auto runs = val::load_measured_runs(csv);
-  const Scenario base = val::validation_base_scenario({profile, profile_file, overrides});
+  const Scenario base = val::validation_base_scenario({profile, profile_file, overrides, recompute});
   const std::string profile_label =
       base.hardware.profile_file.empty() ? base.hardware.profile : base.hardware.profile_file;
   const auto all = val::all_rows(runs.size());

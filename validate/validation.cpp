@@ -51,6 +51,15 @@ Scenario validation_base_scenario(const BaseOptions& options) {
     overrides.push_back("hardware.profile=" + options.profile);
   }
   for (std::string& o : megatron_deepspeed_overrides()) overrides.push_back(std::move(o));
+  if (!options.recompute.empty()) {
+    Scenario scratch;  // checked here so that the message names the option, not a --set
+    try {
+      row_setting_field("recompute.strategy").set(scratch, options.recompute);
+    } catch (const Error& e) {
+      fail("--recompute: {}", e.what());
+    }
+    overrides.push_back("recompute.strategy=" + options.recompute);
+  }
   // Placeholders for what every row replaces: one GPU, one sequence, so that the loader's
   // layout checks pass whatever the built-in default's layout and the user's overrides are.
   for (const char* o : {"parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
@@ -77,6 +86,26 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   sc.parallel.pp = run.pp;
   sc.parallel.micro_batch = run.micro_batch;
   sc.parallel.global_batch = run.global_batch;
+  // As many nodes of the profile as the row's GPUs fill (the range check of hardware.nodes
+  // refuses a count beyond it when the scenario is resolved).
+  if (sc.hardware.gpus_per_node > 0) {
+    const std::int64_t nodes =
+        (std::int64_t{run.gpus} + sc.hardware.gpus_per_node - 1) / sc.hardware.gpus_per_node;
+    sc.hardware.nodes = nodes <= std::numeric_limits<int>::max() ? static_cast<int>(nodes) : 0;
+  }
+  bool schedule_given = false;
+  for (const RowSetting& setting : run.settings) {
+    try {
+      row_setting_field(setting.key).set(sc, setting.value);
+    } catch (const Error& e) {
+      fail("{}:{}: column {}: {}", file_label, run.line, setting.column, e.what());
+    }
+    schedule_given = schedule_given || setting.key == "parallel.schedule";
+  }
+  // Megatron-LM has no schedule option: virtual pipeline stages mean the interleaved schedule.
+  if (!schedule_given && sc.parallel.virtual_stages > 1 &&
+      sc.parallel.schedule == ScheduleKind::kOneFOneB)
+    sc.parallel.schedule = ScheduleKind::kInterleaved;
   const std::int64_t available = checked_product(
       "hardware.nodes x hardware.gpus_per_node", {sc.hardware.nodes, sc.hardware.gpus_per_node});
   if (run.gpus > available)

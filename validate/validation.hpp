@@ -26,16 +26,23 @@ struct BaseOptions {
   std::string profile = "dgx-a100-80gb";   ///< built-in hardware profile (if no profile_file)
   std::string profile_file;                ///< hardware profile YAML; wins over `profile`
   std::vector<std::string> overrides;      ///< user --set key=value, applied last
+  /// recompute.strategy of rows without a recompute column (validate --recompute); empty:
+  /// none, the fixed setting. A --set recompute.strategy in `overrides` wins over it.
+  std::string recompute;
 };
 
-/// The built-in default scenario with the chosen profile on one node, the fixed settings and
-/// then the user's overrides. Row values (shape, batch, layout) replace the matching fields
-/// per row (scenario_for_run), whatever the overrides said.
+/// The built-in default scenario with the chosen profile, the fixed settings, the recompute
+/// default and then the user's overrides. Row values (shape, batch, layout, cluster size,
+/// settings columns) replace the matching fields per row (scenario_for_run), whatever the
+/// overrides said.
 Scenario validation_base_scenario(const BaseOptions& options);
 
-/// `base` with the row's model shape (custom model: layers, hidden, heads, seq_len, ffn 4h)
-/// and layout (tp, dp, pp, micro and global batch). Throws lynx::Error naming the row's line
-/// when the layout does not fit the base's cluster.
+/// `base` with the row's model shape (custom model: layers, hidden, heads, seq_len, ffn 4h),
+/// layout (tp, dp, pp, micro and global batch), cluster size (ceil(GPUs / gpus_per_node)
+/// nodes of the base's profile) and then its settings columns (MeasuredRun::settings; with
+/// virtual_stages > 1 and no schedule column the schedule is interleaved, as Megatron-LM runs
+/// it). Throws lynx::Error naming the row's line when a setting cannot be applied or the
+/// layout does not fit the cluster (a hardware.nodes column can shrink it).
 Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const std::string& file_label);
 
 /// One simulated row.

@@ -19,10 +19,12 @@ void write_row_header(std::ostream& out, const char* prefix) {
 
 void write_row(std::ostream& out, const RowResult& r, const char* prefix) {
   const MeasuredRun& m = r.run;
-  fmt::print(out, "{}{:>6} {:>4} {:>4} {:>3} {:>5} {:>3} {:>5} {:>3} {:>3} {:>3} {:>11.2f} {:>11.2f} {:>+8.2f}{}\n",
+  const std::string settings = settings_text(m);
+  fmt::print(out, "{}{:>6} {:>4} {:>4} {:>3} {:>5} {:>3} {:>5} {:>3} {:>3} {:>3} {:>11.2f} {:>11.2f} {:>+8.2f}{}{}\n",
              prefix, m.line, m.gpus, m.global_batch, m.micro_batch, m.hidden, m.heads, m.layers,
              m.tp, m.dp, m.pp, m.iteration_ms, r.predicted_ms, r.error_percent,
-             r.oom ? " yes" : "");
+             r.oom ? " yes" : (settings.empty() ? "" : "    "),
+             settings.empty() ? "" : "  " + settings);
 }
 
 }  // namespace
@@ -31,6 +33,13 @@ ValidationFormat parse_validation_format(const std::string& text) {
   if (text == "table") return ValidationFormat::kTable;
   if (text == "csv") return ValidationFormat::kCsv;
   fail("--format: unknown format '{}' (expected table or csv)", text);
+}
+
+std::string settings_text(const MeasuredRun& run) {
+  std::string out;
+  for (const RowSetting& s : run.settings)
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", s.column, s.value);
+  return out;
 }
 
 std::string summary_line(const Summary& s) {
@@ -51,14 +60,14 @@ void write_validation_report(std::ostream& out, const std::vector<RowResult>& ro
     if (!options.title.empty()) fmt::print(out, "# {}\n", options.title);
     fmt::print(out,
                "line,gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,tp,dp,pp,"
-               "measured_ms,predicted_ms,error_percent,oom\n");
+               "measured_ms,predicted_ms,error_percent,oom,settings\n");
     if (options.per_row) {
       for (const RowResult& r : rows) {
         const MeasuredRun& m = r.run;
-        fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.4f},{}\n", m.line, m.gpus,
+        fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.4f},{},{}\n", m.line, m.gpus,
                    m.global_batch, m.micro_batch, m.hidden, m.heads, m.layers, m.seq_len, m.tp,
                    m.dp, m.pp, m.iteration_ms, r.predicted_ms, r.error_percent,
-                   r.oom ? "true" : "false");
+                   r.oom ? "true" : "false", settings_text(m));
       }
     }
     fmt::print(out, "# {}\n", summary_line(summary));

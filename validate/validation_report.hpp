@@ -26,6 +26,9 @@ struct ReportOptions {
 void write_validation_report(std::ostream& out, const std::vector<RowResult>& rows,
                              const ReportOptions& options);
 
+/// A row's settings columns as "column=value", space-separated, in header order ("" if none).
+std::string settings_text(const MeasuredRun& run);
+
 /// One line of accuracy figures ("MAPE 7.1%  median APE 5.0%  bias +0.3%  tau-b 0.951 ...").
 std::string summary_line(const Summary& summary);
 

@@ -97,3 +97,26 @@ TEST_CASE("lynx-heu in fast mode plans on windows from a fast-mode baseline clos
     CHECK(f.result.strategy_requested == "lynx-heu");
   }
 }
+
+TEST_CASE("a collective spanning nodes: fast mode's breakdown equals exact mode's, no bubble") {
+  // Regression (issue 10): the intra reduce-scatter and inter-node ring phases of a
+  // hierarchical collective counted as bubble; fast mode measures its steps with the same
+  // gap rule, so both modes must put every phase in the communication columns.
+  for (const auto& [tp, dp] : {std::pair{1, 16}, std::pair{16, 1}}) {
+    CAPTURE(tp);
+    const std::vector<std::string> o = {
+        "model.preset=gpt-1.3b", "hardware.nodes=2", "parallel.tp=" + std::to_string(tp),
+        "parallel.pp=1", "parallel.dp=" + std::to_string(dp), "parallel.micro_batch=2",
+        "parallel.global_batch=" + std::to_string(2 * dp), "parallel.dp_overlap=end",
+        "recompute.strategy=none"};
+    const SimResult e = run(o, "exact"), f = run(o, "fast");
+    const StageBreakdown& eb = e.stages.at(0);
+    const StageBreakdown& fb = f.stages.at(0);
+    CHECK(eb.bubble_s == doctest::Approx(0).epsilon(1e-12));
+    CHECK(fb.bubble_s == doctest::Approx(0).epsilon(1e-12));
+    CHECK(eb.tp_exposed_s + eb.dp_exposed_s > 0);
+    CHECK(fb.tp_exposed_s == doctest::Approx(eb.tp_exposed_s).epsilon(1e-9));
+    CHECK(fb.dp_exposed_s == doctest::Approx(eb.dp_exposed_s).epsilon(1e-9));
+    CHECK(f.iteration_time_s == doctest::Approx(e.iteration_time_s).epsilon(1e-9));
+  }
+}

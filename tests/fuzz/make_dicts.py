@@ -57,7 +57,13 @@ def main():
     for name, files in seeds.items():
         write(name, [k + ":" for k in yaml_keys(files)] + UNITS + WORDS + PLAN_WORDS * (name == "plan"))
     write("validate_csv", ["#", ",", "\r\n", "\n", " ", "0", "1", "-1", "1.5", "1e3", "nan", "inf",
-                           "2147483647", "2147483648", "536870912", "1024", "16384"])
+                           "2147483647", "2147483648", "536870912", "1024", "16384",
+                           # headed form (validate/measured_runs.cpp): core and settings columns
+                           "gpus", "global_batch", "micro_batch", "hidden", "heads", "layers",
+                           "seq_len", "tp", "dp", "pp", "iteration_ms", "iteration_s",
+                           "recompute", "sequence_parallel", "virtual_stages", "schedule",
+                           "ffn_hidden", "vocab", "parallel.tp", "model.preset",
+                           "hardware.nodes", "hardware.profile", "full", "true", "interleaved"])
 
 
 if __name__ == "__main__":

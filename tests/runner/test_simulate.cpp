@@ -351,5 +351,29 @@ TEST_CASE("every phase of a collective spanning nodes is exposed communication, 
     const auto capacity = schedule::measure_forward_window_capacity(run.built, run.exec);
     REQUIRE(capacity.size() == 1);
     CHECK(capacity[0] == layer_ps);
+    // Lynx's backward window of layer 0 is the TP idle in layer 1's backward: more than the
+    // last (intra-node all-gather) phases of its all-reduces, which were all the old rule
+    // counted, and no more than all of their phases.
+    const schedule::LayerSpan* above = nullptr;
+    for (const schedule::LayerSpan& s : run.built.layer_backward)
+      if (s.gpu == 0 && s.layer == 1 && s.micro_batch == 0) above = &s;
+    REQUIRE(above != nullptr);
+    const sim::Program& prog = run.built.program;
+    TimePs all_phases_ps = 0, last_phases_ps = 0;
+    int backward_phases = 0;
+    for (sim::TaskId i = above->first_task; i < above->end_task; ++i) {
+      const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
+      if (t.gpu != 0 || t.category != sim::Category::kTpComm) continue;
+      const TimePs d = run.exec.task_end_ps[static_cast<size_t>(i)] -
+                       run.exec.task_start_ps[static_cast<size_t>(i)];
+      all_phases_ps += d;
+      if (++backward_phases % 3 == 0) last_phases_ps += d;  // phase 3 of each collective
+    }
+    REQUIRE(backward_phases == 6);  // two hierarchical all-reduces
+    const auto backward = schedule::measure_window_capacity(run.built, run.exec);
+    REQUIRE(backward.size() == 1);
+    REQUIRE(!backward[0].empty());
+    CHECK(backward[0][0] > last_phases_ps);
+    CHECK(backward[0][0] <= all_phases_ps);
   }
 }

@@ -107,3 +107,89 @@ TEST_CASE("a missing measurements file is an error naming the path") {
     CHECK(std::string(e.what()) == "/nonexistent/runs.csv: cannot open the measurements CSV: no such file");
   }
 }
+
+namespace {
+
+constexpr const char* kHeaded =
+    "pp,dp,tp,gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,iteration_s";
+
+}  // namespace
+
+TEST_CASE("a headed CSV: core columns in any order, seconds, settings columns by alias or key") {
+  const std::string text = std::string("# a comment\n") + kHeaded +
+                           ",recompute,parallel.sequence_parallel,virtual_stages\r\n"
+                           "2,4,8,64,64,1,4096,32,32,2048,1.5,full,true,2\n"
+                           "\n"
+                           "1,2,8,16,32,2,2048,16,24,2048,0.25,,,\n";
+  const auto runs = parse_measured_runs(text, "runs.csv");
+  REQUIRE(runs.size() == 2);
+  const MeasuredRun& a = runs[0];
+  CHECK(a.line == 3);
+  CHECK(a.gpus == 64);
+  CHECK(a.tp == 8);
+  CHECK(a.dp == 4);
+  CHECK(a.pp == 2);
+  CHECK(a.global_batch == 64);
+  CHECK(a.hidden == 4096);
+  CHECK(a.seq_len == 2048);
+  CHECK(a.iteration_ms == 1500.0);
+  REQUIRE(a.settings.size() == 3);
+  CHECK(a.settings[0].key == "recompute.strategy");
+  CHECK(a.settings[0].column == "recompute");
+  CHECK(a.settings[0].value == "full");
+  CHECK(a.settings[1].key == "parallel.sequence_parallel");
+  CHECK(a.settings[2].key == "parallel.virtual_stages");
+  CHECK(a.settings[2].value == "2");
+  const MeasuredRun& b = runs[1];
+  CHECK(b.line == 5);
+  CHECK(b.iteration_ms == 250.0);
+  CHECK(b.settings.empty());  // empty cells keep the defaults
+}
+
+TEST_CASE("headed CSV errors name the file, the line and the column") {
+  const std::string row = "2,4,8,64,64,1,4096,32,32,2048,1.5";
+  SUBCASE("an unknown column") {
+    const auto msg = parse_error(std::string(kHeaded) + ",recomput\n" + row + ",full\n");
+    CHECK(msg.find("runs.csv:1: column 12 'recomput' is not a known column") == 0);
+    CHECK(msg.find("sequence_parallel") != std::string::npos);
+  }
+  SUBCASE("a key the core columns own, the preset, the profile") {
+    CHECK(parse_error(std::string(kHeaded) + ",parallel.tp\n").find(
+              "runs.csv:1: column 12 'parallel.tp' cannot be a settings column: the core column 'tp' gives it") == 0);
+    CHECK(parse_error(std::string(kHeaded) + ",model.preset\n").find("cannot be a settings column") !=
+          std::string::npos);
+    CHECK(parse_error(std::string(kHeaded) + ",hardware.profile\n").find("--profile") !=
+          std::string::npos);
+  }
+  SUBCASE("the same setting twice") {
+    const auto msg = parse_error(std::string(kHeaded) + ",recompute,recompute.strategy\n");
+    CHECK(msg == "runs.csv:1: columns 12 'recompute' and 13 'recompute.strategy' both set recompute.strategy");
+  }
+  SUBCASE("a missing core column, two times, a repeated core column") {
+    CHECK(parse_error("tp,dp,pp\n").find("runs.csv:1: the header has no 'gpus' column") == 0);
+    CHECK(parse_error(std::string(kHeaded) + ",iteration_ms\n").find(
+              "columns 11 and 12 both give the measured time") != std::string::npos);
+    CHECK(parse_error(std::string(kHeaded) + ",tp\n") == "runs.csv:1: columns 3 and 12 are both 'tp'");
+    CHECK(parse_error("pp,dp,tp,gpus,global_batch,micro_batch,hidden,heads,layers,seq_len\n").find(
+              "the header has no measured time") != std::string::npos);
+  }
+  SUBCASE("a setting value its field refuses") {
+    const auto msg = parse_error(std::string(kHeaded) + ",recompute,virtual_stages\n" + row +
+                                 ",full,2\n" + row + ",fulll,2\n");
+    CHECK(msg.find("runs.csv:3: column 12 (recompute): 'fulll' is not one of") == 0);
+    const auto bad_int = parse_error(std::string(kHeaded) + ",virtual_stages\n" + row + ",two\n");
+    CHECK(bad_int.find("runs.csv:2: column 12 (virtual_stages):") == 0);
+  }
+  SUBCASE("core cells, column count and layout as in the vTrain form") {
+    CHECK(parse_error(std::string(kHeaded) + "\n2,4,8,64,64,1,4096,32,32,2048,-1\n").find(
+              "runs.csv:2: column 11 (iteration_s): '-1' is not a positive number") == 0);
+    CHECK(parse_error(std::string(kHeaded) + "\n2,4,8,64,64,1,4096,32,32,2048\n").find(
+              "runs.csv:2: expected 11 comma-separated columns, got 10") == 0);
+    CHECK(parse_error(std::string(kHeaded) + "\n2,4,8,32,64,1,4096,32,32,2048,1\n").find(
+              "tp · dp · pp = 8 · 4 · 2 does not equal the 32 GPUs") != std::string::npos);
+  }
+  SUBCASE("a header without rows") {
+    CHECK(parse_error(std::string(kHeaded) + "\n") ==
+          "runs.csv: no measured rows (only blank or '#' lines and the header)");
+  }
+}

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -93,19 +94,51 @@ TEST_CASE("a measured row maps to a scenario with its shape, layout and the fixe
   CHECK(sc.parallel.global_batch == 32);
 
   SUBCASE("user overrides apply to every row, row values win") {
-    const Scenario b = validation_base_scenario({"dgx-a100-80gb", "", {"model.vocab=50304", "parallel.tp=4"}});
+    const Scenario b = validation_base_scenario({"dgx-a100-80gb", "", {"model.vocab=50304", "parallel.tp=4"}, ""});
     const Scenario s = scenario_for_run(b, run, "runs.csv");
     CHECK(s.model.vocab == 50304);
     CHECK(s.parallel.tp == 2);
   }
-  SUBCASE("more GPUs than one node is an error naming the row") {
-    const MeasuredRun big = make_run(9, 8, 2, 1, 1, 2, 1024, 12);
+  SUBCASE("the cluster is sized per row: ceil(GPUs / GPUs per node) nodes of the profile") {
+    // Regression (issue 10 §4): every row ran on one node, and a 16-GPU row was refused.
+    CHECK(sc.hardware.nodes == 1);
+    CHECK(scenario_for_run(base, make_run(9, 8, 2, 1, 1, 2, 1024, 12), "runs.csv").hardware.nodes == 2);
+    CHECK(scenario_for_run(base, make_run(9, 8, 2, 4, 1, 2, 1024, 12), "runs.csv").hardware.nodes == 8);
+    CHECK(scenario_for_run(base, make_run(9, 4, 3, 1, 1, 3, 1024, 12), "runs.csv").hardware.nodes == 2);
+    Scenario four_per_node = base;
+    four_per_node.hardware.gpus_per_node = 4;
+    CHECK(scenario_for_run(four_per_node, make_run(9, 4, 3, 1, 1, 3, 1024, 12), "runs.csv").hardware.nodes == 3);
+  }
+  SUBCASE("a hardware.nodes column too small for the row is an error naming the row") {
+    MeasuredRun big = make_run(9, 8, 2, 1, 1, 2, 1024, 12);
+    big.settings.push_back({"hardware.nodes", "hardware.nodes", "1"});
     try {
       scenario_for_run(base, big, "runs.csv");
       FAIL("no error");
     } catch (const lynx::Error& e) {
       CHECK(std::string(e.what()).find("runs.csv:9: the row uses 16 GPUs") == 0);
     }
+  }
+  SUBCASE("settings columns win over the fixed settings and the --recompute default") {
+    BaseOptions options;
+    options.recompute = "selective";
+    const Scenario selective_base = validation_base_scenario(options);
+    CHECK(selective_base.recompute.strategy == RecomputeKind::kSelective);
+    CHECK(scenario_for_run(selective_base, run, "runs.csv").recompute.strategy ==
+          RecomputeKind::kSelective);
+    MeasuredRun r = run;
+    r.settings = {{"recompute.strategy", "recompute", "full"},
+                  {"parallel.sequence_parallel", "sequence_parallel", "true"},
+                  {"parallel.virtual_stages", "virtual_stages", "2"},
+                  {"model.ffn_hidden", "ffn_hidden", "5000"}};
+    const Scenario s = scenario_for_run(selective_base, r, "runs.csv");
+    CHECK(s.recompute.strategy == RecomputeKind::kFull);
+    CHECK(s.parallel.sequence_parallel);
+    CHECK(s.parallel.virtual_stages == 2);
+    CHECK(s.parallel.schedule == ScheduleKind::kInterleaved);  // Megatron: virtual stages
+    CHECK(s.model.ffn_hidden == 5000);
+    r.settings.push_back({"parallel.schedule", "schedule", "1f1b"});  // stated: kept as given
+    CHECK(scenario_for_run(selective_base, r, "runs.csv").parallel.schedule == ScheduleKind::kOneFOneB);
   }
   SUBCASE("simulate_runs predicts what lynx::simulate predicts, with the signed error") {
     const auto rows = simulate_runs(base, {run}, {0}, "runs.csv");
@@ -345,5 +378,54 @@ TEST_CASE("the fit workflow: start scores, two folds, the final fit and the fitt
     CHECK(r.folds.empty());
     CHECK(r.final_fit.values == result.final_fit.values);
     CHECK_THROWS_AS(fitted_profile(quick, r, "x"), lynx::Error);
+  }
+}
+
+TEST_CASE("a headed multi-node CSV simulates each row as the scenario its columns describe") {
+  // Synthetic rows (the "measured" times are made up: this tests plumbing, nothing is fitted
+  // to them), written to a file and read back as `lynxsim validate` reads it.
+  const std::filesystem::path csv = std::filesystem::temp_directory_path() / "lynxsim-test-multinode.csv";
+  {
+    std::ofstream out(csv);
+    out << "# synthetic rows for a plumbing test\n"
+           "tp,pp,dp,gpus,global_batch,micro_batch,hidden,heads,layers,seq_len,iteration_s,"
+           "recompute,sequence_parallel,virtual_stages\n"
+           "8,2,4,64,32,1,2048,16,8,1024,2.5,full,true,2\n"
+           "8,1,2,16,8,1,1024,16,4,1024,0.5,,,\n";
+  }
+  const auto runs = load_measured_runs(csv.string());
+  std::filesystem::remove(csv);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].iteration_ms == 2500.0);
+  const Scenario base = validation_base_scenario({});
+  const auto rows = simulate_runs(base, runs, all_rows(runs.size()), "multinode.csv", {}, 2);
+  // The same two scenarios spelled out independently, as `lynxsim run --set` would take them.
+  auto expected_ms = [](std::vector<std::string> layout) {
+    std::vector<std::string> o = {"hardware.profile=dgx-a100-80gb", "model.preset=", "model.vocab=51200",
+                                  "model.flash_attention=false", "parallel.distributed_optimizer=false",
+                                  "parallel.dp_overlap=end", "model.seq_len=1024", "model.heads=16"};
+    o.insert(o.end(), layout.begin(), layout.end());
+    return simulate(model::default_scenario(o)).result.iteration_time_s * 1e3;
+  };
+  const double first = expected_ms({"hardware.nodes=8", "model.hidden=2048", "model.ffn_hidden=8192",
+                                    "model.layers=8", "parallel.tp=8", "parallel.pp=2", "parallel.dp=4",
+                                    "parallel.micro_batch=1", "parallel.global_batch=32",
+                                    "parallel.sequence_parallel=true", "parallel.schedule=interleaved",
+                                    "parallel.virtual_stages=2", "recompute.strategy=full"});
+  const double second = expected_ms({"hardware.nodes=2", "model.hidden=1024", "model.ffn_hidden=4096",
+                                     "model.layers=4", "parallel.tp=8", "parallel.pp=1", "parallel.dp=2",
+                                     "parallel.micro_batch=1", "parallel.global_batch=8",
+                                     "parallel.sequence_parallel=false", "parallel.schedule=1f1b",
+                                     "parallel.virtual_stages=1", "recompute.strategy=none"});
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].predicted_ms == first);
+  CHECK(rows[1].predicted_ms == second);
+  CHECK(rows[0].error_percent == doctest::Approx(100.0 * (first - 2500.0) / 2500.0));
+  SUBCASE("--recompute sets the rows without a recompute cell; the cell wins") {
+    BaseOptions options;
+    options.recompute = "selective";
+    const auto selective = simulate_runs(validation_base_scenario(options), runs, all_rows(2), "multinode.csv");
+    CHECK(selective[0].predicted_ms == first);  // its column says full
+    CHECK(selective[1].predicted_ms != second);
   }
 }
