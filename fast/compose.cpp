@@ -51,6 +51,10 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
                          const model::Workload& workload, StepCache& cache, bool measure_windows) {
   const ParallelSpec& p = sc.parallel;
+  // The scenario loader refuses the pair with the key to blame; this guards other callers.
+  if (p.schedule == ScheduleKind::kZbH1)
+    fail("parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole backward steps; it "
+         "has no deferred weight-gradient passes)");
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);

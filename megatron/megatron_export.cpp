@@ -55,6 +55,9 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (p.schedule == ScheduleKind::kInterleaved)
     option("--num-layers-per-virtual-pipeline-stage",
            std::to_string(m.layers / (p.pp * p.virtual_stages)));
+  if (p.schedule == ScheduleKind::kZbH1)
+    comments.push_back("parallel.schedule zb-h1 has no Megatron-LM argument (Qi et al.'s zero-bubble "
+                       "fork schedules it); closest: its 1F1B schedule (the default, printed here).");
   if (p.schedule == ScheduleKind::kGpipe)
     comments.push_back("parallel.schedule gpipe has no Megatron-LM equivalent; closest: its 1F1B "
                        "schedule (the default, printed here).");

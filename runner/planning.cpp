@@ -14,7 +14,8 @@ namespace lynx::runner {
 namespace {
 
 /// The planners' inputs measured on the keep-everything baseline run.
-strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& baseline) {
+strategies::PlanningInputs measure_inputs(const Scenario& sc, const model::Workload& workload,
+                                          const EngineRun& baseline) {
   const ParallelSpec& p = sc.parallel;
   const int virtual_stages = p.pp * p.virtual_stages;
   const int micro_batches = p.global_batch / (p.micro_batch * p.dp);
@@ -26,12 +27,15 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const EngineRun& b
   for (int k = 0; k < p.pp; ++k) {
     const auto& steps = order[static_cast<size_t>(k)];
     for (size_t i = 1; i < steps.size(); ++i)
-      if (!steps[i].forward && steps[i - 1].forward && steps[i - 1].chunk == steps[i].chunk)
+      if (steps[i].backward() && steps[i - 1].forward && steps[i - 1].chunk == steps[i].chunk)
         ++in.forward_windowed_steps[static_cast<size_t>(steps[i].chunk * p.pp + k)];
   }
-  for (int k = 0; k < p.pp; ++k)
+  for (int k = 0; k < p.pp; ++k) {
     in.in_flight_chunks.push_back(
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, p.virtual_stages));
+    in.weight_pending.push_back(schedule::weight_pending_micro_batches(p.schedule, p.pp, k, micro_batches));
+  }
+  for (const model::Op& op : workload.layer) in.weight_pass_bytes_per_layer += schedule::weight_pass_bytes(op).total();
   if (sc.sim.mode == SimMode::kFast) {  // the windows of the fast-mode baseline (capacities only: no
                                         // per-window timelines, so no SM-sharing cost yet)
     in.windows = strategies::stage_windows(baseline.fast.window_capacity, baseline.fast.forward_window_capacity,
@@ -88,7 +92,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
   RecomputeSpec keep;
   const auto uniform = strategies::uniform_partition(sc.model.layers, virtual_stages);
   out.baseline = runs.run(strategies::plan_fixed_strategy(keep, uniform), "the baseline");
-  strategies::PlanningInputs inputs = measure_inputs(sc, runs[out.baseline]);
+  strategies::PlanningInputs inputs = measure_inputs(sc, workload, runs[out.baseline]);
   po.windows = inputs.windows;
   out.baseline_seconds = seconds_since(started);
 

@@ -319,8 +319,10 @@ std::vector<FieldDesc> scenario_field_table() {
       "parallel.schedule", kScn,
       {{"gpipe", ScheduleKind::kGpipe},
        {"1f1b", ScheduleKind::kOneFOneB},
-       {"interleaved", ScheduleKind::kInterleaved}},
-      "pipeline schedule", [](auto& s) -> auto& { return s.parallel.schedule; }));
+       {"interleaved", ScheduleKind::kInterleaved},
+       {"zb-h1", ScheduleKind::kZbH1}},
+      "pipeline schedule (zb-h1: 1F1B with the backward split into input- and weight-gradient "
+      "passes, weight passes deferred into the bubbles; Qi et al., ICLR 2024; exact mode only)", [](auto& s) -> auto& { return s.parallel.schedule; }));
   t.push_back(integer_field(
       "parallel.virtual_stages", kScn, 1, kMaxLayers,
       "model chunks per GPU; > 1 only with the interleaved schedule",

@@ -28,7 +28,8 @@ struct ModelSpec {
   bool flash_attention = false;
 };
 
-enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved };
+/// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.
+enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
 enum class DpOverlap { kBucketed, kEnd };
 
 struct ParallelSpec {

@@ -537,7 +537,7 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
   for (const char* key :
        {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
-        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes"}) {
+        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode"}) {
     known_key(keys, key);
   }
   const ParallelSpec& p = s.parallel;
@@ -564,6 +564,13 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "{}: key 'parallel.virtual_stages': {} model chunks per GPU need schedule "
         "'interleaved'",
         origins.origin_of("parallel.virtual_stages"), p.virtual_stages);
+  }
+  if (p.schedule == ScheduleKind::kZbH1 && s.sim.mode == SimMode::kFast) {
+    const std::string key = origins.blame({"parallel.schedule", "sim.mode"});
+    fail(
+        "{}: key '{}': parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole "
+        "backward steps; it has no deferred weight-gradient passes)",
+        origins.origin_of(key), key);
   }
   if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
     fail(

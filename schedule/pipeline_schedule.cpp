@@ -1,5 +1,6 @@
 #include "schedule/pipeline_schedule.hpp"
 
+#include "common/bytes.hpp"
 #include "common/error.hpp"
 
 #include <algorithm>
@@ -55,6 +56,33 @@ std::vector<PipeStep> interleaved_stage(int stages, int stage, int micro_batches
   return steps;
 }
 
+/// ZB-H1 (Qi et al. 2024, Sec. 3.1 and Fig. 3): 1F1B's order of forward (F) and input-gradient
+/// (B) passes, with stage k's weight-gradient passes (W) deferred by k micro-batches: a W
+/// follows a B once more than k B passes are waiting for theirs, and the last k fill the
+/// cool-down. Every stage then has p micro-batches between F and W (1F1B's stage 0 count),
+/// B passes reach stage 0 sooner, and the deferred W fill the tail bubble: with
+/// T_F = T_B = T_W and free communication the bubble is (p − 1)(T_F + T_B − T_W), a third of
+/// 1F1B's (p − 1)(T_F + T_B + T_W) (tested on the engine).
+std::vector<PipeStep> zb_h1_stage(int stages, int stage, int micro_batches) {
+  const int warmup = std::min(stages - stage - 1, micro_batches);
+  std::vector<PipeStep> steps;
+  int next_fwd = 0;
+  int next_bwd = 0;
+  int next_weight = 0;
+  auto backward_then_weight = [&] {
+    steps.push_back({false, next_bwd++, 0});
+    if (next_bwd - next_weight > stage) steps.push_back({false, next_weight++, 0, true});
+  };
+  for (; next_fwd < warmup; ++next_fwd) steps.push_back({true, next_fwd, 0});
+  while (next_fwd < micro_batches) {
+    steps.push_back({true, next_fwd++, 0});
+    backward_then_weight();
+  }
+  while (next_bwd < micro_batches) backward_then_weight();
+  while (next_weight < micro_batches) steps.push_back({false, next_weight++, 0, true});
+  return steps;
+}
+
 }  // namespace
 
 std::vector<std::vector<PipeStep>> pipeline_order(ScheduleKind kind, int stages, int micro_batches,
@@ -77,6 +105,7 @@ std::vector<std::vector<PipeStep>> pipeline_order(ScheduleKind kind, int stages,
       case ScheduleKind::kInterleaved:
         steps = interleaved_stage(stages, s, micro_batches, chunks);
         break;
+      case ScheduleKind::kZbH1: steps = zb_h1_stage(stages, s, micro_batches); break;
     }
   }
   return order;
@@ -86,7 +115,8 @@ int max_in_flight_micro_batches(ScheduleKind kind, int stages, int stage, int mi
                                 int chunks) {
   switch (kind) {
     case ScheduleKind::kGpipe: return micro_batches;
-    case ScheduleKind::kOneFOneB: return std::min(stages - stage, micro_batches);
+    case ScheduleKind::kOneFOneB:
+    case ScheduleKind::kZbH1: return std::min(stages - stage, micro_batches);
     case ScheduleKind::kInterleaved: {
       // Warm-up forwards plus the one in flight, counted in chunks (micro-batch × chunk pairs).
       const int warmup = (stages - stage - 1) * 2 + (chunks - 1) * stages + 1;
@@ -94,6 +124,26 @@ int max_in_flight_micro_batches(ScheduleKind kind, int stages, int stage, int mi
     }
   }
   return micro_batches;
+}
+
+int weight_pending_micro_batches(ScheduleKind kind, int stages, int stage, int micro_batches) {
+  if (kind != ScheduleKind::kZbH1) return 0;
+  // At the peak (after a steady-state forward) min(p − k, m) wait for B; of the B done by then
+  // (m − (p − k) at most, as the steady state has m − (p − k − 1) forwards), k wait for W.
+  return std::max(0, std::min(stage, micro_batches - (stages - stage)));
+}
+
+WeightPassBytes weight_pass_bytes(const model::Op& op) {
+  WeightPassBytes out;
+  if (op.kind != model::OpKind::kGemm || op.bwd_wgrad_flops <= 0) return out;
+  const std::int64_t output =
+      static_cast<std::int64_t>(kBytesPerElement) * op.gemm_m * op.gemm_n * op.gemm_batch;
+  const auto saved = static_cast<std::int64_t>(op.saved_bytes);
+  out.input = op.saves == model::Saves::kInput           ? saved
+              : op.saves == model::Saves::kInputAndOutput ? std::max<std::int64_t>(0, saved - output)
+                                                          : 0;
+  out.output_grad = output;
+  return out;
 }
 
 }  // namespace lynx::schedule

@@ -239,6 +239,11 @@ class Builder {
     sim::TaskId compute_tail = -1;  ///< the last compute task of the previous step
     DpBuckets dp;
   };
+  /// One layer's gradients are final after `after` (bucketed: into the open bucket).
+  void layer_gradients_final(GpuSteps& g, sim::TaskId after);
+  /// Virtual stage vs's gradients are final after `after`: its embedding / head parameters
+  /// join the last bucket, which is flushed (or everything is counted for the end).
+  void chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after);
   /// One pipeline step of the current GPU: its virtual stage, plan and instance prefix.
   struct StepInfo {
     PipeStep st;
@@ -270,8 +275,19 @@ class Builder {
                                sim::TaskId after, const WindowHook& on_window = {});
   /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
   sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after);
+  /// `defer_wgrad` (ZB-H1's B pass): dgrads only; what each weight GEMM's wgrad still needs
+  /// (schedule::weight_pass_bytes) stays allocated for emit_weight_ops.
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                const WindowHook& on_window = {});
+                                const WindowHook& on_window = {}, bool defer_wgrad = false);
+  /// ZB-H1's W pass of one layer: the wgrad GEMMs deferred by emit_backward_ops, in backward
+  /// order (with SP, each after the all-gather of its sharded input), freeing what they held.
+  sim::TaskId emit_weight_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after);
+  /// ZB-H1's weight step: every layer's W pass of one micro-batch, top-down, with the gradient
+  /// buckets (`grads_final`: the chunk's last weight step).
+  void emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps& g);
+  bool zero_bubble() const { return p_.schedule == ScheduleKind::kZbH1; }
+  /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only).
+  static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::OpGroup::kLayerInput) + 1;
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
   /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
   /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
@@ -429,7 +445,7 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
-                                       const WindowHook& on_window) {
+                                       const WindowHook& on_window, bool defer_wgrad) {
   sim::TaskId wait = after;
   sim::TaskId last = after;
   sim::TaskId last_kernel = -1;
@@ -456,8 +472,10 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     }
     // Sequence parallelism: the GEMM's input was saved sharded; its all-gather is issued
     // before the dgrad (overlapping it) and the wgrad waits for it (Megatron's SP backward).
+    const bool has_wgrad = ops[i].t.wgrad_ps > 0;
+    const bool wgrad_here = has_wgrad && !defer_wgrad;
     sim::TaskId input_gather = -1;
-    if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1)
+    if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1 && wgrad_here)
       input_gather = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather,
                                      tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
                                      ops[i].names.input_ag, {last});
@@ -470,10 +488,15 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     wait = -1;
     last = dgrad;
     last_kernel = dgrad;
-    // The op's saved activations are consumed by its dgrad and wgrad (freed after the last).
-    const bool has_wgrad = ops[i].t.wgrad_ps > 0;
+    // The op's saved activations are consumed by its dgrad and wgrad (freed after the last);
+    // a deferred wgrad keeps its input and the output gradient until the weight pass.
     const auto saved = static_cast<std::int64_t>(op.saved_bytes);
     if (!has_wgrad) add_mem(dgrad, -saved, tag_of(op.group), true);
+    if (has_wgrad && defer_wgrad) {
+      const WeightPassBytes held = weight_pass_bytes(op);
+      add_mem(dgrad, held.output_grad, kOutputGradTag, false);
+      add_mem(dgrad, held.input - saved, tag_of(op.group), true);
+    }
     // The collective feeding this op in forward (Megatron's `f`: identity forward, all-reduce
     // backward; with SP the all-gather whose backward is a reduce-scatter) starts right after
     // the dgrad and overlaps the wgrad.
@@ -485,7 +508,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
           emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
                           tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
     }
-    if (has_wgrad) {
+    if (wgrad_here) {
       TaskArgs w;
       w.name = ops[i].names.wgrad;
       w.work_ps = ops[i].t.wgrad_ps;
@@ -497,6 +520,30 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     if (input_grad_comm >= 0) wait = input_grad_comm;
   }
   return wait >= 0 ? wait : last;
+}
+
+sim::TaskId Builder::emit_weight_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after) {
+  sim::TaskId last = after;
+  for (size_t i = ops.size(); i-- > 0;) {
+    const Op& op = ops[i].op;
+    if (op.kind == OpKind::kCollective || ops[i].t.wgrad_ps <= 0) continue;
+    // SP: the input was kept sharded; gather it again for the wgrad (the tp stream runs the
+    // gathers of a weight step back to back, ahead of the GEMMs that wait for them).
+    sim::TaskId input_gather = -1;
+    if (op.bwd_input_allgather_bytes > 0 && p_.tp > 1)
+      input_gather = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather,
+                                     tp_ranks(), tp_communicator(), op.bwd_input_allgather_bytes,
+                                     ops[i].names.input_ag, {after});
+    TaskArgs w;
+    w.name = ops[i].names.wgrad;
+    w.work_ps = ops[i].t.wgrad_ps;
+    w.flops = op.bwd_wgrad_flops;
+    last = add_task(w, {last, input_gather});
+    const WeightPassBytes held = weight_pass_bytes(op);
+    add_mem(last, -held.input, tag_of(op.group), true);
+    add_mem(last, -held.output_grad, kOutputGradTag, true);
+  }
+  return last;
 }
 
 sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
@@ -557,7 +604,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
   // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
   // may recompute its layers in this forward's exposed TP collectives.
-  const bool next_is_backward = next && !next->forward && next->chunk == st.chunk;
+  const bool next_is_backward = next && next->backward() && next->chunk == st.chunk;
   for (size_t l = 0; l < sp.layers.size(); ++l) {
     WindowHook hook;
     if (next_is_backward && sp.layers[l].overlapped() && sp.layers[l].window == Window::kFwdTpComm) {
@@ -623,8 +670,6 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
   const sim::TaskId step_marker = after;
   if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
   if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
-  const bool bucketed = p_.dp_overlap == DpOverlap::kBucketed;
-  const std::uint64_t bucket_limit = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
   for (int l = top; l >= 0; --l) {
     const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
     set_layer_instance(step, l);
@@ -638,29 +683,51 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
       after = emit_recompute(d, kCompute, after);
     }
     const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
-    after = emit_backward_ops(layer_, after, window_for(l - 1));
+    after = emit_backward_ops(layer_, after, window_for(l - 1), zero_bubble());
     layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
                             static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
-    if (grads_final && bucketed) {
-      g.dp.bucket_params += work_.layer_params;
-      if (g.dp.bucket_params >= bucket_limit) flush_dp_bucket(g.dp, after);
-    }
+    if (grads_final) layer_gradients_final(g, after);
   }
   set_instance(step.mb);
   if (vs == 0) after = emit_backward_ops(embedding_, after);
   g.compute_tail = after;
-  if (grads_final) {
-    const std::uint64_t layer_grads = work_.layer_params * sp.layers.size();
-    const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
-    if (bucketed) {
-      g.dp.bucket_params += chunk_extra;
-      flush_dp_bucket(g.dp, after);
-    } else {
-      g.dp.total_params += chunk_extra + layer_grads;
-    }
-  }
+  if (grads_final) chunk_gradients_final(vs, g, after);
   if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
   add_step_span(st, step_marker, after, vs > 0);
+}
+
+void Builder::layer_gradients_final(GpuSteps& g, sim::TaskId after) {
+  if (p_.dp_overlap != DpOverlap::kBucketed) return;
+  g.dp.bucket_params += work_.layer_params;
+  if (g.dp.bucket_params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush_dp_bucket(g.dp, after);
+}
+
+void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
+  const std::uint64_t layer_grads = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+  const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
+  if (p_.dp_overlap == DpOverlap::kBucketed) {
+    g.dp.bucket_params += chunk_extra;
+    flush_dp_bucket(g.dp, after);
+  } else {
+    g.dp.total_params += chunk_extra + layer_grads;
+  }
+}
+
+void Builder::emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_name("weight");
+  sim::TaskId after = add_task(marker, {});
+  const sim::TaskId step_marker = after;
+  for (int l = static_cast<int>(step.sp.layers.size()) - 1; l >= 0; --l) {
+    set_layer_instance(step, l);
+    after = emit_weight_ops(layer_, after);
+    if (grads_final) layer_gradients_final(g, after);
+  }
+  set_instance(step.mb);
+  g.compute_tail = after;
+  if (grads_final) chunk_gradients_final(step.vs, g, after);
+  add_step_span(step.st, step_marker, after, false);
 }
 
 void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
@@ -676,7 +743,8 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
   const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];
 
-  // Last backward step of each chunk: gradients of that chunk are final after it.
+  // Last backward step of each chunk: gradients of that chunk are final after it (ZB-H1: its
+  // last weight step, which comes after every input-gradient step).
   std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
   for (size_t i = 0; i < steps.size(); ++i)
     if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
@@ -692,13 +760,14 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
                            : part_ && part_->has_following ? &part_->following
                                                            : nullptr;
+    const bool grads_final = part_ ? part_->grads_final[si]
+                                   : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)];
     if (step.st.forward) {
       emit_forward_step(step, next, g);
+    } else if (step.st.weight) {
+      emit_weight_step(step, grads_final, g);
     } else {
-      emit_backward_step(step,
-                         part_ ? part_->grads_final[si]
-                               : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)],
-                         g);
+      emit_backward_step(step, grads_final, g);
     }
   }
   if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
@@ -731,6 +800,7 @@ BuiltProgram Builder::build() {
   set_instance("");
   name_recompute_ = intern_name("recompute");
   prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
+  if (zero_bubble()) prog_.tags.push_back("grad/held_for_weight_pass");  // kOutputGradTag
 
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   BuiltProgram out;

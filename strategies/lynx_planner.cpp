@@ -305,8 +305,11 @@ StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_
     pr.layers += n;
   }
   if (!pr.fwd_window_steps.empty()) pr.micro_batches = micro_batches_;
+  const std::int64_t weight_pending =
+      static_cast<size_t>(stage) < inputs_.weight_pending.size() ? inputs_.weight_pending[static_cast<size_t>(stage)] : 0;
   pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
-                    model::static_bytes(sc_, params) - pr.in_flight * extras - cut;
+                    model::static_bytes(sc_, params) - pr.in_flight * extras -
+                    weight_pending * pr.layers * inputs_.weight_pass_bytes_per_layer - cut;
   return pr;
 }
 
@@ -318,22 +321,37 @@ StageSolution LynxPlanner::solve(const StageProblem& pr) const {
   return solve_stage_milp(pr, o);
 }
 
-/// Recomputation-aware partition (one chunk per GPU): minimise the slowest stage's time per
-/// micro-batch — its layers, embedding / head, and exposed recompute under its own memory
-/// budget (early 1F1B stages hold more micro-batches) — by dynamic programming over
-/// contiguous splits.
+/// Layers per virtual stage (chunk c of GPU k: c·pp + k) when every chunk of GPU k holds
+/// per_gpu[k] layers.
+std::vector<int> LynxPlanner::per_virtual_stage(const std::vector<int>& per_gpu) const {
+  std::vector<int> per_vs(static_cast<size_t>(virtual_stages_), 0);
+  for (int c = 0; c < chunks_; ++c)
+    for (int k = 0; k < p_.pp; ++k) per_vs[static_cast<size_t>(c * p_.pp + k)] = per_gpu[static_cast<size_t>(k)];
+  return per_vs;
+}
+
+TimePs LynxPlanner::partition_stage_time_ps(int k, int n, std::int64_t cut) const {
+  std::vector<int> per_gpu(static_cast<size_t>(p_.pp), 0);
+  per_gpu[static_cast<size_t>(k)] = n;
+  const StageSolution s = solve_stage_heuristic(problem(k, per_virtual_stage(per_gpu), cut));
+  if (!s.feasible) return kInfeasiblePs;
+  return chunks_ * n * (layer_ps_ + inputs_.tp_exposed_per_layer_ps) + (k == 0 ? embedding_ps_ : 0) +
+         (k == p_.pp - 1 ? head_ps_ : 0) + s.exposed_ps;
+}
+
+/// Recomputation-aware partition: minimise the slowest GPU's time per micro-batch
+/// (partition_stage_time_ps: early 1F1B stages hold more micro-batches, so must recompute
+/// more) by dynamic programming over contiguous splits. With interleaving (v chunks per GPU)
+/// every chunk of GPU k holds the same n_k layers, as Megatron's chunks do: the split is of
+/// layers / v "layer rows" over the pp GPUs, and GPU k's time and budget cover all its chunks.
 std::vector<int> LynxPlanner::balanced_partition(const std::vector<std::int64_t>& cut) const {
-  const int pp = p_.pp;
-  auto stage_time = [&](int k, int n) {
-    std::vector<int> per_vs(static_cast<size_t>(pp), 0);
-    per_vs[static_cast<size_t>(k)] = n;
-    const StageSolution s = solve_stage_heuristic(problem(k, per_vs, cut[static_cast<size_t>(k)]));
-    if (!s.feasible) return kInfeasiblePs;
-    return n * (layer_ps_ + inputs_.tp_exposed_per_layer_ps) + (k == 0 ? embedding_ps_ : 0) +
-           (k == pp - 1 ? head_ps_ : 0) + s.exposed_ps;
-  };
-  std::vector<int> split = min_max_partition(sc_.model.layers, pp, stage_time);
-  return split.empty() ? uniform_partition(sc_.model.layers, pp) : split;  // nothing fits anyway
+  LYNX_CHECK(sc_.model.layers % chunks_ == 0, "{} layers over {} chunks per GPU", sc_.model.layers, chunks_);
+  const std::vector<int> split =
+      min_max_partition(sc_.model.layers / chunks_, p_.pp, [&](int k, int n) {
+        return partition_stage_time_ps(k, n, cut[static_cast<size_t>(k)]);
+      });
+  if (split.empty()) return uniform_partition(sc_.model.layers, virtual_stages_);  // nothing fits anyway
+  return per_virtual_stage(split);
 }
 
 RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
@@ -368,10 +386,7 @@ RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
 
 SearchResult LynxPlanner::search(const std::vector<std::int64_t>& cut, const SolveProgress& progress) const {
   std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
-  if (sc_.recompute.partition == PartitionKind::kBalanced) {
-    if (chunks_ > 1) fail("recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
-    layers_per_vs = balanced_partition(cut);
-  }
+  if (sc_.recompute.partition == PartitionKind::kBalanced) layers_per_vs = balanced_partition(cut);
   SearchResult out;
   for (int k = 0; k < p_.pp; ++k) {
     out.problems.push_back(problem(k, layers_per_vs, cut[static_cast<size_t>(k)]));

@@ -71,6 +71,10 @@ struct PlanningInputs {
   /// Per virtual stage (or empty): its backward steps that directly follow one of its forward
   /// steps on the GPU (those have a forward window), out of the micro-batches.
   std::vector<int> forward_windowed_steps;
+  /// Per pipeline stage (or empty: none): micro-batches whose deferred weight pass (ZB-H1) is
+  /// pending at the stage's peak, each holding weight_pass_bytes_per_layer per layer.
+  std::vector<int> weight_pending;
+  std::int64_t weight_pass_bytes_per_layer = 0;
 };
 
 /// One search: every pipeline stage's problem and solution, and the plan they make.
@@ -113,11 +117,18 @@ class LynxPlanner {
 
   const PlanningInputs& inputs() const { return inputs_; }
 
+  /// The recomputation-aware partition's objective for GPU `stage` holding `layers_per_chunk`
+  /// layers in each of its chunks (budget cut by `cut_bytes`): its time per micro-batch —
+  /// layers, embedding / head, exposed recompute of lynx-heu's plan under its own memory
+  /// budget — or kInfeasiblePs when nothing fits. The balanced split minimises its maximum.
+  TimePs partition_stage_time_ps(int stage, int layers_per_chunk, std::int64_t cut_bytes) const;
+
  private:
   int in_flight(int stage) const;
   StageProblem problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const;
   StageSolution solve(const StageProblem& pr) const;
   std::vector<int> balanced_partition(const std::vector<std::int64_t>& cut) const;
+  std::vector<int> per_virtual_stage(const std::vector<int>& per_gpu) const;
   RecomputePlan materialize(const std::vector<int>& layers_per_vs,
                             const std::vector<StageSolution>& solutions) const;
   RecomputePlan solve_restricted(const SearchResult& searched,

@@ -10,7 +10,7 @@ FUZZ = ROOT / "tests" / "fuzz"
 
 UNITS = ["B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "B/s", "GB/s", "Gb/s", "Tb/s",
          "b/s", "FLOPS", "TFLOPS", "PFLOPS", "FLOP/s", "ps", "ns", "us", "ms", "s", "k", "M", "G"]
-WORDS = ["true", "false", "1f1b", "gpipe", "interleaved", "bucketed", "end", "balanced", "uniform",
+WORDS = ["true", "false", "1f1b", "gpipe", "interleaved", "zb-h1", "bucketed", "end", "balanced", "uniform",
          "block", "none", "full", "selective", "checkmate", "lynx-heu", "lynx-opt", "keep", "demand",
          "overlap", "bwd-tp", "pp-wait", "fwd-tp", "post", "proj", "core", "mlp", "input", "ring",
          "tree", "gpt-1.3b", "gpt-13b", "gpt-175b", "dgx-a100-80gb", "a100-pcie-40gb",

@@ -300,8 +300,8 @@ TEST_CASE("bad units, zero and negative quantities") {
 }
 
 TEST_CASE("bad enum values list the allowed ones") {
-  CHECK(load_error(kHeader + "parallel:\n  schedule: zb-h1\n") ==
-        "t.yaml:4:13: key 'parallel.schedule': 'zb-h1' is not one of: gpipe, 1f1b, interleaved");
+  CHECK(load_error(kHeader + "parallel:\n  schedule: zb-v\n") ==
+        "t.yaml:4:13: key 'parallel.schedule': 'zb-v' is not one of: gpipe, 1f1b, interleaved, zb-h1");
   CHECK(load_error(kHeader + "recompute:\n  strategy: lynx\n") ==
         "t.yaml:4:13: key 'recompute.strategy': 'lynx' is not one of: none, full, selective, "
         "checkmate, lynx-heu, lynx-opt");

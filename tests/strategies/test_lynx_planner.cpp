@@ -211,3 +211,57 @@ TEST_CASE("a forward-window recompute costs its window share only in the steps t
   bwd.decision.window = Window::kBwdTpComm;
   CHECK(exposed_ps(p, 0, bwd) == 10'000'000);  // the backward window (empty here) is not averaged
 }
+
+TEST_CASE("interleaved balanced partition: equal chunks per GPU, the min-max split of the partition's objective") {
+  // pp 4 × v 2, 16 synthetic layers (3 us, 1 MB each), an LM head of 18 us (all passes) on
+  // the last GPU, interleaved in-flight counts (11, 9, 7, 5 chunks) and a 16 MB budget, so
+  // early GPUs must recompute (on demand: no windows) what they hold beyond it.
+  Scenario sc = test::synthetic_scenario(4, 8, 2, ScheduleKind::kInterleaved);
+  sc.model.layers = 16;
+  sc.hardware.memory_bytes = 16'000'000;
+  sc.recompute.strategy = RecomputeKind::kLynxHeu;
+  sc.recompute.partition = PartitionKind::kBalanced;
+  const hw_models::Topology topo(sc.hardware);
+  model::Workload w = test::synthetic_workload();
+  model::Op head = w.layer[0];
+  head.name = "head";
+  head.group = model::OpGroup::kLayerInput;
+  head.saved_bytes = 0;
+  head.fwd_flops = head.bwd_dgrad_flops = head.bwd_wgrad_flops = 6e9;  // 6 us each
+  w.head = {head};
+  PlanningInputs in;
+  in.windows.assign(8, StageWindows{});
+  in.in_flight_chunks = {11, 9, 7, 5};
+  const LynxPlanner planner(sc, topo, w, in);
+  const std::vector<std::int64_t> cut(4, 0);
+  const SearchResult out = planner.search(cut);
+  REQUIRE(out.plan.stages.size() == 8);
+  std::vector<int> per_gpu(4);
+  int total = 0;
+  for (int k = 0; k < 4; ++k) {
+    per_gpu[static_cast<size_t>(k)] = static_cast<int>(out.plan.stages[static_cast<size_t>(k)].layers.size());
+    CHECK(out.plan.stages[static_cast<size_t>(4 + k)].layers.size() == out.plan.stages[static_cast<size_t>(k)].layers.size());
+    total += 2 * per_gpu[static_cast<size_t>(k)];
+  }
+  CHECK(total == 16);
+  for (size_t vs = 1; vs < 8; ++vs)
+    CHECK(out.plan.stages[vs].first_layer ==
+          out.plan.stages[vs - 1].first_layer + static_cast<int>(out.plan.stages[vs - 1].layers.size()));
+  CHECK(per_gpu[3] == 1);  // the GPU with the head gets the fewest layers
+  // Brute force over every split of the 8 layer rows: none has a smaller slowest GPU.
+  auto slowest = [&](const std::vector<int>& split) {
+    TimePs worst = 0;
+    for (int k = 0; k < 4; ++k)
+      worst = std::max(worst, planner.partition_stage_time_ps(k, split[static_cast<size_t>(k)], 0));
+    return worst;
+  };
+  TimePs best = kInfeasiblePs;
+  for (int a = 1; a <= 5; ++a)
+    for (int b = 1; a + b <= 6; ++b)
+      for (int c = 1; a + b + c <= 7; ++c) best = std::min(best, slowest({a, b, c, 8 - a - b - c}));
+  CHECK(best < kInfeasiblePs);
+  CHECK(slowest(per_gpu) == best);
+  CHECK(slowest({2, 2, 2, 2}) > best);  // the uniform split is strictly worse here
+  // Each stage's budget counts its own chunks' layers (memory accounting per stage).
+  for (int k = 0; k < 4; ++k) CHECK(out.problems[static_cast<size_t>(k)].layers == 2 * per_gpu[static_cast<size_t>(k)]);
+}
