@@ -52,7 +52,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
                          const model::Workload& workload, StepCache& cache, bool measure_windows) {
   const ParallelSpec& p = sc.parallel;
   // The scenario loader refuses the pair with the key to blame; this guards other callers.
-  if (p.schedule == ScheduleKind::kZbH1)
+  if (!supports_schedule(p))
     fail("parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole backward steps; it "
          "has no deferred weight-gradient passes)");
   const int m = p.global_batch / (p.micro_batch * p.dp);

@@ -32,6 +32,10 @@ struct FastResult {
   std::vector<TimePs> forward_window_capacity;
 };
 
+/// Whether fast mode can simulate `p`'s schedule: every schedule but ZB-H1, whose deferred
+/// weight-gradient passes are not whole pipeline steps.
+inline bool supports_schedule(const ParallelSpec& p) { return p.schedule != ScheduleKind::kZbH1; }
+
 /// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
 /// and the cluster topology. `measure_windows`: also the planners' window capacities.
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,

@@ -149,7 +149,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
   };
   if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
     runs.discard(out.baseline);
-  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening;
+  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening && fast::supports_schedule(sc.parallel);
   for (const strategies::RecomputePlan& candidate : alternatives) {
     if (screen && !runs.has_run(candidate)) {  // a plan already run costs nothing
       const EngineRun& best = runs[out.winner];

@@ -494,7 +494,8 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(bool_field(
       "sim.fast_screening", kScn,
       "exact mode: lynx-heu, lynx-opt and checkmate rank their narrower alternatives in fast mode "
-      "and run in the engine only those that may beat the plan found (same result, fewer runs)",
+      "and run in the engine only those that may beat the plan found (same result, fewer runs; "
+      "not with zb-h1, which fast mode does not simulate)",
       [](auto& s) -> auto& { return s.sim.fast_screening; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
