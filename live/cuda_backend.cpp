@@ -187,7 +187,9 @@ void CudaBackend::prepare(const OpStream& ops) {
   st.num_ops = ops.ops.size();
   const int ranks = static_cast<int>(ops.gpu_names.size());
   int visible = 0;
-  LYNX_CUDA_CHECK(cudaGetDeviceCount(&visible));
+  if (const cudaError_t status = cudaGetDeviceCount(&visible); status != cudaSuccess)
+    fail("live: no CUDA GPU can be used here ({}: {}); `lynxsim live --dry-run` and `--backend host` need none",
+         cudaGetErrorName(status), cudaGetErrorString(status));
   if (ranks > visible)
     fail("live: the plan needs {} GPUs (tp {} x pp {} x dp {}), {} visible", ranks, ops.scenario.parallel.tp,
          ops.scenario.parallel.pp, ops.scenario.parallel.dp, visible);

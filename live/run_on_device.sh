@@ -5,7 +5,8 @@
 #
 #   1. environment report (GPU, driver, toolchain; gpu/device_env.sh, shared with calibrate);
 #   2. configure + build, Release, only lynxsim and lynxsim-live, in build-device/;
-#   3. for each model (GPT-1.3B, and GPT-6.7B, which fits one H200 only with recomputation)
+#   3. for each model (GPT-1.3B, and GPT-6.7B at micro-batch 2, which fits one H200 only with
+#      recomputation: 163 GiB predicted without, 108-139 GiB with)
 #      and each strategy (none, full, selective, lynx-heu): `lynxsim plan` on one H200
 #      (scenario written here), then `lynxsim live PLAN` (the CUDA backend) — a plan that does
 #      not fit is refused up front by live mode with its numbers and recorded as such;
@@ -21,7 +22,7 @@
 #   environment.txt  run.log
 # Commit summary.csv and compare.csv under results/live/.
 # Knobs (environment): MODELS (gpt-1.3b,gpt-6.7b), STRATEGIES (none,full,selective,lynx-heu),
-#   MICRO_BATCH (1), GLOBAL_BATCH (8), SEQ_LEN (2048), ITERATIONS (3), WARMUP (1),
+#   MICRO_BATCH (2), GLOBAL_BATCH (8), SEQ_LEN (2048), ITERATIONS (3), WARMUP (1),
 #   PROFILE (h200-sxm-141gb), RUN_TIMEOUT (240 s per live run), STANDIN_BW (25GB/s; 0: no
 #   stand-in runs), JOBS (nproc),
 #   BUILD_DIR (build-device).
@@ -36,7 +37,7 @@ exec > >(tee "$out/run.log") 2>&1
 
 models=${MODELS:-gpt-1.3b,gpt-6.7b}
 strategies=${STRATEGIES:-none,full,selective,lynx-heu}
-micro_batch=${MICRO_BATCH:-1}
+micro_batch=${MICRO_BATCH:-2}
 global_batch=${GLOBAL_BATCH:-8}
 seq_len=${SEQ_LEN:-2048}
 iterations=${ITERATIONS:-3}
