@@ -148,11 +148,11 @@ done
 
 # ---- 4. table -----------------------------------------------------------------------------------
 step "measured vs predicted (one H200, $profile profile; times per iteration, peaks static included)"
-awk -F, 'NR == 1 { printf "%-28s %-10s %-14s %12s %12s %8s %10s %10s\n", "run", "strategy", "status",
+awk -F, 'NR == 1 { printf "%-32s %-10s %-14s %12s %12s %8s %10s %10s\n", "run", "strategy", "status",
                         "measured_s", "predicted_s", "ratio", "meas_GiB", "pred_GiB"; next }
-  $3 == "measured" { printf "%-28s %-10s %-14s %12.4f %12.4f %8.3f %10.2f %10.2f\n", $1, $2, $3, $4, $5,
+  $3 == "measured" { printf "%-32s %-10s %-14s %12.4f %12.4f %8.3f %10.2f %10.2f\n", $1, $2, $3, $4, $5,
                        ($5 > 0 ? $4 / $5 : 0), $6 / 1073741824, $7 / 1073741824; next }
-  { printf "%-28s %-10s %-14s\n", $1, $2, $3 }' "$summary"
+  { printf "%-32s %-10s %-14s\n", $1, $2, $3 }' "$summary"
 step "done: files in $out"
 ls -l "$out"
 rm -rf "$work"
