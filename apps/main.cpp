@@ -28,6 +28,7 @@ const std::map<std::string, Command>& commands() {
       {"figures", {lynx::apps::cmd_figures, "the paper experiment: all strategies × GPT 1.3B-23B, CSV + PNG figures"}},
       {"sweep", {lynx::apps::cmd_sweep, "simulate every point of a grid (axes, ranges, filters) into CSV / JSON lines; threads, MPI, resume"}},
       {"best", {lynx::apps::cmd_best, "search layouts, micro-batch, virtual stages, SP and recompute strategy for the fastest plan that fits on N GPUs"}},
+      {"live", {lynx::apps::cmd_live, "run a plan file's iteration on GPUs (or --dry-run, --backend host) and compare with the prediction"}},
       {"plan", {lynx::apps::cmd_plan, "plan recomputation (lynx-heu, lynx-opt, ...) and write the plan YAML"}},
       {"fit", {lynx::apps::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
       {"validate", {lynx::apps::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},

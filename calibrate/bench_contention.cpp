@@ -1,7 +1,7 @@
 #include "calibrate/bench_contention.hpp"
 
 #include "calibrate/bench_kernels.hpp"
-#include "calibrate/cuda_check.hpp"
+#include "gpu/cuda_check.hpp"
 #include "calibrate/workload_shapes.hpp"
 
 #include <cublas_v2.h>

@@ -1,8 +1,8 @@
 #pragma once
 /// What every lynxsim-calibrate benchmark section shares: its settings, the CSV sink, the
 /// run's time budget and the progress log.
-#include "calibrate/gpu_kernels.hpp"
-#include "calibrate/gpu_runtime.hpp"
+#include "gpu/gpu_kernels.hpp"
+#include "calibrate/bench_timing.hpp"
 #include "calibrate/raw_csv.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,7 @@
 #include "calibrate/bench_kernels.hpp"
 
-#include "calibrate/cuda_check.hpp"
+#include "gpu/cublas_gemm.hpp"
+#include "gpu/cuda_check.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -41,45 +42,17 @@ void reserve_random(DeviceBuffer& buffer, std::size_t elements, gpu::Dtype dtype
     LYNX_CUDA_CHECK(gpu::fill_random(buffer.get(), elements, dtype, seed, scale, stream));
 }
 
-class CublasHandle {
- public:
-  explicit CublasHandle(cudaStream_t stream) {
-    LYNX_CUBLAS_CHECK(cublasCreate(&handle_));
-    LYNX_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-  }
-  ~CublasHandle() { (void)cublasDestroy(handle_); }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
+using gpu::CublasHandle;
 
 }  // namespace
 
-/// Row-major C[m×n] = op(A)·op(B) through column-major cuBLAS: computes Cᵀ = op(B)ᵀ·op(A)ᵀ.
-/// A stored m×k (k×m when transposed) is, read column-major, op(A)ᵀ with ld k (or needs
-/// OP_T with ld m); likewise B with ld n (or OP_T with ld k). fp32 accumulation.
 void run_gemm(cublasHandle_t handle, const GemmShape& s, gpu::Dtype dtype, const void* a,
               const void* b, void* c) {
-  const cudaDataType_t type = dtype == gpu::Dtype::kBf16 ? CUDA_R_16BF : CUDA_R_16F;
-  const float alpha = 1.0f, beta = 0.0f;
-  const auto m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-  const cublasOperation_t op_b = s.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = s.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ld_b = s.transpose_b ? k : n;
-  const int ld_a = s.transpose_a ? m : k;
-  if (s.kind == model::OpKind::kAttention || s.batch > 1) {
-    LYNX_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        handle, op_b, op_a, n, m, k, &alpha, b, type, ld_b, s.k * s.n, a, type, ld_a, s.m * s.k,
-        &beta, c, type, n, s.m * s.n, static_cast<int>(s.batch), CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
-  } else {
-    LYNX_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, n, m, k, &alpha, b, type, ld_b, a, type,
-                                   ld_a, &beta, c, type, n, CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT));
-  }
+  gpu::GemmDims d;
+  d.m = s.m, d.n = s.n, d.k = s.k, d.batch = s.batch;
+  d.transpose_a = s.transpose_a, d.transpose_b = s.transpose_b;
+  d.strided = s.kind == model::OpKind::kAttention;
+  gpu::row_major_gemm(handle, d, dtype, a, b, c);
 }
 
 void bench_launch(const BenchContext& ctx) {

@@ -11,7 +11,7 @@
 namespace lynx::calibrate {
 
 /// Enqueues row-major C[m×n] = op(A)·op(B) (`batch` strided GEMMs for attention shapes) on
-/// the handle's stream; A, B, C hold at least the shape's elements.
+/// the handle's stream (gpu::row_major_gemm); A, B, C hold at least the shape's elements.
 void run_gemm(cublasHandle_t handle, const GemmShape& s, gpu::Dtype dtype, const void* a,
               const void* b, void* c);
 

@@ -1,6 +1,6 @@
 #include "calibrate/bench_nccl.hpp"
 
-#include "calibrate/cuda_check.hpp"
+#include "gpu/cuda_check.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>

@@ -4,7 +4,7 @@
 #include "calibrate/bench_context.hpp"
 #include "calibrate/bench_kernels.hpp"
 #include "calibrate/bench_nccl.hpp"
-#include "calibrate/cuda_check.hpp"
+#include "gpu/cuda_check.hpp"
 #include "calibrate/workload_shapes.hpp"
 #include "common/error.hpp"
 

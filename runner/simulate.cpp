@@ -146,6 +146,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   const RecomputeKind kind = sc.recompute.strategy;
   sim::ExecOptions exec_options;
   exec_options.record_memory_timeline = options.keep_trace_data;
+  exec_options.record_event_order = options.record_event_order;
   exec_options.fast_forward = sc.sim.fast_forward && !options.keep_trace_data;
   const bool progress = options.progress && is_terminal(stderr);
   EngineRuns runs(sc, topo, workload, exec_options, progress);

@@ -79,6 +79,8 @@ struct SimResult {
 
 struct SimOptions {
   bool keep_trace_data = false;  ///< keep the program and timelines for write_trace
+  /// Also keep the order of task starts and ends (sim::ExecOptions::record_event_order).
+  bool record_event_order = false;
   /// Progress bars on stderr for planner searches and engine runs longer than a second, when
   /// stderr is a terminal (single runs from the command line; off for tests and batches).
   bool progress = false;

@@ -497,6 +497,14 @@ std::vector<FieldDesc> scenario_field_table() {
       "and run in the engine only those that may beat the plan found (same result, fewer runs; "
       "not with zb-h1, which fast mode does not simulate)",
       [](auto& s) -> auto& { return s.sim.fast_screening; }));
+  t.push_back(bandwidth_field(
+      "sim.comm_standin.bw", kScn, Bound::kNonNegative,
+      "one-GPU stand-in for communication (0: off): simulate tp rank 0 alone (pp = dp = 1) with each "
+      "TP collective as device-to-host then host-to-device copies of the bytes it sends, at this bandwidth",
+      [](auto& s) -> auto& { return s.sim.comm_standin_bw_bytes_per_s; }));
+  t.push_back(time_field(
+      "sim.comm_standin.latency", kScn, "latency of each stand-in copy (device to host, host to device)",
+      [](auto& s) -> auto& { return s.sim.comm_standin_latency_ps; }));
 
   // Hardware fields have no default: a profile file gives each (or its base does), and a
   // scenario keeps its profile's value. Other defaults not written above are the struct

@@ -141,6 +141,12 @@ struct SimSpec {
   /// Exact mode: the planners rank their alternatives in fast mode and run exactly only those
   /// that may beat the plan found (see runner/planning.hpp).
   bool fast_screening = true;
+  /// One-GPU stand-in for communication (live mode on one GPU; 0: off): one GPU of the layout
+  /// is simulated (tp rank 0; pp = dp = 1) and each TP collective becomes copy-engine transfers
+  /// of the bytes that rank would send, device to host then host to device, over two links of
+  /// this bandwidth (docs/live.md).
+  std::uint64_t comm_standin_bw_bytes_per_s = 0;
+  TimePs comm_standin_latency_ps = 0;  ///< latency of each of the two transfers
 };
 
 /// GPUs the layout uses: tp · pp · dp (overflow-checked).

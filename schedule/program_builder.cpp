@@ -70,12 +70,20 @@ class Builder {
 
  private:
   // ----- per-op tables -----
-  std::vector<OpWithTimes> with_times(const std::vector<Op>& ops) {
+  std::vector<OpWithTimes> with_times(const std::vector<Op>& ops, NamedOp::List list) {
     std::vector<OpWithTimes> out;
     for (const Op& op : ops) {
       const OpNames names{intern_name(op.name),          intern_name(op.name + "_dgrad"),
                           intern_name(op.name + "_wgrad"), intern_name("re." + op.name),
                           intern_name(op.name + "_bwd"),   intern_name(op.name + "_input_ag")};
+      using P = NamedOp::Pass;
+      const int index = static_cast<int>(out.size());
+      for (auto [name, pass] : {std::pair{names.fwd, P::kForward}, {names.dgrad, P::kDgrad},
+                                {names.wgrad, P::kWgrad}, {names.re, P::kRecompute},
+                                {names.bwd, P::kBackwardCollective}, {names.input_ag, P::kInputAllGather}}) {
+        if (name_ops_.size() <= name) name_ops_.resize(name + 1);
+        name_ops_[name] = {list, index, pass};
+      }
       out.push_back({op, op_times(sc_.hardware, op), names});
     }
     return out;
@@ -184,6 +192,7 @@ class Builder {
                               std::uint64_t bytes, std::uint32_t name,
                               std::initializer_list<sim::TaskId> deps) {
     const auto phases = phase_cache(kind, ranks, bytes);
+    if (standin_link_ >= 0) return emit_standin(stream, cat, phases, name, deps);
     sim::TaskId last = -1;
     bool first = true;
     for (const hw_models::Phase& ph : phases) {
@@ -199,6 +208,32 @@ class Builder {
       for (const hw_models::FlowSpec& f : ph.flows)
         if (f.src == rank_)
           add_flow(last, f.src, f.dst, f.bytes, f.payload_bytes, sc_.hardware.collective_efficiency);
+    }
+    return last;
+  }
+  /// The one-GPU stand-in of a collective (sim.comm_standin): the bytes this rank would send
+  /// go device to host, then host to device, on `stream`.
+  sim::TaskId emit_standin(sim::StreamId stream, sim::Category cat, const std::vector<hw_models::Phase>& phases,
+                           std::uint32_t name, std::initializer_list<sim::TaskId> deps) {
+    std::uint64_t bytes = 0;
+    for (const hw_models::Phase& ph : phases)
+      for (const hw_models::FlowSpec& f : ph.flows)
+        if (f.src == rank_) bytes += f.payload_bytes > 0 ? f.payload_bytes : f.bytes;
+    sim::TaskId last = -1;
+    for (int leg = 0; leg < 2; ++leg) {
+      TaskArgs a;
+      a.stream = stream;
+      a.kind = sim::TaskKind::kComm;
+      a.category = cat;
+      a.name = name;
+      last = leg == 0 ? add_task(a, deps) : add_task(a, {});
+      sim::Flow f;
+      f.bytes = bytes;
+      f.first_link = static_cast<std::uint32_t>(prog_.path_links.size());
+      f.num_links = 1;
+      prog_.path_links.push_back(standin_link_ + leg);
+      prog_.flows.push_back(f);
+      prog_.tasks.back().num_flows++;
     }
     return last;
   }
@@ -336,6 +371,8 @@ class Builder {
   const StageSteps* part_;  ///< build only this part of one stage (fast mode); null: everything
   sim::Program prog_;
   std::vector<double> flops_;
+  std::vector<NamedOp> name_ops_;
+  std::vector<double> optimizer_bytes_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
   std::uint32_t instance_ = 0;
@@ -361,6 +398,7 @@ class Builder {
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
   bool symmetric_ = false;
+  sim::LinkId standin_link_ = -1;  ///< sim.comm_standin: the device-to-host link (host-to-device is next)
   int micro_batches_ = 0;
   std::vector<OpWithTimes> layer_;
   std::vector<OpWithTimes> embedding_;
@@ -788,21 +826,28 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   opt.category = sim::Category::kOptimizer;
   opt.name = intern_name("optimizer_step");
   opt.work_ps = hw_models::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
+  optimizer_bytes_.push_back(28.0 * opt_params);
   g.dp.tasks.push_back(g.compute_tail);
   add_task(opt, g.dp.tasks.begin(), g.dp.tasks.end());
 }
 
 BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
-  layer_ = with_times(work_.layer);
-  embedding_ = with_times(work_.embedding);
-  head_ = with_times(work_.head);
+  layer_ = with_times(work_.layer, NamedOp::List::kLayer);
+  embedding_ = with_times(work_.embedding, NamedOp::List::kEmbedding);
+  head_ = with_times(work_.head, NamedOp::List::kHead);
   set_instance("");
   name_recompute_ = intern_name("recompute");
   prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
   if (zero_bubble()) prog_.tags.push_back("grad/held_for_weight_pass");  // kOutputGradTag
 
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
+  if (sc_.sim.comm_standin_bw_bytes_per_s > 0) {
+    if (p_.pp != 1 || p_.dp != 1)
+      fail("sim.comm_standin.bw: the one-GPU stand-in for communication needs pp = 1 and dp = 1, got pp {} and dp {}",
+           p_.pp, p_.dp);
+    standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
+  }
   BuiltProgram out;
   out.symmetric = symmetric_;
   out.replication = symmetric_ ? p_.tp * p_.dp : 1;
@@ -847,17 +892,25 @@ BuiltProgram Builder::build() {
     prog_.deps[pd.dep_index] = it->second;
   }
   out.machine.links = topo_.links();
+  if (standin_link_ >= 0)
+    for (const char* leg : {"standin.device->host", "standin.host->device"})
+      out.machine.links.push_back(
+          {leg, sc_.sim.comm_standin_bw_bytes_per_s, sc_.sim.comm_standin_latency_ps});
   out.program = std::move(prog_);
   out.task_flops = std::move(flops_);
   out.layer_backward = std::move(layer_spans_);
   out.layer_forward = std::move(layer_fwd_spans_);
   out.steps = std::move(step_spans_);
+  name_ops_.resize(out.program.names.size());
+  out.name_ops = std::move(name_ops_);
+  out.optimizer_bytes = std::move(optimizer_bytes_);
   return out;
 }
 
 }  // namespace
 
 bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo) {
+  if (sc.sim.comm_standin_bw_bytes_per_s > 0) return sc.parallel.tp * sc.parallel.dp > 1;
   return sc.sim.exploit_symmetry && sc.parallel.tp * sc.parallel.dp > 1 &&
          topo.links_private_per_gpu();
 }

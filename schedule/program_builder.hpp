@@ -42,6 +42,17 @@ struct StepSpan {
   sim::TaskId end_task = 0;      ///< one past its last task
 };
 
+/// Which workload op and pass a task name stands for (live mode launches it): per entry of
+/// Program::names. Names of no op (markers, pipeline sends, gradient all-reduces, the
+/// optimizer step) have list kNone.
+struct NamedOp {
+  enum class List : std::uint8_t { kNone, kLayer, kEmbedding, kHead };
+  enum class Pass : std::uint8_t { kForward, kRecompute, kDgrad, kWgrad, kBackwardCollective, kInputAllGather };
+  List list = List::kNone;
+  int index = 0;  ///< into Workload::layer / embedding / head
+  Pass pass = Pass::kForward;
+};
+
 struct BuiltProgram {
   sim::Machine machine;
   sim::Program program;
@@ -54,6 +65,8 @@ struct BuiltProgram {
   std::vector<LayerSpan> layer_backward;  ///< every layer backward pass, in program order
   std::vector<LayerSpan> layer_forward;   ///< every layer forward pass (step_marker: its step's)
   std::vector<StepSpan> steps;            ///< every pipeline step, in program order
+  std::vector<NamedOp> name_ops;          ///< per Program::names entry (live mode)
+  std::vector<double> optimizer_bytes;    ///< per simulated GPU: HBM bytes of its optimizer step
 };
 
 /// A part of one stage's schedule, built alone (fast mode): `steps` in order on the simulated
@@ -76,7 +89,8 @@ struct StageSteps {
 hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
 
 /// Whether build_program simulates one GPU per pipeline stage (sc.sim.exploit_symmetry, links
-/// private to one GPU's traffic, and more than one GPU per stage).
+/// private to one GPU's traffic, and more than one GPU per stage; always with the one-GPU
+/// communication stand-in, sc.sim.comm_standin_bw_bytes_per_s > 0).
 bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo);
 
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With

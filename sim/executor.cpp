@@ -442,6 +442,7 @@ class Execution {
       }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
+      if (options_.record_event_order) result_.event_order.push_back(static_cast<std::int64_t>(t) << 1);
       apply_memory(t, /*at_end=*/false);
       switch (task.kind) {
         case TaskKind::kKernel:
@@ -483,6 +484,7 @@ class Execution {
       if (ff_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
+      if (options_.record_event_order) result_.event_order.push_back((static_cast<std::int64_t>(t) << 1) | 1);
       apply_memory(t, /*at_end=*/true);
       if (task.kind == TaskKind::kComm) {
         --gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
@@ -719,7 +721,9 @@ class Execution {
   void arm_fast_forward() {
     ff_ = false;
     const std::size_t num_gpus = machine_.gpus.size();
-    if (!options_.fast_forward || options_.record_memory_timeline || !units_.empty()) return;
+    if (!options_.fast_forward || options_.record_memory_timeline || options_.record_event_order ||
+        !units_.empty())
+      return;
     if (program_.period_tasks_per_gpu.size() != num_gpus || program_.period_anchors.empty()) return;
     delta_.assign(program_.period_tasks_per_gpu.begin(), program_.period_tasks_per_gpu.end());
     for (const TaskId d : delta_)

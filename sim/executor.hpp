@@ -17,6 +17,9 @@ namespace lynx::sim {
 
 struct ExecOptions {
   bool record_memory_timeline = false;  ///< keep (time, bytes) samples per GPU for the trace
+  /// Keep every task start and end in the order the executor processed them
+  /// (ExecResult::event_order; live mode replays it). Off fast_forward while on.
+  bool record_event_order = false;
   /// Skip steady-state periods once the executor's state provably repeats (the program's
   /// period hint, Program::period_tasks_per_gpu): every result but `events` and `fingerprint`
   /// is unchanged. Off while record_memory_timeline is on.
@@ -41,6 +44,9 @@ struct ExecResult {
   std::uint64_t fingerprint = 0;
   /// Per GPU (only with record_memory_timeline): (time, bytes in use) after every change.
   std::vector<std::vector<std::pair<TimePs, std::int64_t>>> memory_timeline;
+  /// Only with record_event_order: task << 1 for a start, (task << 1) | 1 for an end, in the
+  /// order they were processed (memory effects were applied in this order).
+  std::vector<std::int64_t> event_order;
 };
 
 // Execution semantics (sim/executor.cpp):

@@ -1,6 +1,7 @@
 #pragma once
-/// Host launchers of the CUDA kernels lynxsim-calibrate times (implemented in gpu_kernels.cu).
-/// Plain C++ header: the benchmark code that calls them is compiled by the host compiler.
+/// Host launchers of the CUDA kernels lynxsim-calibrate times and live mode runs (implemented
+/// in gpu_kernels.cu). Plain C++ header: the code that calls them is compiled by the host
+/// compiler.
 /// Every launcher enqueues on `stream` and returns cudaGetLastError() of the launch (callers
 /// check it with LYNX_CUDA_CHECK). 16-bit data are bf16 or fp16 as `dtype` says; math is fp32.
 #include <cuda_runtime_api.h>
@@ -8,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace lynx::calibrate::gpu {
+namespace lynx::gpu {
 
 enum class Dtype : std::uint8_t { kBf16, kFp16 };
 
@@ -63,4 +64,4 @@ cudaError_t scale_copy(const void* x, void* y, std::size_t count, float scale, D
 cudaError_t limited_copy(const void* src, void* dst, std::size_t bytes, int blocks,
                          cudaStream_t stream);
 
-}  // namespace lynx::calibrate::gpu
+}  // namespace lynx::gpu

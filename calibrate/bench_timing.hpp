@@ -1,75 +1,23 @@
 #pragma once
-/// Small RAII wrappers and the event timer used by every lynxsim-calibrate benchmark.
+/// The event timers of lynxsim-calibrate's benchmarks (repetitions on one stream or several
+/// devices, summarised as median/p10/p90) and the run's wall-clock budget.
 #include "calibrate/stats.hpp"
+#include "gpu/gpu_runtime.hpp"
 
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdint>
-#include <cstddef>
 #include <functional>
 #include <vector>
 
 namespace lynx::calibrate {
 
-/// One cudaMalloc'd allocation on the device current at construction; grows on demand.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) { reserve(bytes); }
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  /// Makes the buffer at least `bytes` long; returns true when it had to reallocate (the
-  /// contents are then undefined and the caller refills them).
-  bool reserve(std::size_t bytes);
-  void* get() const { return data_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void release() noexcept;
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-/// A non-blocking stream on the current device.
-class CudaStream {
- public:
-  CudaStream();
-  ~CudaStream();
-  CudaStream(CudaStream&& other) noexcept;
-  CudaStream& operator=(CudaStream&&) = delete;
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-/// A set of CUDA events on the current device, destroyed with the object.
-class EventSet {
- public:
-  explicit EventSet(std::size_t count);
-  ~EventSet();
-  EventSet(const EventSet&) = delete;
-  EventSet& operator=(const EventSet&) = delete;
-  cudaEvent_t operator[](std::size_t i) const { return events_[i]; }
-  std::size_t size() const { return events_.size(); }
-
- private:
-  std::vector<cudaEvent_t> events_;
-};
-
-/// Milliseconds between two recorded, completed events, in microseconds.
-double elapsed_us(cudaEvent_t start, cudaEvent_t end);
+// The CUDA runtime wrappers (gpu/) under the names the benchmarks use.
+using gpu::CudaStream;
+using gpu::DeviceBuffer;
+using gpu::EventSet;
+using gpu::elapsed_us;
 
 /// How timed repetitions are fed to the GPU.
 enum class Feed : std::uint8_t {

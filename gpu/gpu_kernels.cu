@@ -1,9 +1,9 @@
-// CUDA kernels timed by lynxsim-calibrate: random fill, an empty kernel, and the memory-bound
+// CUDA kernels timed by lynxsim-calibrate and run by live mode: random fill, an empty kernel, and the memory-bound
 // kernels of a Megatron-style GPT layer (LayerNorm, bias-GeLU, causal softmax, dropout,
 // bias-dropout-residual, vocab cross-entropy, embedding gather) plus plain streams. Math in
 // fp32 on 16-bit data; 16-byte vector accesses (8 elements) whenever the row length allows,
 // a scalar path otherwise.
-#include "calibrate/gpu_kernels.hpp"
+#include "gpu/gpu_kernels.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-namespace lynx::calibrate::gpu {
+namespace lynx::gpu {
 
 namespace {
 
@@ -612,4 +612,4 @@ cudaError_t limited_copy(const void* src, void* dst, std::size_t bytes, int bloc
   return cudaGetLastError();
 }
 
-}  // namespace lynx::calibrate::gpu
+}  // namespace lynx::gpu

@@ -1,5 +1,5 @@
 #pragma once
-/// Checks for every CUDA runtime, cuBLAS and NCCL call of lynxsim-calibrate: a failure throws
+/// Checks for every CUDA runtime, cuBLAS and NCCL call of lynxsim-calibrate and live mode: a failure throws
 /// lynx::Error naming the file:line, the call and the library's error string.
 #include "common/error.hpp"
 
@@ -7,7 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-namespace lynx::calibrate {
+namespace lynx::gpu {
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess)
@@ -25,8 +25,8 @@ inline void check_nccl(ncclResult_t status, const char* call, const char* file, 
          ncclGetLastError(nullptr));
 }
 
-}  // namespace lynx::calibrate
+}  // namespace lynx::gpu
 
-#define LYNX_CUDA_CHECK(call) ::lynx::calibrate::check_cuda((call), #call, __FILE__, __LINE__)
-#define LYNX_CUBLAS_CHECK(call) ::lynx::calibrate::check_cublas((call), #call, __FILE__, __LINE__)
-#define LYNX_NCCL_CHECK(call) ::lynx::calibrate::check_nccl((call), #call, __FILE__, __LINE__)
+#define LYNX_CUDA_CHECK(call) ::lynx::gpu::check_cuda((call), #call, __FILE__, __LINE__)
+#define LYNX_CUBLAS_CHECK(call) ::lynx::gpu::check_cublas((call), #call, __FILE__, __LINE__)
+#define LYNX_NCCL_CHECK(call) ::lynx::gpu::check_nccl((call), #call, __FILE__, __LINE__)

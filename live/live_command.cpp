@@ -1,0 +1,95 @@
+#include "live/live_command.hpp"
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "live/dry_run.hpp"
+#include "live/host_backend.hpp"
+#include "live/live_report.hpp"
+#include "strategies/plan_yaml.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <iostream>
+
+namespace lynx::live {
+
+namespace po = boost::program_options;
+
+std::unique_ptr<Backend> make_host_backend(const LiveOptions& options) {
+  if (options.backend != "host") return nullptr;
+  HostOptions host;
+  host.size_scale = options.host_scale;
+  return std::make_unique<HostBackend>(host);
+}
+
+bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
+  po::options_description desc("live options");
+  desc.add_options()("help,h", "show this help")("plan", po::value(&o.plan_path), "plan file (lynxsim plan -o)")(
+      "set", po::value(&o.overrides)->composing(), "override a field of the plan's scenario (not recompute.*)")(
+      "dry-run", po::bool_switch(&o.dry_run), "print streams, ops, shapes, bytes, allocations, frees and the memory peak")(
+      "backend", po::value(&o.backend), "cuda (default; lynxsim-live) | host (CPU threads, CI)")(
+      "iterations", po::value(&o.iterations), "counted iterations (default 3)")(
+      "warmup", po::value(&o.warmup), "iterations run first and not counted (default 1)")(
+      "host-scale", po::value(&o.host_scale), "host backend: bytes allocated per planned byte (default 1/4096)")(
+      "csv", po::value(&o.compare_csv), "write measured vs predicted as CSV here")(
+      "raw-csv", po::value(&o.raw_csv), "write the measured per-op times as a calibrate raw CSV (lynxsim fit reads it)")(
+      "trace", po::value(&o.trace), "write the last iteration as a Perfetto trace (the simulated trace's format)")(
+      "timeout", po::value(&o.timeout_s), "cuda: seconds before a stuck stream or collective aborts the run (default 120)");
+  po::positional_options_description pos;
+  pos.add("plan", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argv).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: lynxsim live PLAN.yaml [--iterations N] [--warmup N] [--backend cuda|host] [--dry-run]\n"
+                 "                    [--set k=v]... [--csv OUT.csv] [--raw-csv RAW.csv] [--trace OUT.json]\n\n"
+              << desc << "\n";
+    return false;
+  }
+  po::notify(vm);
+  if (o.plan_path.empty()) fail("live: give a plan file (lynxsim plan SCENARIO -o plan.yaml)");
+  if (o.iterations < 1) fail("--iterations {}: expected a whole number of iterations >= 1", o.iterations);
+  if (o.warmup < 0) fail("--warmup {}: expected a whole number of iterations >= 0", o.warmup);
+  if (!(o.host_scale > 0 && o.host_scale <= 1)) fail("--host-scale {}: expected a fraction in (0, 1]", o.host_scale);
+  if (!(o.timeout_s > 0)) fail("--timeout {}: expected seconds > 0", o.timeout_s);
+  return true;
+}
+
+int run_live_command(const std::vector<std::string>& argv, const BackendFactory& make_backend,
+                     const std::string& missing_hint) {
+  LiveOptions options;
+  if (!parse_live_options(argv, options)) return 0;
+  const strategies::PlanFile plan = strategies::read_plan_file(options.plan_path);
+  const OpStream ops = build_op_stream(plan, options.plan_path, options.overrides);
+  if (options.dry_run) {
+    write_dry_run(std::cout, ops, options.plan_path);
+    return 0;
+  }
+  std::unique_ptr<Backend> backend = make_backend(options);
+  if (!backend) fail("live: no backend '{}' in this program: {}", options.backend, missing_hint);
+  backend->prepare(ops);
+  LiveRun run;
+  run.plan_label = options.plan_path;
+  run.backend = backend->name();
+  run.device = backend->device();
+  run.warmup = options.warmup;
+  for (int i = 0; i < options.warmup + options.iterations; ++i) run.iterations.push_back(backend->run_iteration(ops));
+  const std::vector<CompareRow> rows = compare_rows(ops, run);
+  write_compare_table(std::cout, rows, run);
+  if (!options.compare_csv.empty()) {
+    OutputFile out(options.compare_csv, "--csv");
+    write_compare_csv(out.stream(), rows);
+    out.close();
+  }
+  if (!options.raw_csv.empty()) calibrate::write_raw_csv_file(options.raw_csv, raw_measurements(ops, run));
+  if (!options.trace.empty()) {
+    OutputFile out(options.trace, "--trace");
+    write_live_trace(out.stream(), ops, run);
+    out.close();
+    fmt::print(std::cerr, "trace written to {} (open in ui.perfetto.dev)\n", options.trace);
+  }
+  return 0;
+}
+
+}  // namespace lynx::live

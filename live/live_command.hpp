@@ -1,0 +1,43 @@
+#pragma once
+/// `lynxsim live PLAN.yaml [--iterations N] [--dry-run] [--backend host|cuda] ...`: the command
+/// shared by lynxsim (dry run, host backend) and lynxsim-live (the CUDA backend). Options are
+/// parsed here once; the caller says which backends it has.
+#include "live/backend.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lynx::live {
+
+/// Options of the command that a backend may read.
+struct LiveOptions {
+  std::string plan_path;
+  std::vector<std::string> overrides;  ///< --set
+  std::string backend = "cuda";
+  int iterations = 3;   ///< counted iterations
+  int warmup = 1;       ///< iterations run first and not counted
+  bool dry_run = false;
+  double host_scale = 1.0 / 4096;  ///< host backend: bytes allocated per planned byte
+  std::string compare_csv;  ///< measured vs predicted CSV
+  std::string raw_csv;      ///< per-op raw CSV (calibrate's schema, `lynxsim fit` input)
+  std::string trace;        ///< Perfetto trace of the last iteration
+  double timeout_s = 120;   ///< CUDA backend: a collective or stream not done after this fails
+};
+
+/// Makes the backend `options.backend`; returns null when this program has none of that name.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const LiveOptions& options)>;
+
+/// The host backend (always available).
+std::unique_ptr<Backend> make_host_backend(const LiveOptions& options);
+
+/// Parses `argv` (the arguments after "live"), then dry-runs or runs. `make_backend` null
+/// result: fails naming the backend and `missing_hint`. Returns the exit status.
+int run_live_command(const std::vector<std::string>& argv, const BackendFactory& make_backend,
+                     const std::string& missing_hint);
+
+/// Just the option parsing (true: run; false: --help was printed).
+bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& options);
+
+}  // namespace lynx::live
