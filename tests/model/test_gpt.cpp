@@ -3,6 +3,8 @@
 #include "model/gpt.hpp"
 
 #include "common/error.hpp"
+#include "tests/error_of.hpp"
+#include "tests/model/op_helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,6 +15,11 @@
 
 using namespace lynx;
 using namespace lynx::model;
+using lynx::test::error_of;
+using lynx::test::find_op;
+using lynx::test::names_of;
+using lynx::test::saved_in_group;
+using lynx::test::saved_sum;
 
 namespace {
 
@@ -49,45 +56,10 @@ ParallelSpec parallel(int tp, int micro_batch, bool sp) {
   return p;
 }
 
-std::uint64_t saved_sum(const std::vector<Op>& ops) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops) total += op.saved_bytes;
-  return total;
-}
-
-std::uint64_t saved_in_group(const std::vector<Op>& ops, OpGroup group) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops)
-    if (op.group == group) total += op.saved_bytes;
-  return total;
-}
-
 double flops_fwd_bwd(const std::vector<Op>& ops) {
   double total = 0;
   for (const Op& op : ops) total += op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops;
   return total;
-}
-
-const Op& find_op(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops)
-    if (op.name == name) return op;
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
-std::vector<std::string> names_of(const std::vector<Op>& ops) {
-  std::vector<std::string> names;
-  for (const Op& op : ops) names.push_back(op.name);
-  return names;
-}
-
-std::string error_of(auto&& callable) {
-  try {
-    callable();
-  } catch (const lynx::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 bool contains(const std::string& text, const std::string& part) {

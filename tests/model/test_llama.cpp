@@ -6,6 +6,8 @@
 #include "model/workload.hpp"
 
 #include "common/error.hpp"
+#include "tests/error_of.hpp"
+#include "tests/model/op_helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,6 +19,11 @@
 
 using namespace lynx;
 using namespace lynx::model;
+using lynx::test::error_of;
+using lynx::test::find_op;
+using lynx::test::names_of;
+using lynx::test::saved_in_group;
+using lynx::test::saved_sum;
 
 namespace {
 
@@ -32,41 +39,6 @@ ParallelSpec parallel(int tp, bool sp) {
   p.tp = tp;
   p.sequence_parallel = sp;
   return p;
-}
-
-const Op& find_op(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops)
-    if (op.name == name) return op;
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
-std::vector<std::string> names_of(const std::vector<Op>& ops) {
-  std::vector<std::string> names;
-  for (const Op& op : ops) names.push_back(op.name);
-  return names;
-}
-
-std::uint64_t saved_in_group(const std::vector<Op>& ops, OpGroup group) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops)
-    if (op.group == group) total += op.saved_bytes;
-  return total;
-}
-
-std::uint64_t saved_sum(const std::vector<Op>& ops) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops) total += op.saved_bytes;
-  return total;
-}
-
-std::string error_of(auto&& callable) {
-  try {
-    callable();
-  } catch (const lynx::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 bool contains(const std::string& text, const std::string& part) {
