@@ -118,9 +118,9 @@ class Errors(unittest.TestCase):
     def test_megatron_refusal(self):
         with self.assertRaises(lynxsim.Error) as e:
             lynxsim.load_megatron(args="--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
-                                  "--seq-length 128 --micro-batch-size 1 --bf16 --swiglu",
+                                  "--seq-length 128 --micro-batch-size 1 --bf16 --squared-relu",
                                   profile="dgx-a100-80gb")
-        self.assertIn("--swiglu: not modelled by lynxsim yet", str(e.exception))
+        self.assertIn("--squared-relu: not modelled by lynxsim yet", str(e.exception))
 
     def test_sweep(self):
         grid = {"base": {"model": {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 256, "vocab": 4096},
