@@ -46,6 +46,10 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (m.position_embedding == PositionKind::kRotary) option("--position-embedding-type", "rope");
   if (m.embeddings == EmbeddingTie::kUntied) option("--untie-embeddings-and-output-weights");
   if (m.linear_bias == LinearBias::kOff) option("--disable-bias-linear");
+  if (m.dropout == Dropout::kOff) {
+    option("--attention-dropout", "0.0");
+    option("--hidden-dropout", "0.0");
+  }
   option("--seq-length", std::to_string(m.seq_len));
   option("--max-position-embeddings", std::to_string(m.seq_len));
   if (m.vocab == padded_vocab(kGpt2BpeVocab, kMegatronVocabDivisibleBy, p.tp)) {

@@ -46,7 +46,8 @@ const std::map<std::string, bool>& known_options() {
       {"--tokenizer-type", true}, {"--num-query-groups", true}, {"--group-query-attention", false},
       {"--context-parallel-size", true}, {"--expert-model-parallel-size", true},
       {"--num-experts", true}, {"--normalization", true}, {"--position-embedding-type", true},
-      {"--use-rotary-position-embeddings", false},
+      {"--use-rotary-position-embeddings", false}, {"--attention-dropout", true},
+      {"--hidden-dropout", true},
       {"--swiglu", false}, {"--untie-embeddings-and-output-weights", false},
       {"--disable-bias-linear", false},
       // Refused whenever given: lynxsim has no model for them (reason below).
@@ -217,7 +218,7 @@ class Overrides {
 std::string preset_of(const ModelSpec& mapped) {
   const auto architecture = [](const ModelSpec& m) {
     return std::tie(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.mlp, m.norm,
-                    m.position_embedding, m.embeddings, m.linear_bias);
+                    m.position_embedding, m.embeddings, m.linear_bias, m.dropout);
   };
   std::string first;
   for (const std::string& name : model::preset_names()) {
@@ -254,6 +255,31 @@ void set_choice(Overrides& set, const std::string& key, Enum value, const Given*
                 const std::string& fallback_source, Enum& spec_value) {
   set.set(key, architecture_name(value), from, fallback_source);
   spec_value = value;
+}
+
+/// A probability argument (--attention-dropout 0.1).
+double probability(const Options& o, const Given& g) {
+  const std::string t = o.text(g);
+  double v = -1;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > 1)
+    fail("{}: {} {}: expected a probability between 0 and 1", g.origin, g.name, t);
+  return v;
+}
+
+/// Dropout: Megatron-LM's defaults are 0.1 for both; lynxsim models both on or both off.
+void map_dropout(const Options& o, Overrides& set, ModelSpec& mapped) {
+  const Given* attention = o.get("--attention-dropout");
+  const Given* hidden = o.get("--hidden-dropout");
+  const bool attention_on = attention == nullptr || probability(o, *attention) > 0;
+  const bool hidden_on = hidden == nullptr || probability(o, *hidden) > 0;
+  if (attention_on != hidden_on)
+    refuse_not_modelled(attention_on ? *hidden : *attention,
+                        "lynxsim models attention and hidden dropout both on or both off");
+  set_choice(set, "model.dropout", hidden_on ? Dropout::kOn : Dropout::kOff,
+             hidden ? hidden : attention,
+             o.label() + ": Megatron-LM's default --attention-dropout 0.1 --hidden-dropout 0.1",
+             mapped.dropout);
 }
 
 /// Model shape: layers, hidden, heads, ffn, sequence, vocabulary, architecture (GQA, SwiGLU,
@@ -322,6 +348,7 @@ void map_model(const Options& o, Overrides& set, int tp) {
              none + "--position-embedding-type (learned_absolute)", mapped.position_embedding);
 
   mapped.vocab = map_vocab(o, set, tp);
+  map_dropout(o, set, mapped);
   const std::string preset = preset_of(mapped);
   if (!preset.empty()) set.set("model.preset", preset, nullptr, "the shape of preset " + preset);
   set.set("model.layers", std::to_string(layers), o.get("--num-layers"), "");

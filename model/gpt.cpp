@@ -44,8 +44,9 @@ struct Preset {
 };
 
 /// Llama-family architecture (Touvron et al. 2023, Llama 2 paper Sec. 2.2 and "Llama 1" Sec.
-/// 2.2: pre-normalisation with RMSNorm, SwiGLU, rotary embeddings; no biases and an untied output
-/// layer as in the HF configs: attention_bias false, mlp_bias false, tie_word_embeddings false).
+/// 2.2: pre-normalisation with RMSNorm, SwiGLU, rotary embeddings; no biases, an untied output
+/// layer and no dropout, as in the HF configs: attention_bias false, mlp_bias false,
+/// tie_word_embeddings false, attention_dropout 0.0).
 constexpr bool kLlama = true;
 
 // Shapes as published: 1.3B-175B from Narayanan et al. 2021 Table 1 / Brown et al. 2020 and
@@ -112,7 +113,7 @@ struct Dims {
   std::int64_t head_dim;      ///< h / a
   std::int64_t qkv_width;     ///< QKV GEMM output: h + 2·kv·head_dim (3h without GQA)
   bool sp;
-  bool swiglu, rmsnorm, rotary, untied, bias;
+  bool swiglu, rmsnorm, rotary, untied, bias, dropout;
   std::int64_t tokens;        ///< s·b: rows of every GEMM (sequence gathered)
   std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
 };
@@ -237,6 +238,7 @@ Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   d.rotary = m.position_embedding == PositionKind::kRotary;
   d.untied = m.embeddings == EmbeddingTie::kUntied;
   d.bias = m.linear_bias != LinearBias::kOff;
+  d.dropout = m.dropout != Dropout::kOff;
   d.tokens = d.s * d.b;
   d.local_tokens = d.sp ? d.tokens / d.t : d.tokens;
   return d;
@@ -353,10 +355,11 @@ Op norm_op(const Dims& d, const std::string& number, OpGroup group) {
 }
 
 /// Fused bias + dropout + residual add over the local tokens: reads x, residual and the bias
-/// (if the layers have biases), writes the output and the 1-byte mask; saves the mask.
+/// (if the layers have biases), writes the output and the 1-byte mask (with dropout); saves the
+/// mask.
 Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
+  const std::int64_t mask = d.dropout ? kMaskBytesPerElement * d.local_tokens * d.h : 0;
   const std::int64_t bias = d.bias ? kBytesPerElement * d.h : 0;
   Op op = elementwise_op(std::move(name), group, 3 * act + mask + bias, mask);
   op.saves = Saves::kOutput;
@@ -431,6 +434,12 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   Op softmax = elementwise_op("softmax", OpGroup::kAttnCore, 2 * kBytesPerElement * score_elems,
                               kBytesPerElement * score_elems);
   softmax.saves = Saves::kOutput;
+  if (!d.dropout) {
+    // No attention dropout: ·V reads the softmax output, saved once (on softmax).
+    ops.push_back(std::move(softmax));
+    ops.push_back(batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s));
+    return;
+  }
   ops.push_back(std::move(softmax));
   Op dropout = elementwise_op(
       "attn_dropout", OpGroup::kAttnCore,
@@ -480,6 +489,7 @@ ModelSpec resolve_model(const ModelSpec& spec) {
   if (m.embeddings == EmbeddingTie::kDefault)
     m.embeddings = llama ? EmbeddingTie::kUntied : EmbeddingTie::kTied;
   if (m.linear_bias == LinearBias::kDefault) m.linear_bias = llama ? LinearBias::kOff : LinearBias::kOn;
+  if (m.dropout == Dropout::kDefault) m.dropout = llama ? Dropout::kOff : Dropout::kOn;
   if (m.kv_heads == 0) m.kv_heads = m.heads;  // multi-head attention
   if (m.vocab == 0) m.vocab = kGptVocab;
   if (m.ffn_hidden == 0) {  // GPT convention: f = 4h
@@ -521,7 +531,7 @@ std::vector<std::string> preset_keys(const std::string& preset) {
   if (found->ffn != 0) keys.emplace_back("model.ffn_hidden");
   if (found->llama)
     for (const char* key : {"model.mlp", "model.norm", "model.position_embedding",
-                            "model.embeddings", "model.linear_bias"})
+                            "model.embeddings", "model.linear_bias", "model.dropout"})
       keys.emplace_back(key);
   return keys;
 }
@@ -679,7 +689,7 @@ std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
   // embeddings (no position table with rotary embeddings), write the output and the mask;
   // saves the 1-byte mask (Korthikanti Sec. 4.3).
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
+  const std::int64_t mask = d.dropout ? kMaskBytesPerElement * d.local_tokens * d.h : 0;
   const std::int64_t reads = d.rotary ? 1 : 2;
   ops.push_back(elementwise_op("embedding_dropout", OpGroup::kLayerInput, (reads + 1) * act + mask,
                                mask));

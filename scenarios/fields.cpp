@@ -341,6 +341,12 @@ std::vector<FieldDesc> scenario_field_table() {
       "Megatron's --disable-bias-linear)",
       [](auto& s) -> auto& { return s.model.linear_bias; }));
   t.back().default_text = "default (the preset's, else true)";
+  t.push_back(choice_field<Dropout>(
+      "model.dropout", kScn, enum_choices<Dropout>(kDropoutNames),
+      "attention and hidden dropout: true (GPT: the 1-byte masks are saved for backward) or false "
+      "(Llama, Megatron's --attention-dropout 0 --hidden-dropout 0: no masks, no dropout kernel)",
+      [](auto& s) -> auto& { return s.model.dropout; }));
+  t.back().default_text = "default (the preset's, else true)";
 
   // parallel:
   t.push_back(integer_field(

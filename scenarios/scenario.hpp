@@ -28,6 +28,9 @@ enum class PositionKind : std::uint8_t { kDefault, kLearned, kRotary };
 enum class EmbeddingTie : std::uint8_t { kDefault, kTied, kUntied };
 /// Biases on the linear layers (QKV, out-projection, FC1, FC2), as Megatron's --disable-bias-linear.
 enum class LinearBias : std::uint8_t { kDefault, kOn, kOff };
+/// Attention and hidden dropout (Megatron's default 0.1, whose masks are saved for backward), or
+/// none (Llama: --attention-dropout 0 --hidden-dropout 0; PyTorch's dropout with p 0 is a no-op).
+enum class Dropout : std::uint8_t { kDefault, kOn, kOff };
 
 /// Scenario-file names of the architecture choices, indexed by their enums (the one list of
 /// these spellings: the field table and `lynxsim presets` read them). "default": the preset's.
@@ -36,8 +39,9 @@ inline constexpr std::array<const char*, 3> kNormKindNames = {"default", "layern
 inline constexpr std::array<const char*, 3> kPositionKindNames = {"default", "learned", "rotary"};
 inline constexpr std::array<const char*, 3> kEmbeddingTieNames = {"default", "tied", "untied"};
 inline constexpr std::array<const char*, 3> kLinearBiasNames = {"default", "true", "false"};
+inline constexpr std::array<const char*, 3> kDropoutNames = {"default", "true", "false"};
 
-/// Scenario-file name of an architecture choice (any of the five enums above).
+/// Scenario-file name of an architecture choice (any of the six enums above).
 template <typename Enum>
 constexpr const char* architecture_name(Enum value) {
   const auto i = static_cast<std::size_t>(value);
@@ -45,7 +49,8 @@ constexpr const char* architecture_name(Enum value) {
   else if constexpr (std::is_same_v<Enum, NormKind>) return kNormKindNames[i];
   else if constexpr (std::is_same_v<Enum, PositionKind>) return kPositionKindNames[i];
   else if constexpr (std::is_same_v<Enum, EmbeddingTie>) return kEmbeddingTieNames[i];
-  else return kLinearBiasNames[i];
+  else if constexpr (std::is_same_v<Enum, LinearBias>) return kLinearBiasNames[i];
+  else return kDropoutNames[i];
 }
 
 /// Model shape and architecture. A preset fills the shape (and a Llama preset its architecture);
@@ -65,6 +70,7 @@ struct ModelSpec {
   PositionKind position_embedding = PositionKind::kDefault;
   EmbeddingTie embeddings = EmbeddingTie::kDefault;
   LinearBias linear_bias = LinearBias::kDefault;
+  Dropout dropout = Dropout::kDefault;
 };
 
 enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved };

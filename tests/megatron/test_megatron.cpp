@@ -288,6 +288,16 @@ hardware: {profile: dgx-a100-80gb}
   CHECK(m.position_embedding == PositionKind::kRotary);
   CHECK(m.embeddings == EmbeddingTie::kUntied);
   CHECK(m.linear_bias == LinearBias::kOff);
+  CHECK(m.dropout == Dropout::kOff);
+  // Only one of the two dropouts off is not modelled; a bad probability is an error.
+  std::string half = kLlama3_8b;
+  half.replace(half.find("--attention-dropout 0.0"), 23, "--attention-dropout 0.1");
+  CHECK(error_of([&] { load(half, 8); }).find("--hidden-dropout 0.0: not modelled by lynxsim yet") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(kLlama3_8b + " --hidden-dropout 2", 8); }).find("given twice") != std::string::npos);
+  half.replace(half.find("--attention-dropout 0.1"), 23, "--attention-dropout x.1");
+  CHECK(error_of([&] { load(half, 8); }).find("--attention-dropout x.1: expected a probability") !=
+        std::string::npos);
   // Rotary has no position table: a longer --max-position-embeddings is fine.
   std::string longer = kLlama3_8b;
   longer.replace(longer.find("--max-position-embeddings 8192"), 30, "--max-position-embeddings 131072");
@@ -302,6 +312,7 @@ hardware: {profile: dgx-a100-80gb}
   for (const char* option : {"--group-query-attention", "--num-query-groups 8", "--swiglu",
                              "--normalization RMSNorm", "--position-embedding-type rope",
                              "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+                             "--attention-dropout 0.0", "--hidden-dropout 0.0",
                              "--ffn-hidden-size 14336", "--vocab-size 129024"}) {
     CAPTURE(option);
     CHECK(args.find(std::string(option) + " \\\n") != std::string::npos);
@@ -310,7 +321,8 @@ hardware: {profile: dgx-a100-80gb}
   // GPT scenarios print none of them.
   const std::string gpt = scenario_to_megatron_args(model::default_scenario().scenario());
   for (const char* option : {"--swiglu", "--group-query-attention", "--normalization",
-                             "--position-embedding-type", "--untie", "--disable-bias-linear"})
+                             "--position-embedding-type", "--untie", "--disable-bias-linear",
+                             "-dropout"})
     CHECK(gpt.find(option) == std::string::npos);
   // The other Llama presets round-trip too (their vocabularies need --make-vocab-size-divisible-by 1).
   for (const char* preset : {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-70b", "llama3-405b"}) {

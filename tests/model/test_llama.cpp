@@ -64,6 +64,7 @@ TEST_CASE("Llama presets: shapes and the published parameter counts") {
   CHECK(m.position_embedding == PositionKind::kRotary);
   CHECK(m.embeddings == EmbeddingTie::kUntied);
   CHECK(m.linear_bias == LinearBias::kOff);
+  CHECK(m.dropout == Dropout::kOff);
   CHECK(preset("llama2-7b").kv_heads == 32);  // multi-head attention
   CHECK(preset("llama2-70b").kv_heads == 8);
   CHECK(preset("llama3-405b").layers == 126);
@@ -76,6 +77,7 @@ TEST_CASE("Llama presets: shapes and the published parameter counts") {
   CHECK(gpt.position_embedding == PositionKind::kLearned);
   CHECK(gpt.embeddings == EmbeddingTie::kTied);
   CHECK(gpt.linear_bias == LinearBias::kOn);
+  CHECK(gpt.dropout == Dropout::kOn);
 
   // Published totals: Llama 3 8.03B, 70.55B, 405.85B (Meta's model cards); Llama 2 6.74B,
   // 13.02B, 68.98B (HF configs). Exactly: the HF checkpoints' counts minus the final RMSNorm
@@ -173,8 +175,9 @@ TEST_CASE("llama3-8b layer: op order, GEMM shapes and FLOPs with GQA and SwiGLU"
     CHECK(find_op(ops, "flash_attention").fwd_bytes == 2.0 * 8192 * (4096 + 2048 + 4096) + 4.0 * 32 * 8192);
     // RMSNorm reads γ only.
     CHECK(find_op(ops, "rmsnorm1").fwd_bytes == 2.0 * 2 * 8192 * 4096 + 2 * 4096);
-    // No biases: the residual add reads x and the residual, writes the output and the mask.
-    CHECK(find_op(ops, "attn_dropout_residual").fwd_bytes == 3.0 * 2 * 8192 * 4096 + 8192.0 * 4096);
+    // No biases, no dropout: the residual add reads x and the residual, writes the output.
+    CHECK(find_op(ops, "attn_dropout_residual").fwd_bytes == 3.0 * 2 * 8192 * 4096);
+    CHECK(find_op(ops, "attn_dropout_residual").saved_bytes == 0);
     // Rotary: read and write Q and K, read the fp32 angles s × head_dim.
     CHECK(find_op(ops, "rotary").fwd_bytes == 2.0 * 2 * 8192 * (4096 + 1024) + 4.0 * 8192 * 128);
     CHECK(find_op(ops, "swiglu").fwd_bytes == 2.0 * 8192 * (2 * 14336 + 14336));
@@ -209,10 +212,10 @@ TEST_CASE("llama3-8b layer: op order, GEMM shapes and FLOPs with GQA and SwiGLU"
 TEST_CASE("llama3-8b layer: saved activation bytes by hand, tp 1 and 8, with and without SP") {
   ModelSpec m = preset("llama3-8b", 8192);
   m.flash_attention = true;
-  // Outside the TP region (sharded by SP): norm inputs 2·2Th, QKV and FC1 inputs 2·2Th,
-  // residual masks 2·Th = 10·Th. Inside (÷ t): rotated Q, K, V 2·T·6144, lse 4·32·T, out-proj
-  // input 2Th, SwiGLU input 2·T·2f, FC2 input 2Tf.
-  const std::uint64_t outside = 10 * kT * kH;
+  // Outside the TP region (sharded by SP): norm inputs 2·2Th, QKV and FC1 inputs 2·2Th = 8·Th
+  // (no dropout: no residual masks). Inside (÷ t): rotated Q, K, V 2·T·6144, lse 4·32·T,
+  // out-proj input 2Th, SwiGLU input 2·T·2f, FC2 input 2Tf.
+  const std::uint64_t outside = 8 * kT * kH;
   const std::uint64_t inside =
       2 * kT * (kH + 2 * kKv) + 4 * 32 * kT + 2 * kT * kH + 4 * kT * kF + 2 * kT * kF;
   for (int t : {1, 8}) {
@@ -235,10 +238,14 @@ TEST_CASE("llama3-8b layer: saved activation bytes by hand, tp 1 and 8, with and
       CHECK(saved_in_group(ops, OpGroup::kLayerInput) == 2 * kT * kH / out_factor);
     }
   }
-  // Hand total at tp 1: T·(12h + 2·6144 + 128 + 6f) = 8192 · 147,584 = 1,209,008,128 bytes.
-  CHECK(saved_sum(layer_ops(m, parallel(1, false))) == 1'209'008'128U);
-  // tp 8 with SP: 1,209,008,128 / 8.
-  CHECK(saved_sum(layer_ops(m, parallel(8, true))) == 151'126'016U);
+  // Hand total at tp 1: T·(10h + 2·6144 + 128 + 6f) = 8192 · 139,392 = 1,141,899,264 bytes.
+  CHECK(saved_sum(layer_ops(m, parallel(1, false))) == 1'141'899'264U);
+  // tp 8 with SP: 1,141,899,264 / 8.
+  CHECK(saved_sum(layer_ops(m, parallel(8, true))) == 142'737'408U);
+  // With dropout (as GPT): the two 1-byte residual masks, 2Th, come back.
+  ModelSpec with_dropout = m;
+  with_dropout.dropout = Dropout::kOn;
+  CHECK(saved_sum(layer_ops(with_dropout, parallel(1, false))) == 1'141'899'264U + 2 * kT * kH);
 }
 
 TEST_CASE("GQA without flash attention: K, V expanded inside the core, dropped by selective") {
@@ -250,9 +257,10 @@ TEST_CASE("GQA without flash attention: K, V expanded inside the core, dropped b
     const Op& expand = find_op(ops, "gqa_expand_kv");
     CHECK(expand.group == OpGroup::kAttnCore);
     CHECK(expand.saved_bytes == 2 * 2 * tokens * kH / tt);  // K and V at 32 heads
-    // Core: expanded K, V + softmax output, dropout mask and output 5·a·s²·b/t.
+    // Core: expanded K, V + the softmax output 2·a·s²·b/t (no dropout: no mask, no second copy).
     CHECK(saved_in_group(ops, OpGroup::kAttnCore) ==
-          4 * tokens * kH / tt + 5ULL * 32 * tokens * tokens / tt);
+          4 * tokens * kH / tt + 2ULL * 32 * tokens * tokens / tt);
+    CHECK(find_op(ops, "attn_v_matmul").saved_bytes == 0);  // reads the softmax output
     // Selective keeps the grouped Q, K, V (on rotary) it recomputes the core from.
     CHECK(find_op(ops, "rotary").saved_bytes == 2 * tokens * (kH + 2 * kKv) / tt);
     const std::vector<std::string> names = names_of(ops);
@@ -285,7 +293,8 @@ TEST_CASE("llama3-8b parameters per GPU, embedding and head, static bytes") {
   // The workload carries them.
   const Workload w = gpt_workload(m, p);
   CHECK(w.layer_params == 27'271'168U);
-  CHECK(w.embedding.back().fwd_bytes == 2.0 * 2 * 8192 * 4096 + 8192.0 * 4096);  // no position read
+  CHECK(w.embedding.back().fwd_bytes == 2.0 * 2 * 8192 * 4096);  // no position read, no mask
+  CHECK(w.embedding.back().saved_bytes == 0);
 }
 
 TEST_CASE("GPT architecture switches one at a time") {
