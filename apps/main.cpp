@@ -33,7 +33,7 @@ const std::map<std::string, Command>& commands() {
       {"fit", {lynx::apps::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
       {"validate", {lynx::apps::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
       {"fields", {lynx::apps::cmd_fields, "list the scenario / profile fields (all, or those under a PREFIX): unit, default, meaning"}},
-      {"presets", {lynx::apps::cmd_presets, "list the GPT model presets with their shapes and parameter counts"}},
+      {"presets", {lynx::apps::cmd_presets, "list the GPT and Llama model presets with their shapes and parameter counts"}},
   };
   return table;
 }

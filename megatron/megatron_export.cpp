@@ -37,6 +37,19 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   option("--hidden-size", std::to_string(m.hidden));
   option("--num-attention-heads", std::to_string(m.heads));
   if (m.ffn_hidden != 4 * m.hidden) option("--ffn-hidden-size", std::to_string(m.ffn_hidden));
+  if (m.kv_heads != m.heads) {
+    option("--group-query-attention");
+    option("--num-query-groups", std::to_string(m.kv_heads));
+  }
+  if (m.mlp == MlpKind::kSwiglu) option("--swiglu");
+  if (m.norm == NormKind::kRmsNorm) option("--normalization", "RMSNorm");
+  if (m.position_embedding == PositionKind::kRotary) option("--position-embedding-type", "rope");
+  if (m.embeddings == EmbeddingTie::kUntied) option("--untie-embeddings-and-output-weights");
+  if (m.linear_bias == LinearBias::kOff) option("--disable-bias-linear");
+  if (m.dropout == Dropout::kOff) {
+    option("--attention-dropout", "0.0");
+    option("--hidden-dropout", "0.0");
+  }
   option("--seq-length", std::to_string(m.seq_len));
   option("--max-position-embeddings", std::to_string(m.seq_len));
   if (m.vocab == padded_vocab(kGpt2BpeVocab, kMegatronVocabDivisibleBy, p.tp)) {

@@ -11,8 +11,9 @@
 
 #include <charconv>
 #include <filesystem>
-#include <optional>
 #include <algorithm>
+#include <optional>
+#include <tuple>
 
 namespace lynx::megatron {
 namespace {
@@ -45,9 +46,12 @@ const std::map<std::string, bool>& known_options() {
       {"--tokenizer-type", true}, {"--num-query-groups", true}, {"--group-query-attention", false},
       {"--context-parallel-size", true}, {"--expert-model-parallel-size", true},
       {"--num-experts", true}, {"--normalization", true}, {"--position-embedding-type", true},
+      {"--use-rotary-position-embeddings", false}, {"--attention-dropout", true},
+      {"--hidden-dropout", true},
+      {"--swiglu", false}, {"--untie-embeddings-and-output-weights", false},
+      {"--disable-bias-linear", false},
       // Refused whenever given: lynxsim has no model for them (reason below).
-      {"--swiglu", false}, {"--squared-relu", false}, {"--untie-embeddings-and-output-weights", false},
-      {"--disable-bias-linear", false}, {"--tp-comm-overlap", false},
+      {"--squared-relu", false}, {"--tp-comm-overlap", false},
       {"--overlap-param-gather", false}, {"--distribute-saved-activations", false},
       {"--fp8-format", true}, {"--multi-latent-attention", false},
       {"--decoder-first-pipeline-num-layers", true}, {"--decoder-last-pipeline-num-layers", true},
@@ -61,11 +65,7 @@ const std::map<std::string, bool>& known_options() {
 /// Why an option is refused whenever it is given.
 const std::map<std::string, std::string>& not_modelled() {
   static const std::map<std::string, std::string> table = {
-      {"--swiglu", "lynxsim's MLP is FC1 -> GeLU -> FC2, not the gated SwiGLU MLP (three weight matrices)"},
-      {"--squared-relu", "lynxsim's MLP activation is GeLU"},
-      {"--untie-embeddings-and-output-weights",
-       "lynxsim ties the output layer to the input embedding (one V x h matrix, Narayanan et al. 2021 Eq. 2)"},
-      {"--disable-bias-linear", "lynxsim's layers have biases (Narayanan et al. 2021 Eq. 2)"},
+      {"--squared-relu", "lynxsim's MLP activation is GeLU or SwiGLU"},
       {"--tp-comm-overlap", "lynxsim does not split GEMMs to overlap them with TP communication"},
       {"--overlap-param-gather", "lynxsim does not overlap the distributed optimizer's parameter all-gather"},
       {"--distribute-saved-activations", "lynxsim keeps full recomputation's layer inputs on every TP rank"},
@@ -213,19 +213,27 @@ class Overrides {
   MegatronArgs out_;
 };
 
-/// The preset whose shape (layers, hidden, heads, ffn = 4h) this is, or empty.
-std::string preset_of(int layers, int hidden, int heads, int ffn) {
+/// The preset whose shape and architecture `mapped` (resolved) is, or empty; of two such (Llama
+/// 2 and 3 70B differ in the vocabulary only, which Megatron-LM pads), the one with its vocabulary.
+std::string preset_of(const ModelSpec& mapped) {
+  const auto architecture = [](const ModelSpec& m) {
+    return std::tie(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.mlp, m.norm,
+                    m.position_embedding, m.embeddings, m.linear_bias, m.dropout);
+  };
+  std::string first;
   for (const std::string& name : model::preset_names()) {
     ModelSpec spec;
     spec.preset = name;
-    const ModelSpec m = model::resolve_model(spec);
-    if (m.layers == layers && m.hidden == hidden && m.heads == heads && m.ffn_hidden == ffn)
-      return name;
+    const ModelSpec preset = model::resolve_model(spec);
+    if (architecture(preset) != architecture(mapped)) continue;
+    if (preset.vocab == mapped.vocab) return name;
+    if (first.empty()) first = name;
   }
-  return {};
+  return first;
 }
 
-void map_vocab(const Options& o, Overrides& set, int tp) {
+/// Sets model.vocab; returns it.
+int map_vocab(const Options& o, Overrides& set, int tp) {
   const Given* size = o.get("--vocab-size");
   const Given* tokenizer = o.get("--tokenizer-type");
   if (size == nullptr && tokenizer != nullptr && o.text(*tokenizer) != "GPT2BPETokenizer")
@@ -234,19 +242,114 @@ void map_vocab(const Options& o, Overrides& set, int tp) {
   const int divisible_by =
       o.integer("--make-vocab-size-divisible-by").value_or(kMegatronVocabDivisibleBy);
   const int vocab = size ? o.integer(*size) : kGpt2BpeVocab;
-  set.set("model.vocab", std::to_string(padded_vocab(vocab, divisible_by, tp)), size,
+  const int padded = padded_vocab(vocab, divisible_by, tp);
+  set.set("model.vocab", std::to_string(padded), size,
           fmt::format("{}: GPT-2 BPE's {} tokens padded to a multiple of {} x tp", o.label(),
                       kGpt2BpeVocab, divisible_by));
+  return padded;
 }
 
-/// Model shape: layers, hidden, heads, ffn, sequence, vocabulary; refuses shapes not modelled.
+/// A choice field's override and the spec value it stands for.
+template <typename Enum>
+void set_choice(Overrides& set, const std::string& key, Enum value, const Given* from,
+                const std::string& fallback_source, Enum& spec_value) {
+  set.set(key, architecture_name(value), from, fallback_source);
+  spec_value = value;
+}
+
+/// A probability argument (--attention-dropout 0.1).
+double probability(const Options& o, const Given& g) {
+  const std::string t = o.text(g);
+  double v = -1;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > 1)
+    fail("{}: {} {}: expected a probability between 0 and 1", g.origin, g.name, t);
+  return v;
+}
+
+/// Dropout: Megatron-LM's defaults are 0.1 for both; lynxsim models both on or both off.
+void map_dropout(const Options& o, Overrides& set, ModelSpec& mapped) {
+  const Given* attention = o.get("--attention-dropout");
+  const Given* hidden = o.get("--hidden-dropout");
+  const bool attention_on = attention == nullptr || probability(o, *attention) > 0;
+  const bool hidden_on = hidden == nullptr || probability(o, *hidden) > 0;
+  if (attention_on != hidden_on)
+    refuse_not_modelled(attention_on ? *hidden : *attention,
+                        "lynxsim models attention and hidden dropout both on or both off");
+  set_choice(set, "model.dropout", hidden_on ? Dropout::kOn : Dropout::kOff,
+             hidden ? hidden : attention,
+             o.label() + ": Megatron-LM's default --attention-dropout 0.1 --hidden-dropout 0.1",
+             mapped.dropout);
+}
+
+/// Model shape: layers, hidden, heads, ffn, sequence, vocabulary, architecture (GQA, SwiGLU,
+/// RMSNorm, rotary, untied embeddings, biases); refuses shapes not modelled.
 void map_model(const Options& o, Overrides& set, int tp) {
   const int layers = o.required("--num-layers");
   const int hidden = o.required("--hidden-size");
   const int heads = o.required("--num-attention-heads");
   const int seq = o.required("--seq-length", "--encoder-seq-length");
   const int ffn = o.integer("--ffn-hidden-size").value_or(4 * hidden);
-  const std::string preset = preset_of(layers, hidden, heads, ffn);
+  ModelSpec mapped;  // what the overrides below say, to name the preset it is
+  mapped.layers = layers;
+  mapped.hidden = hidden;
+  mapped.heads = heads;
+  mapped.ffn_hidden = ffn;
+  mapped.kv_heads = heads;
+  if (const Given* g = o.get("--group-query-attention")) {
+    const Given* groups = o.get("--num-query-groups");
+    mapped.kv_heads = groups ? o.integer(*groups) : 1;  // Megatron-LM's default: 1 group
+    set.set("model.kv_heads", std::to_string(mapped.kv_heads), groups ? groups : g, "");
+  } else {
+    set.set("model.kv_heads", std::to_string(heads), nullptr,
+            o.label() + ": no --group-query-attention (one key/value head per query head)");
+  }
+  const std::string none = o.label() + ": no ";
+  set_choice(set, "model.mlp", o.has("--swiglu") ? MlpKind::kSwiglu : MlpKind::kGelu,
+             o.get("--swiglu"), none + "--swiglu (GeLU MLP)", mapped.mlp);
+  set_choice(set, "model.embeddings",
+             o.has("--untie-embeddings-and-output-weights") ? EmbeddingTie::kUntied
+                                                            : EmbeddingTie::kTied,
+             o.get("--untie-embeddings-and-output-weights"),
+             none + "--untie-embeddings-and-output-weights (tied)", mapped.embeddings);
+  set_choice(set, "model.linear_bias",
+             o.has("--disable-bias-linear") ? LinearBias::kOff : LinearBias::kOn,
+             o.get("--disable-bias-linear"), none + "--disable-bias-linear (biases)",
+             mapped.linear_bias);
+  NormKind norm = NormKind::kLayerNorm;
+  const Given* norm_arg = o.get("--normalization");
+  if (norm_arg != nullptr) {
+    const std::string text = o.text(*norm_arg);
+    if (text == "RMSNorm")
+      norm = NormKind::kRmsNorm;
+    else if (text != "LayerNorm")
+      fail("{}: {} {}: expected LayerNorm or RMSNorm", norm_arg->origin, norm_arg->name, text);
+  }
+  set_choice(set, "model.norm", norm, norm_arg, none + "--normalization (LayerNorm)", mapped.norm);
+  PositionKind position = PositionKind::kLearned;
+  const Given* position_arg = o.get("--position-embedding-type");
+  if (position_arg != nullptr) {
+    const std::string text = o.text(*position_arg);
+    if (text == "rope")
+      position = PositionKind::kRotary;
+    else if (text != "learned_absolute")
+      refuse_not_modelled(*position_arg, "lynxsim models learned_absolute and rope position "
+                                         "embeddings");
+  }
+  // The deprecated flag Megatron-LM's validate_args turns into --position-embedding-type rope.
+  if (const Given* g = o.get("--use-rotary-position-embeddings")) {
+    if (position_arg != nullptr && position != PositionKind::kRotary)
+      fail("{}: {} contradicts {}: {} {}", g->origin, g->name, position_arg->origin,
+           position_arg->name, o.text(*position_arg));
+    position = PositionKind::kRotary;
+    if (position_arg == nullptr) position_arg = g;
+  }
+  set_choice(set, "model.position_embedding", position, position_arg,
+             none + "--position-embedding-type (learned_absolute)", mapped.position_embedding);
+
+  mapped.vocab = map_vocab(o, set, tp);
+  map_dropout(o, set, mapped);
+  const std::string preset = preset_of(mapped);
   if (!preset.empty()) set.set("model.preset", preset, nullptr, "the shape of preset " + preset);
   set.set("model.layers", std::to_string(layers), o.get("--num-layers"), "");
   set.set("model.hidden", std::to_string(hidden), o.get("--hidden-size"), "");
@@ -260,27 +363,14 @@ void map_model(const Options& o, Overrides& set, int tp) {
     if (max_pos < seq)
       fail("{}: {} {} is less than the sequence length {}: Megatron-LM refuses it", g->origin,
            g->name, max_pos, seq);
-    if (max_pos > seq)
+    // Rotary embeddings have no table, so a longer maximum costs nothing.
+    if (max_pos > seq && position == PositionKind::kLearned)
       refuse_not_modelled(*g, fmt::format("lynxsim sizes the learned position embedding by the "
                                           "sequence length; give --max-position-embeddings {}",
                                           seq));
   }
-  if (const Given* g = o.get("--position-embedding-type"); g && o.text(*g) != "learned_absolute")
-    refuse_not_modelled(*g, "lynxsim's GPT has learned absolute position embeddings");
-  if (const Given* g = o.get("--normalization"); g && o.text(*g) != "LayerNorm")
-    refuse_not_modelled(*g, "lynxsim's layers use LayerNorm");
   if (const Given* g = o.get("--num-experts"))
     refuse_not_modelled(*g, "lynxsim models dense GPT, not mixture of experts");
-  if (const Given* g = o.get("--group-query-attention")) {
-    const Given* groups = o.get("--num-query-groups");
-    const int n = groups ? o.integer(*groups) : 1;  // Megatron-LM's default: 1 group
-    if (n != heads)
-      refuse_not_modelled(groups ? *groups : *g,
-                          fmt::format("lynxsim's attention has as many key/value heads as query "
-                                      "heads ({}), not {} groups",
-                                      heads, n));
-  }
-  map_vocab(o, set, tp);
 }
 
 /// Layout: tp, pp, virtual stages, sequence parallelism, batch sizes, DP options.

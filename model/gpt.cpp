@@ -17,6 +17,9 @@ namespace lynx::model {
 
 namespace {
 
+/// GPT's vocabulary as Megatron-LM pads GPT-2 BPE (50257 -> 51200), the default of every
+/// model that names no other.
+constexpr int kGptVocab = 51200;
 /// fp32 statistics and loss-side tensors.
 constexpr std::int64_t kFp32Bytes = 4;
 /// Token ids / targets are int64 tensors in Megatron-LM.
@@ -28,12 +31,23 @@ constexpr double kFlashBackwardFlopsRatio = 2.5;
 /// writes the outgoing gradient — about twice the forward's traffic.
 constexpr double kElementwiseBackwardBytesRatio = 2.0;
 
+/// A model preset: the shape, and for the Llama family its architecture.
 struct Preset {
   std::string_view name;
   int layers;
   int hidden;
   int heads;
+  int kv_heads = 0;      ///< 0: heads (multi-head attention)
+  int ffn = 0;           ///< 0: 4 x hidden (GPT)
+  int vocab = 51200;
+  bool llama = false;    ///< SwiGLU, RMSNorm, rotary, untied embeddings, no linear biases
 };
+
+/// Llama-family architecture (Touvron et al. 2023, Llama 2 paper Sec. 2.2 and "Llama 1" Sec.
+/// 2.2: pre-normalisation with RMSNorm, SwiGLU, rotary embeddings; no biases, an untied output
+/// layer and no dropout, as in the HF configs: attention_bias false, mlp_bias false,
+/// tie_word_embeddings false, attention_dropout 0.0).
+constexpr bool kLlama = true;
 
 // Shapes as published: 1.3B-175B from Narayanan et al. 2021 Table 1 / Brown et al. 2020 and
 // Megatron-LM's examples; 22B from Korthikanti et al. 2022 Table 3 (48 layers, h 6144, 64
@@ -46,7 +60,19 @@ struct Preset {
 //   = 22.93e9 parameters (0.3% under 23B).
 // Chosen over the gpt-22b width at 50 layers (22.98e9) because 72 layers split evenly over
 // pp = 2, 3, 4, 6, 8, 9, 12, while 50 layers allow only pp = 2, 5, 10; heads 40 divide tp = 8.
-constexpr std::array<Preset, 10> kPresets{{
+//
+// Llama 2 (Touvron et al. 2023, "Llama 2", Table 1: context 4096, GQA for 70B; shapes from the
+// HF configs meta-llama/Llama-2-{7b,13b,70b}-hf config.json: hidden_size, intermediate_size,
+// num_hidden_layers, num_attention_heads, num_key_value_heads, vocab_size 32000, rope_theta
+// 10000): 7B 32 x 4096, 32 heads, ffn 11008; 13B 40 x 5120, 40 heads, ffn 13824; 70B 80 x 8192,
+// 64 heads, 8 kv heads, ffn 28672.
+// Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", Table 3: layers, model dimension,
+// FFN dimension, attention heads, key/value heads 8, RoPE base 500,000; vocab 128256 from the HF
+// configs meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B config.json; context 8192): 8B
+// 32 x 4096, 32 heads, ffn 14336; 70B 80 x 8192, 64 heads, ffn 28672; 405B 126 x 16384, 128
+// heads, ffn 53248. The rotary base and context do not change the cost model: seq_len stays
+// the scenario's (set 4096 / 8192 for the pretraining context).
+constexpr std::array<Preset, 16> kPresets{{
     {"gpt-1.3b", 24, 2048, 16},
     {"gpt-2.7b", 32, 2560, 32},
     {"gpt-6.7b", 32, 4096, 32},
@@ -57,7 +83,19 @@ constexpr std::array<Preset, 10> kPresets{{
     {"gpt-175b", 96, 12288, 96},
     {"gpt-530b", 105, 20480, 128},
     {"gpt-1t", 128, 25600, 160},
+    {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, kLlama},
+    {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, kLlama},
+    {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, kLlama},
+    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, kLlama},
+    {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, kLlama},
+    {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, kLlama},
 }};
+
+const Preset* find_preset(std::string_view name) {
+  for (const Preset& preset : kPresets)
+    if (preset.name == name) return &preset;
+  return nullptr;
+}
 
 std::string joined_preset_names() {
   std::string out;
@@ -71,7 +109,11 @@ std::string joined_preset_names() {
 /// The model dimensions as 64-bit integers, resolved and checked, for one GPU of a TP group.
 struct Dims {
   std::int64_t s, b, h, a, f, v, t;
+  std::int64_t kv;            ///< key/value heads
+  std::int64_t head_dim;      ///< h / a
+  std::int64_t qkv_width;     ///< QKV GEMM output: h + 2·kv·head_dim (3h without GQA)
   bool sp;
+  bool swiglu, rmsnorm, rotary, untied, bias, dropout;
   std::int64_t tokens;        ///< s·b: rows of every GEMM (sequence gathered)
   std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
 };
@@ -85,11 +127,14 @@ template <typename... Args>
 
 /// Every function taking a ModelSpec needs it resolved (resolve_model / resolve_scenario).
 void require_resolved(const ModelSpec& m) {
-  LYNX_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.ffn_hidden > 0,
-             "model not resolved (layers {}, hidden {}, heads {}, ffn_hidden {}): call "
+  LYNX_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.ffn_hidden > 0 && m.vocab > 0,
+             "model not resolved (layers {}, hidden {}, heads {}, ffn_hidden {}, vocab {}): call "
              "model::resolve_model or model::resolve_scenario first",
-             m.layers, m.hidden, m.heads, m.ffn_hidden);
+             m.layers, m.hidden, m.heads, m.ffn_hidden, m.vocab);
 }
+
+/// Key/value heads; an unresolved 0 means multi-head attention.
+std::int64_t kv_heads_of(const ModelSpec& m) { return m.kv_heads > 0 ? m.kv_heads : m.heads; }
 
 /// Headroom factor over the largest per-element byte and FLOP multipliers the op graph applies
 /// (34 bytes per logit, 5 bytes per attention score, 3 matrices per GEMM): with every size below
@@ -144,6 +189,16 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
                 "model.heads ({}) is not divisible by parallel.tp ({}): pick a tp that divides "
                 "the number of attention heads",
                 m.heads, p.tp);
+  // Megatron-Core splits the key/value groups over the TP ranks like the heads:
+  // Attention.__init__ (megatron/core/transformer/attention.py) sets num_query_groups_per_partition
+  // = divide(num_query_groups, tp world size), and divide() asserts divisibility. (It does not
+  // replicate K/V heads when tp > kv_heads, as some inference engines do.)
+  if (kv_heads_of(m) % p.tp != 0)
+    fail_layout({"model.kv_heads", "parallel.tp"},
+                "model.kv_heads ({}) is not divisible by parallel.tp ({}): Megatron-Core splits "
+                "the key/value heads over the TP ranks (num_query_groups_per_partition = "
+                "num_query_groups / tp); pick a tp that divides kv_heads",
+                kv_heads_of(m), p.tp);
   if (m.ffn_hidden % p.tp != 0)
     fail_layout({"model.ffn_hidden", "parallel.tp"},
                 "model.ffn_hidden ({}) is not divisible by parallel.tp ({}): pick a tp that "
@@ -173,7 +228,17 @@ Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   d.f = m.ffn_hidden;
   d.v = m.vocab;
   d.t = p.tp;
+  d.kv = kv_heads_of(m);
+  d.head_dim = d.h / d.a;
+  d.qkv_width = d.h + 2 * d.kv * d.head_dim;
   d.sp = p.sequence_parallel && p.tp > 1;
+  // kDefault (a spec built in code, not resolved) is GPT's choice.
+  d.swiglu = m.mlp == MlpKind::kSwiglu;
+  d.rmsnorm = m.norm == NormKind::kRmsNorm;
+  d.rotary = m.position_embedding == PositionKind::kRotary;
+  d.untied = m.embeddings == EmbeddingTie::kUntied;
+  d.bias = m.linear_bias != LinearBias::kOff;
+  d.dropout = m.dropout != Dropout::kOff;
   d.tokens = d.s * d.b;
   d.local_tokens = d.sp ? d.tokens / d.t : d.tokens;
   return d;
@@ -275,27 +340,53 @@ void mark_sharded_input(const Dims& d, Op& gemm) {
   if (d.sp) gemm.bwd_input_allgather_bytes = u64(kBytesPerElement * d.tokens * d.h);
 }
 
-/// LayerNorm over the local tokens: read x, write y, read γ and β (2h elements); saves its input.
-Op layer_norm_op(const Dims& d, std::string name, OpGroup group) {
+/// Parameters of one norm: LayerNorm γ and β (2h), RMSNorm γ only (h).
+std::int64_t norm_parameters(const Dims& d) { return d.rmsnorm ? d.h : 2 * d.h; }
+
+/// LayerNorm or RMSNorm over the local tokens: read x, write y, read its parameters; saves its
+/// input (the fp32 per-row statistics, 4–8 bytes per token, are left out as in Korthikanti).
+/// `number`: "1", "2" (the layer's two) or "final".
+Op norm_op(const Dims& d, const std::string& number, OpGroup group) {
+  const std::string kind = d.rmsnorm ? "rmsnorm" : "layernorm";
+  std::string name = number == "final" ? "final_" + kind : (d.rmsnorm ? "rmsnorm" : "ln") + number;
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  return elementwise_op(std::move(name), group, 2 * act + kBytesPerElement * 2 * d.h, act);
+  return elementwise_op(std::move(name), group, 2 * act + kBytesPerElement * norm_parameters(d),
+                        act);
 }
 
-/// Fused bias + dropout + residual add over the local tokens: reads x, residual and the bias,
-/// writes the output and the 1-byte mask; saves the mask.
+/// Fused bias + dropout + residual add over the local tokens: reads x, residual and the bias
+/// (if the layers have biases), writes the output and the 1-byte mask (with dropout); saves the
+/// mask.
 Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
-  Op op = elementwise_op(std::move(name), group, 3 * act + mask + kBytesPerElement * d.h, mask);
+  const std::int64_t mask = d.dropout ? kMaskBytesPerElement * d.local_tokens * d.h : 0;
+  const std::int64_t bias = d.bias ? kBytesPerElement * d.h : 0;
+  Op op = elementwise_op(std::move(name), group, 3 * act + mask + bias, mask);
+  op.saves = Saves::kOutput;
+  return op;
+}
+
+/// Rotary position embedding on Q and K (Su et al. 2021; Megatron-Core apply_rotary_pos_emb):
+/// reads Q, K and the fp32 angle table (s × head_dim), writes rotated Q, K. Its backward rotates
+/// the gradient back and needs no activation, so it saves nothing of its own; its output — the
+/// rotated Q, K, and V passed through — is what the attention core reads, saved here (Q, K, V are
+/// then not saved on qkv_gemm).
+Op rotary_op(const Dims& d) {
+  const std::int64_t qk = kBytesPerElement * d.tokens * (d.h + d.kv * d.head_dim) / d.t;
+  const std::int64_t qkv = kBytesPerElement * d.tokens * d.qkv_width / d.t;
+  Op op = elementwise_op("rotary", OpGroup::kAttnProjInput, 2 * qk + kFp32Bytes * d.s * d.head_dim,
+                         qkv);
+  op.bwd_dgrad_bytes = op.fwd_bytes;
   op.saves = Saves::kOutput;
   return op;
 }
 
 void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   const std::int64_t heads_local = d.a / d.t;
-  const std::int64_t head_dim = d.h / d.a;
+  const std::int64_t head_dim = d.head_dim;
   const std::int64_t batch = d.b * heads_local;
-  const std::int64_t qkv_one = kBytesPerElement * d.tokens * d.h / d.t;  // one of Q, K, V, O
+  const std::int64_t q_one = kBytesPerElement * d.tokens * d.h / d.t;  // Q or O
+  const std::int64_t kv_one = kBytesPerElement * d.tokens * d.kv * head_dim / d.t;  // K or V
 
   if (flash) {
     // Dao et al. 2022: one fused kernel; S = QK^T and P = softmax(S) live only in SRAM, the
@@ -312,7 +403,9 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     op.gemm_k = head_dim;
     op.fwd_flops = 2.0 * 2.0 * dbl(batch) * dbl(d.s) * dbl(d.s) * dbl(head_dim);  // QK^T, ·V
     const std::int64_t lse = kFp32Bytes * heads_local * d.s * d.b;
-    op.fwd_bytes = dbl(4 * qkv_one + lse);  // read Q, K, V; write O and the statistics
+    // Read Q, K, V (K, V at kv_heads: flash kernels take grouped K/V as they are); write O
+    // and the statistics.
+    op.fwd_bytes = dbl(2 * q_one + 2 * kv_one + lse);
     op.bwd_dgrad_flops = kFlashBackwardFlopsRatio * op.fwd_flops;
     op.bwd_dgrad_bytes = kElementwiseBackwardBytesRatio * op.fwd_bytes;
     op.saved_bytes = u64(lse);
@@ -324,11 +417,29 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   // Korthikanti et al. 2022 Sec. 4.1: softmax output 2as²b, dropout mask as²b, dropout output
   // 2as²b — per GPU divided by t (heads are split).
   const std::int64_t score_elems = batch * d.s * d.s;
+  if (d.kv < d.a) {
+    // Grouped-query attention, unfused: Megatron-Core's DotProductAttention.forward
+    // repeat_interleave()s K and V to one head per query head before the batched GEMMs, which
+    // save the expanded copies. Selective recomputation re-runs it from the grouped K, V. (With
+    // nothing recomputed Megatron frees the grouped K, V once expanded; they stay counted on
+    // their producer here: 4·s·b·kv_heads·head_dim/t bytes per layer too many.)
+    const std::int64_t expanded = 2 * q_one;  // K and V at a heads
+    Op expand = elementwise_op("gqa_expand_kv", OpGroup::kAttnCore, 2 * kv_one + expanded, expanded);
+    expand.bwd_dgrad_bytes = expand.fwd_bytes;  // sums the gradient back over each group
+    expand.saves = Saves::kOutput;
+    ops.push_back(std::move(expand));
+  }
   Op qk = batched_attention_op("qk_matmul", batch, d.s, d.s, head_dim);  // Q, K on qkv_gemm
   ops.push_back(std::move(qk));
   Op softmax = elementwise_op("softmax", OpGroup::kAttnCore, 2 * kBytesPerElement * score_elems,
                               kBytesPerElement * score_elems);
   softmax.saves = Saves::kOutput;
+  if (!d.dropout) {
+    // No attention dropout: ·V reads the softmax output, saved once (on softmax).
+    ops.push_back(std::move(softmax));
+    ops.push_back(batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s));
+    return;
+  }
   ops.push_back(std::move(softmax));
   Op dropout = elementwise_op(
       "attn_dropout", OpGroup::kAttnCore,
@@ -351,23 +462,36 @@ std::vector<std::string> preset_names() {
 
 ModelSpec resolve_model(const ModelSpec& spec) {
   ModelSpec m = spec;
+  const Preset* found = nullptr;
   if (!spec.preset.empty()) {
-    const Preset* found = nullptr;
-    for (const Preset& preset : kPresets)
-      if (preset.name == spec.preset) found = &preset;
+    found = find_preset(spec.preset);
     if (found == nullptr)
       fail_layout({"model.preset"}, "unknown model preset '{}' (known: {})", spec.preset,
                   joined_preset_names());
-    // Explicit non-zero fields override the preset's shape.
+    // Explicit non-zero (non-default) fields override the preset's shape and architecture.
     if (m.layers == 0) m.layers = found->layers;
     if (m.hidden == 0) m.hidden = found->hidden;
     if (m.heads == 0) m.heads = found->heads;
+    if (m.kv_heads == 0) m.kv_heads = found->kv_heads;
+    if (m.ffn_hidden == 0) m.ffn_hidden = found->ffn;
+    if (m.vocab == 0) m.vocab = found->vocab;
   } else if (m.layers == 0 || m.hidden == 0 || m.heads == 0) {
     fail_layout({"model"},
                 "a custom model (no model.preset) needs model.layers, model.hidden and "
                 "model.heads (got layers {}, hidden {}, heads {}); or name a preset: {}",
                 m.layers, m.hidden, m.heads, joined_preset_names());
   }
+  const bool llama = found != nullptr && found->llama;
+  if (m.mlp == MlpKind::kDefault) m.mlp = llama ? MlpKind::kSwiglu : MlpKind::kGelu;
+  if (m.norm == NormKind::kDefault) m.norm = llama ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  if (m.position_embedding == PositionKind::kDefault)
+    m.position_embedding = llama ? PositionKind::kRotary : PositionKind::kLearned;
+  if (m.embeddings == EmbeddingTie::kDefault)
+    m.embeddings = llama ? EmbeddingTie::kUntied : EmbeddingTie::kTied;
+  if (m.linear_bias == LinearBias::kDefault) m.linear_bias = llama ? LinearBias::kOff : LinearBias::kOn;
+  if (m.dropout == Dropout::kDefault) m.dropout = llama ? Dropout::kOff : Dropout::kOn;
+  if (m.kv_heads == 0) m.kv_heads = m.heads;  // multi-head attention
+  if (m.vocab == 0) m.vocab = kGptVocab;
   if (m.ffn_hidden == 0) {  // GPT convention: f = 4h
     const std::int64_t four_h = checked_product("model.ffn_hidden = 4 x model.hidden", {4, m.hidden});
     if (four_h > std::numeric_limits<int>::max())
@@ -390,7 +514,26 @@ ModelSpec resolve_model(const ModelSpec& spec) {
                 "model.hidden ({}) is not divisible by model.heads ({}): the head size must be "
                 "whole",
                 m.hidden, m.heads);
+  // Megatron-LM's validate_args: num_attention_heads % num_query_groups == 0.
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    fail_layout({"model.kv_heads", "model.heads"},
+                "model.kv_heads ({}) does not divide model.heads ({}): every key/value head "
+                "serves the same number of query heads",
+                m.kv_heads, m.heads);
   return m;
+}
+
+std::vector<std::string> preset_keys(const std::string& preset) {
+  const Preset* found = find_preset(preset);
+  if (found == nullptr) return {};
+  std::vector<std::string> keys = {"model.layers", "model.hidden", "model.heads", "model.vocab"};
+  if (found->kv_heads != 0) keys.emplace_back("model.kv_heads");
+  if (found->ffn != 0) keys.emplace_back("model.ffn_hidden");
+  if (found->llama)
+    for (const char* key : {"model.mlp", "model.norm", "model.position_embedding",
+                            "model.embeddings", "model.linear_bias", "model.dropout"})
+      keys.emplace_back(key);
+  return keys;
 }
 
 void check_layout(const ModelSpec& m, const ParallelSpec& p) {
@@ -410,11 +553,15 @@ void check_layout(const ModelSpec& m, const ParallelSpec& p) {
 
 double parameter_count(const ModelSpec& m) {
   require_resolved(m);
-  const double l = m.layers, h = m.hidden, f = m.ffn_hidden, v = m.vocab, s = m.seq_len;
-  // Per layer: QKV 3h²+3h, out-proj h²+h, FC1 hf+f, FC2 fh+h, two LayerNorms 4h
-  // = 4h² + 2hf + 9h + f, which is 12h² + 13h for f = 4h (Narayanan et al. 2021, Eq. 2).
-  const double per_layer = 4 * h * h + 2 * h * f + 9 * h + f;
-  return l * per_layer + (v + s) * h;
+  const ParallelSpec one;  // tp 1, pp 1: one GPU holds the whole model
+  const Dims d = dims_of(m, one);
+  // Per layer (layer_parameter_count_per_gpu at tp 1): GPT's 4h² + 2hf + 9h + f, which is
+  // 12h² + 13h for f = 4h (Narayanan et al. 2021, Eq. 2). Word embedding V·h, once more for an
+  // untied output layer; a learned position table s·h. The final norm is left out, as in Eq. 2.
+  const double per_layer = dbl(static_cast<std::int64_t>(layer_parameter_count_per_gpu(m, one)));
+  const double position = d.rotary ? 0.0 : dbl(d.s) * dbl(d.h);
+  const double word = dbl(d.v) * dbl(d.h) * (d.untied ? 2.0 : 1.0);
+  return dbl(m.layers) * per_layer + word + position;
 }
 
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
@@ -463,16 +610,21 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   // Saved activations (Korthikanti et al. 2022 Sec. 4): LN1 input 2sbh, QKV input 2sbh,
   // Q, K, V 6sbh/t, s² tensors 5as²b/t, out-proj input 2sbh/t, residual mask sbh, LN2 input
   // 2sbh, FC1 input 2sbh, GeLU input 8sbh/t, FC2 input 8sbh/t, residual mask sbh; with SP the
-  // terms outside the TP region (local_tokens) are divided by t too.
-  ops.push_back(layer_norm_op(d, "ln1", OpGroup::kLayerInput));  // saves the layer input
+  // terms outside the TP region (local_tokens) are divided by t too. Llama's variants: Q, K, V
+  // are 2sb(h + 2·kv·head_dim)/t (on rotary when it runs), and SwiGLU saves its input (gate and
+  // up, 2·2sbf/t) and FC2 its input (2sbf/t).
+  ops.push_back(norm_op(d, "1", OpGroup::kLayerInput));  // saves the layer input
   if (tp) ops.push_back(tp_region_entry(d, "attn", OpGroup::kAttnProjInput));
 
-  Op qkv = gemm_op("qkv_gemm", OpGroup::kAttnProjInput, d.tokens, 3 * d.h / d.t, d.h);
+  // QKV: Q of width h, K and V of kv·head_dim each (Megatron-Core's linear_qkv, column-parallel).
+  Op qkv = gemm_op("qkv_gemm", OpGroup::kAttnProjInput, d.tokens, d.qkv_width / d.t, d.h);
+  const std::int64_t qkv_out = kBytesPerElement * d.tokens * d.qkv_width / d.t;  // Q, K, V
   qkv.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h +  // its input
-                        3 * kBytesPerElement * d.tokens * d.h / d.t);  // Q, K, V (see OpGroup)
-  qkv.saves = Saves::kInputAndOutput;
+                        (d.rotary ? 0 : qkv_out));  // Q, K, V (see OpGroup), unless rotated
+  qkv.saves = d.rotary ? Saves::kInput : Saves::kInputAndOutput;
   mark_sharded_input(d, qkv);
   ops.push_back(std::move(qkv));
+  if (d.rotary) ops.push_back(rotary_op(d));
 
   append_attention_core(d, flash, ops);
 
@@ -482,19 +634,29 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
   ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kPost));
 
-  ops.push_back(layer_norm_op(d, "ln2", OpGroup::kPost));
+  ops.push_back(norm_op(d, "2", OpGroup::kPost));
   if (tp) ops.push_back(tp_region_entry(d, "mlp", OpGroup::kMlp));
 
+  // SwiGLU (Shazeer 2020): gate and up projections of width f each, run as one column-parallel
+  // GEMM of width 2f (Megatron-Core's MLP doubles linear_fc1 with gated_linear_unit).
   const std::int64_t ffn_local = d.f / d.t;
-  Op fc1 = gemm_op("fc1_gemm", OpGroup::kMlp, d.tokens, ffn_local, d.h);
+  const std::int64_t fc1_local = (d.swiglu ? 2 : 1) * d.f / d.t;
+  Op fc1 = gemm_op("fc1_gemm", OpGroup::kMlp, d.tokens, fc1_local, d.h);
   fc1.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
   mark_sharded_input(d, fc1);
   ops.push_back(std::move(fc1));
 
-  // Fused bias + GeLU: read input and bias, write output; saves its input.
   const std::int64_t ffn_act = kBytesPerElement * d.tokens * ffn_local;
-  ops.push_back(elementwise_op("gelu", OpGroup::kMlp,
-                               2 * ffn_act + kBytesPerElement * ffn_local, ffn_act));
+  const std::int64_t fc1_act = kBytesPerElement * d.tokens * fc1_local;
+  const std::int64_t fc1_bias = d.bias ? kBytesPerElement * fc1_local : 0;
+  if (d.swiglu) {
+    // Fused (bias +) SwiGLU, silu(gate)·up: reads gate and up, writes f/t per token; saves its
+    // input, both halves (Megatron-Core's SwiGLUFunction saves the input only).
+    ops.push_back(elementwise_op("swiglu", OpGroup::kMlp, fc1_act + ffn_act + fc1_bias, fc1_act));
+  } else {
+    // Fused bias + GeLU: read input and bias, write output; saves its input.
+    ops.push_back(elementwise_op("gelu", OpGroup::kMlp, 2 * ffn_act + fc1_bias, ffn_act));
+  }
 
   Op fc2 = gemm_op("fc2_gemm", OpGroup::kMlp, d.tokens, d.h, ffn_local);
   fc2.saved_bytes = u64(ffn_act);
@@ -524,21 +686,24 @@ std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
   // that also splits the sequence (Megatron-core's reduce_scatter_embeddings).
   if (d.t > 1) ops.push_back(tp_region_exit(d, "embedding", OpGroup::kLayerInput));
   // Position embedding add + embedding dropout on the local tokens: read word and position
-  // embeddings, write the output and the mask; saves the 1-byte mask (Korthikanti Sec. 4.3).
+  // embeddings (no position table with rotary embeddings), write the output and the mask;
+  // saves the 1-byte mask (Korthikanti Sec. 4.3).
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  const std::int64_t mask = kMaskBytesPerElement * d.local_tokens * d.h;
-  ops.push_back(elementwise_op("embedding_dropout", OpGroup::kLayerInput, 3 * act + mask, mask));
+  const std::int64_t mask = d.dropout ? kMaskBytesPerElement * d.local_tokens * d.h : 0;
+  const std::int64_t reads = d.rotary ? 1 : 2;
+  ops.push_back(elementwise_op("embedding_dropout", OpGroup::kLayerInput, (reads + 1) * act + mask,
+                               mask));
   return ops;
 }
 
 std::vector<Op> head_ops(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
   std::vector<Op> ops;
-  ops.push_back(layer_norm_op(d, "final_layernorm", OpGroup::kLayerInput));
+  ops.push_back(norm_op(d, "final", OpGroup::kLayerInput));
   if (d.t > 1) ops.push_back(tp_region_entry(d, "head", OpGroup::kLayerInput));
 
   // LM head: logits[s·b × V/t] = x[s·b × h] · Eᵀ[h × V/t], vocab-parallel, tied to the word
-  // embedding. Saves its input (sharded under SP).
+  // embedding or (untied) a matrix of its own, the same GEMM. Saves its input (sharded under SP).
   const std::int64_t vocab_local = d.v / d.t;
   Op head = gemm_op("lm_head_gemm", OpGroup::kLayerInput, d.tokens, vocab_local, d.h);
   head.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
@@ -569,25 +734,27 @@ std::vector<Op> head_ops(const ModelSpec& spec, const ParallelSpec& p) {
 std::uint64_t layer_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
   const std::int64_t h = d.h, f = d.f, t = d.t;
-  const std::int64_t qkv = (3 * h * h + 3 * h) / t;
-  const std::int64_t out_proj = h * h / t + h;  // row-parallel: bias replicated
-  const std::int64_t fc1 = (h * f + f) / t;
-  const std::int64_t fc2 = f * h / t + h;       // row-parallel: bias replicated
-  const std::int64_t layer_norms = 4 * h;
-  return u64(qkv + out_proj + fc1 + fc2 + layer_norms);
+  const std::int64_t bias = d.bias ? 1 : 0;
+  const std::int64_t gates = d.swiglu ? 2 : 1;  // SwiGLU: gate and up in FC1
+  const std::int64_t qkv = (h * d.qkv_width + bias * d.qkv_width) / t;
+  const std::int64_t out_proj = h * h / t + bias * h;  // row-parallel: bias replicated
+  const std::int64_t fc1 = (gates * h * f + bias * gates * f) / t;
+  const std::int64_t fc2 = f * h / t + bias * h;       // row-parallel: bias replicated
+  const std::int64_t norms = 2 * norm_parameters(d);
+  return u64(qkv + out_proj + fc1 + fc2 + norms);
 }
 
 std::uint64_t embedding_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
-  return u64(d.v * d.h / d.t + d.s * d.h);
+  return u64(d.v * d.h / d.t + (d.rotary ? 0 : d.s * d.h));
 }
 
 std::uint64_t head_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
-  const std::int64_t final_layer_norm = 2 * d.h;
-  // With pp == 1 the LM head uses the first stage's word embedding itself (same GPU).
-  const std::int64_t tied_copy = p.pp > 1 ? d.v * d.h / d.t : 0;
-  return u64(final_layer_norm + tied_copy);
+  // Untied: the output layer's own V·h/t. Tied, pp > 1: the copy of the word embedding Megatron
+  // keeps on the last stage; tied, pp == 1: the first stage's embedding itself (same GPU).
+  const std::int64_t output_layer = d.untied || p.pp > 1 ? d.v * d.h / d.t : 0;
+  return u64(norm_parameters(d) + output_layer);
 }
 
 }  // namespace lynx::model

@@ -1,8 +1,9 @@
 #pragma once
-/// Megatron-style GPT workload: presets, parameter and FLOP formulas, and the per-layer op
-/// graph (FLOPs, HBM bytes, activation bytes saved for backward, TP/SP collectives) for one
-/// pipeline-stage GPU (tensor-parallel degree t, micro-batch b). All sizes in bytes, 16-bit
-/// training (bf16/fp16 activations, 1-byte dropout masks).
+/// Megatron-style decoder workload (GPT, and the Llama family: grouped-query attention, SwiGLU,
+/// RMSNorm, rotary embeddings, untied embeddings, no biases): presets, parameter and FLOP
+/// formulas, and the per-layer op graph (FLOPs, HBM bytes, activation bytes saved for backward,
+/// TP/SP collectives) for one pipeline-stage GPU (tensor-parallel degree t, micro-batch b). All
+/// sizes in bytes, 16-bit training (bf16/fp16 activations, 1-byte dropout masks).
 #include "common/error.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -27,20 +28,27 @@ class LayoutError : public Error {
   std::vector<std::string> keys_;
 };
 
-/// Fills layers/hidden/heads/ffn_hidden from spec.preset (if set) and checks the shape;
-/// throws LayoutError naming the preset or field. Known names: preset_names(). Scenarios get
-/// this once, from resolve_scenario; every other function here takes a resolved ModelSpec.
+/// Fills layers/hidden/heads/kv_heads/ffn_hidden/vocab and the architecture choices from
+/// spec.preset (if set; explicit fields win), else GPT's defaults (kv_heads = heads, ffn 4h,
+/// vocab 51200, GeLU, LayerNorm, learned positions, tied embeddings, biases), and checks the
+/// shape; throws LayoutError naming the preset or field. Known names: preset_names(). Scenarios
+/// get this once, from resolve_scenario; every other function here takes a resolved ModelSpec.
 ModelSpec resolve_model(const ModelSpec& spec);
+/// Names of the model presets (GPT and Llama), in `lynxsim presets` order.
 std::vector<std::string> preset_names();
+/// The model.* keys `preset` fills when a scenario leaves them out (empty for an unknown name):
+/// errors about those keys point at model.preset.
+std::vector<std::string> preset_keys(const std::string& preset);
 
-/// Checks that a resolved model shards over `p`: heads, ffn_hidden and vocab divisible by tp,
+/// Checks that a resolved model shards over `p`: heads, kv_heads, ffn_hidden and vocab divisible by tp,
 /// seq_len divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages.
 /// Throws LayoutError with one message per problem (the first found).
 void check_layout(const ModelSpec& m, const ParallelSpec& p);
 
 /// 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) — Narayanan et al. 2021, Eq. 2 (incl. position emb.).
-/// Counted exactly per layer as 4h² + 2hf + 9h + f (equals Eq. 2 when f = 4h); final LN omitted
-/// as in Eq. 2.
+/// Counted exactly per layer (layer_parameter_count_per_gpu at tp 1: 4h² + 2hf + 9h + f for GPT,
+/// equal to Eq. 2 when f = 4h), plus V·h (twice when untied) and s·h (learned positions only);
+/// final norm omitted as in Eq. 2.
 double parameter_count(const ModelSpec& m);
 /// Model FLOPs per iteration: forward + backward of every op (layer_ops × layers, embedding,
 /// LM head and loss) with no recomputation, counted from the ops themselves so any ffn_hidden
@@ -58,7 +66,8 @@ double full_recompute_flops_per_iteration(const ModelSpec& m, std::int64_t globa
 enum class OpKind : std::uint8_t {
   kGemm,         ///< dense GEMM (tensor cores)
   kAttention,    ///< batched QK^T / ·V GEMMs, or the fused flash-attention kernel
-  kMemoryBound,  ///< LayerNorm, softmax, dropout, GeLU, residual add, cross-entropy
+  kMemoryBound,  ///< LayerNorm / RMSNorm, softmax, dropout, GeLU / SwiGLU, rotary, residual
+                 ///< add, cross-entropy
   kCollective,   ///< TP all-reduce / reduce-scatter / all-gather
                  ///< (`collective` may be kNone when only the backward communicates)
 };
@@ -67,12 +76,13 @@ enum class OpKind : std::uint8_t {
 enum class OpGroup : std::uint8_t {
   kPost,           ///< the small post-collective tensors: LN2 input and both residual dropout
                    ///< masks — keeping them makes every other group's recompute local
-  kAttnProjInput,  ///< QKV GEMM input and its outputs Q, K, V (saved on the QKV GEMM: the
-                   ///< core's backward reads them, and selective recomputation keeps them),
-                   ///< out-projection input
+  kAttnProjInput,  ///< QKV GEMM input and its outputs Q, K, V (saved on the QKV GEMM, or on
+                   ///< rotary, which rotates Q, K: the core's backward reads them, and
+                   ///< selective recomputation keeps them), out-projection input
   kAttnCore,       ///< QK^T, softmax, dropout, ·V: softmax output, dropout mask and output
-                   ///< (the 5·a·s²·b/t that selective recomputation drops)
-  kMlp,            ///< FC1 input, GeLU input, FC2 input
+                   ///< (the 5·a·s²·b/t that selective recomputation drops); with GQA and no
+                   ///< flash attention also K, V expanded to every query head
+  kMlp,            ///< FC1 input, GeLU (or SwiGLU) input, FC2 input
   kLayerInput,     ///< the layer input (kept by every strategy); also every embedding/head op
 };
 
@@ -122,7 +132,9 @@ struct Op {
 ///          tp_allreduce_{attn,mlp} (after out-proj / FC2: forward all-reduce, backward nothing);
 ///   SP:    sp_allgather_{attn,mlp} (forward all-gather, backward reduce-scatter) and
 ///          sp_reducescatter_{attn,mlp} (forward reduce-scatter, backward all-gather).
-/// Sum of saved_bytes = Korthikanti et al. 2022 per-layer activation memory, exactly.
+/// Sum of saved_bytes = Korthikanti et al. 2022 per-layer activation memory, exactly (GPT).
+/// Llama layers: rmsnorm1/2 for ln1/2, `rotary` after qkv_gemm, `gqa_expand_kv` before
+/// qk_matmul (GQA without flash attention), `swiglu` for gelu (FC1 twice as wide).
 std::vector<Op> layer_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Embedding lookup (+ SP scatter) on the first stage.
 std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
@@ -130,12 +142,16 @@ std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
 std::vector<Op> head_ops(const ModelSpec& m, const ParallelSpec& p);
 
 /// Parameters (elements, not bytes) of one layer per GPU, for static memory:
-/// QKV (3h²+3h)/t, out-proj h²/t + h, FC1 (hf+f)/t, FC2 fh/t + h, two LayerNorms 4h.
+/// QKV (3h²+3h)/t, out-proj h²/t + h, FC1 (hf+f)/t, FC2 fh/t + h, two LayerNorms 4h; with GQA
+/// QKV is h·(h + 2·kv·d)/t (d = h/a), SwiGLU doubles FC1 (2hf/t), RMSNorm has γ only (2h for
+/// both), and without biases the bias terms go.
 std::uint64_t layer_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
-/// Parameters on the first stage besides its layers: word embedding V·h/t + position s·h.
+/// Parameters on the first stage besides its layers: word embedding V·h/t + position s·h
+/// (none with rotary embeddings).
 std::uint64_t embedding_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
-/// Parameters on the last stage besides its layers: final LayerNorm 2h, plus (pp > 1) the
-/// copy of the tied word embedding V·h/t that Megatron keeps there for the LM head.
+/// Parameters on the last stage besides its layers: the final norm (2h, RMSNorm h), plus the
+/// output layer V·h/t when untied, or (tied, pp > 1) the copy of the word embedding Megatron
+/// keeps there for the LM head.
 std::uint64_t head_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
 
 }  // namespace lynx::model

@@ -3,16 +3,20 @@
 #include "common/error.hpp"
 #include "model/gpt.hpp"
 
+#include <algorithm>
+
 namespace lynx::model {
 namespace {
 
 /// The key whose value `key` holds: itself when given, else the key its default came from
-/// (ffn_hidden is 4 · hidden; layers, hidden and heads come from model.preset when one is named).
-std::string source_key(const KeyOrigins& origins, const std::string& key) {
+/// (model.preset for what a named preset fills; else ffn_hidden is 4 · hidden, kv_heads is heads).
+std::string source_key(const KeyOrigins& origins, const std::string& preset, const std::string& key) {
   if (origins.given(key)) return key;
-  if (key == "model.ffn_hidden") return source_key(origins, "model.hidden");
-  const bool from_preset = key == "model.layers" || key == "model.hidden" || key == "model.heads";
-  if (from_preset && origins.given("model.preset")) return "model.preset";
+  const std::vector<std::string> filled = preset_keys(preset);
+  if (origins.given("model.preset") && std::find(filled.begin(), filled.end(), key) != filled.end())
+    return "model.preset";
+  if (key == "model.ffn_hidden") return source_key(origins, preset, "model.hidden");
+  if (key == "model.kv_heads") return source_key(origins, preset, "model.heads");
   return key;
 }
 
@@ -27,7 +31,8 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
     check_layout(scenario.model, scenario.parallel);
   } catch (const LayoutError& e) {
     std::vector<std::string> keys;
-    for (const std::string& key : e.keys()) keys.push_back(source_key(origins, key));
+    for (const std::string& key : e.keys())
+      keys.push_back(source_key(origins, scenario.model.preset, key));
     const std::string key = origins.blame(keys);
     fail("{}: key '{}': {}", origins.origin_of(key), key, e.what());
   }

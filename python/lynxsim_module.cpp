@@ -178,7 +178,13 @@ py::list presets() {
     d["layers"] = m.layers;
     d["hidden"] = m.hidden;
     d["heads"] = m.heads;
+    d["kv_heads"] = m.kv_heads;
     d["ffn_hidden"] = m.ffn_hidden;
+    d["mlp"] = architecture_name(m.mlp);
+    d["norm"] = architecture_name(m.norm);
+    d["position_embedding"] = architecture_name(m.position_embedding);
+    d["embeddings"] = architecture_name(m.embeddings);
+    d["linear_bias"] = architecture_name(m.linear_bias);
     d["seq_len"] = m.seq_len;
     d["vocab"] = m.vocab;
     d["parameters"] = model::parameter_count(m);
@@ -390,7 +396,7 @@ PYBIND11_MODULE(lynxsim, m) {
         "`lynxsim best`: the fastest plans that fit for a scenario (a path or a Scenario) on "
         "`gpus` GPUs, confirmed in exact mode: a list of result dicts, fastest first, with "
         "'rank', 'plan', 'headroom_gib' and the searched knobs (docs/best.md).");
-  m.def("presets", &presets, "The GPT model presets: name, shape, parameter count.");
+  m.def("presets", &presets, "The model presets (GPT, Llama): name, shape, architecture, parameter count.");
   m.def("fields", &result_fields, "The result fields: name, unit, level (run/stage), description.");
   m.def("scenario_fields", &scenario_fields, "The scenario keys: key, type, default, meaning.");
   m.def("rows", &rows, py::arg("results"),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -98,6 +99,14 @@ FieldDesc choice_field(std::string key, FieldPlace place,
     fail("internal: value of a choice field has no name");
   };
   return f;
+}
+
+/// The choices of an enum whose scenario-file names are `names`, indexed by the enum.
+template <typename Enum, std::size_t N>
+std::vector<std::pair<std::string, Enum>> enum_choices(const std::array<const char*, N>& names) {
+  std::vector<std::pair<std::string, Enum>> map;
+  for (std::size_t i = 0; i < N; ++i) map.emplace_back(names[i], static_cast<Enum>(i));
+  return map;
 }
 
 /// A quantity with a unit, parsed by `parse` and written by `format` (both from units.hpp).
@@ -269,8 +278,8 @@ std::vector<FieldDesc> scenario_field_table() {
   // model:
   t.push_back(string_field(
       "model.preset", kScn,
-      "GPT preset (e.g. gpt-1.3b, gpt-22b, gpt-175b) that fills layers, "
-      "hidden, heads, ffn_hidden; empty for a custom model",
+      "model preset (e.g. gpt-1.3b, gpt-22b, llama3-8b; `lynxsim presets`) that fills layers, "
+      "hidden, heads, kv_heads, ffn_hidden, vocab and the architecture; empty for a custom model",
       [](auto& s) -> auto& { return s.model.preset; }));
   t.back().default_text = "none (custom model)";
   t.push_back(integer_field(
@@ -283,16 +292,61 @@ std::vector<FieldDesc> scenario_field_table() {
       "model.heads", kScn, 0, kMaxHeads, "attention heads a; 0 = from the preset",
       [](auto& s) -> auto& { return s.model.heads; }));
   t.push_back(integer_field(
-      "model.ffn_hidden", kScn, 0, kMaxFfnHidden, "MLP inner size; 0 = from the preset, else 4 * hidden",
+      "model.kv_heads", kScn, 0, kMaxHeads,
+      "key/value heads (grouped-query attention: heads / kv_heads query heads share one K, V "
+      "head); divides heads, and is divisible by parallel.tp (Megatron-Core); 0 = from the "
+      "preset, else heads (multi-head attention)",
+      [](auto& s) -> auto& { return s.model.kv_heads; }));
+  t.push_back(integer_field(
+      "model.ffn_hidden", kScn, 0, kMaxFfnHidden,
+      "MLP inner size (SwiGLU: the width of gate and up); 0 = from the preset, else 4 * hidden",
       [](auto& s) -> auto& { return s.model.ffn_hidden; }));
   t.push_back(integer_field(
       "model.seq_len", kScn, 1, kMaxSeqLen, "sequence length s in tokens",
       [](auto& s) -> auto& { return s.model.seq_len; }));
   t.push_back(integer_field(
-      "model.vocab", kScn, 1, kMaxVocab, "vocabulary size V", [](auto& s) -> auto& { return s.model.vocab; }));
+      "model.vocab", kScn, 0, kMaxVocab, "vocabulary size V; 0 = from the preset, else 51200",
+      [](auto& s) -> auto& { return s.model.vocab; }));
+  t.back().default_text = "0 (the preset's; GPT presets and custom models 51200)";
   t.push_back(bool_field(
       "model.flash_attention", kScn, "fused attention kernel (no s^2 tensors saved)",
       [](auto& s) -> auto& { return s.model.flash_attention; }));
+  // Architecture: "default" is the preset's choice, else GPT's (the first named below).
+  t.push_back(choice_field<MlpKind>(
+      "model.mlp", kScn, enum_choices<MlpKind>(kMlpKindNames),
+      "MLP: gelu = FC1 -> GeLU -> FC2 (GPT); swiglu = gated MLP, down(silu(gate x) * up x), "
+      "gate and up of width ffn_hidden run as one GEMM as Megatron-Core does (Llama)",
+      [](auto& s) -> auto& { return s.model.mlp; }));
+  t.back().default_text = "default (the preset's, else gelu)";
+  t.push_back(choice_field<NormKind>(
+      "model.norm", kScn, enum_choices<NormKind>(kNormKindNames),
+      "normalisation: layernorm (gamma, beta; GPT) or rmsnorm (gamma only; Llama)",
+      [](auto& s) -> auto& { return s.model.norm; }));
+  t.back().default_text = "default (the preset's, else layernorm)";
+  t.push_back(choice_field<PositionKind>(
+      "model.position_embedding", kScn, enum_choices<PositionKind>(kPositionKindNames),
+      "learned: an s x h table added to the embedding (GPT); rotary: RoPE applied to Q and K in "
+      "every layer, no table (Llama)",
+      [](auto& s) -> auto& { return s.model.position_embedding; }));
+  t.back().default_text = "default (the preset's, else learned)";
+  t.push_back(choice_field<EmbeddingTie>(
+      "model.embeddings", kScn, enum_choices<EmbeddingTie>(kEmbeddingTieNames),
+      "tied: the LM head reuses the input word embedding (GPT); untied: its own V x h matrix "
+      "(Llama)",
+      [](auto& s) -> auto& { return s.model.embeddings; }));
+  t.back().default_text = "default (the preset's, else tied)";
+  t.push_back(choice_field<LinearBias>(
+      "model.linear_bias", kScn, enum_choices<LinearBias>(kLinearBiasNames),
+      "biases on the QKV, out-projection, FC1 and FC2 GEMMs: true (GPT) or false (Llama, "
+      "Megatron's --disable-bias-linear)",
+      [](auto& s) -> auto& { return s.model.linear_bias; }));
+  t.back().default_text = "default (the preset's, else true)";
+  t.push_back(choice_field<Dropout>(
+      "model.dropout", kScn, enum_choices<Dropout>(kDropoutNames),
+      "attention and hidden dropout: true (GPT: the 1-byte masks are saved for backward) or false "
+      "(Llama, Megatron's --attention-dropout 0 --hidden-dropout 0: no masks, no dropout kernel)",
+      [](auto& s) -> auto& { return s.model.dropout; }));
+  t.back().default_text = "default (the preset's, else true)";
 
   // parallel:
   t.push_back(integer_field(

@@ -12,20 +12,65 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace lynx {
 
-/// GPT model shape. A preset fills the shape; explicit fields override it.
+/// MLP of a layer: GPT's FC1 -> GeLU -> FC2, or Llama's gated SwiGLU (gate, up, down).
+/// kDefault: the preset's, else GeLU (resolve_model fills it in).
+enum class MlpKind : std::uint8_t { kDefault, kGelu, kSwiglu };
+/// Normalisation of a layer: LayerNorm (gamma, beta) or RMSNorm (gamma only).
+enum class NormKind : std::uint8_t { kDefault, kLayerNorm, kRmsNorm };
+/// Position embedding: a learned s x h table added to the input, or rotary (RoPE) applied to Q, K.
+enum class PositionKind : std::uint8_t { kDefault, kLearned, kRotary };
+/// Output layer: tied to the input word embedding (one V x h matrix) or a separate matrix.
+enum class EmbeddingTie : std::uint8_t { kDefault, kTied, kUntied };
+/// Biases on the linear layers (QKV, out-projection, FC1, FC2), as Megatron's --disable-bias-linear.
+enum class LinearBias : std::uint8_t { kDefault, kOn, kOff };
+/// Attention and hidden dropout (Megatron's default 0.1, whose masks are saved for backward), or
+/// none (Llama: --attention-dropout 0 --hidden-dropout 0; PyTorch's dropout with p 0 is a no-op).
+enum class Dropout : std::uint8_t { kDefault, kOn, kOff };
+
+/// Scenario-file names of the architecture choices, indexed by their enums (the one list of
+/// these spellings: the field table and `lynxsim presets` read them). "default": the preset's.
+inline constexpr std::array<const char*, 3> kMlpKindNames = {"default", "gelu", "swiglu"};
+inline constexpr std::array<const char*, 3> kNormKindNames = {"default", "layernorm", "rmsnorm"};
+inline constexpr std::array<const char*, 3> kPositionKindNames = {"default", "learned", "rotary"};
+inline constexpr std::array<const char*, 3> kEmbeddingTieNames = {"default", "tied", "untied"};
+inline constexpr std::array<const char*, 3> kLinearBiasNames = {"default", "true", "false"};
+inline constexpr std::array<const char*, 3> kDropoutNames = {"default", "true", "false"};
+
+/// Scenario-file name of an architecture choice (any of the six enums above).
+template <typename Enum>
+constexpr const char* architecture_name(Enum value) {
+  const auto i = static_cast<std::size_t>(value);
+  if constexpr (std::is_same_v<Enum, MlpKind>) return kMlpKindNames[i];
+  else if constexpr (std::is_same_v<Enum, NormKind>) return kNormKindNames[i];
+  else if constexpr (std::is_same_v<Enum, PositionKind>) return kPositionKindNames[i];
+  else if constexpr (std::is_same_v<Enum, EmbeddingTie>) return kEmbeddingTieNames[i];
+  else if constexpr (std::is_same_v<Enum, LinearBias>) return kLinearBiasNames[i];
+  else return kDropoutNames[i];
+}
+
+/// Model shape and architecture. A preset fills the shape (and a Llama preset its architecture);
+/// explicit fields override it. Zero / kDefault fields are "from the preset" until resolve_model.
 struct ModelSpec {
   std::string preset;          ///< e.g. "gpt-22b"; empty for a custom model
   int layers = 0;
   int hidden = 0;
   int heads = 0;
+  int kv_heads = 0;            ///< key/value heads (grouped-query attention); default = heads
   int ffn_hidden = 0;          ///< default 4 * hidden
   int seq_len = 2048;
-  int vocab = 51200;
+  int vocab = 0;               ///< default: the preset's, else 51200
   bool flash_attention = false;
+  MlpKind mlp = MlpKind::kDefault;
+  NormKind norm = NormKind::kDefault;
+  PositionKind position_embedding = PositionKind::kDefault;
+  EmbeddingTie embeddings = EmbeddingTie::kDefault;
+  LinearBias linear_bias = LinearBias::kDefault;
+  Dropout dropout = Dropout::kDefault;
 };
 
 /// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.

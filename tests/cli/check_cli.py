@@ -429,9 +429,12 @@ def case_megatron_args(b, tmp):
     check(err.count("\n") == 0 and "launch.sh:7:42: --tensor-model-parallel-size: $TP cannot be resolved" in err,
           f"unresolved variable names the argument: {err}")
     # Refused: not modelled, contradictory, GPUs that do not divide; FILE with arguments.
-    err = run(b, "run", "--megatron-args", line + " --swiglu", "--profile", "dgx-a100-80gb",
+    err = run(b, "run", "--megatron-args", line + " --squared-relu", "--profile", "dgx-a100-80gb",
               expect=1).stderr
-    check("--swiglu: not modelled by lynxsim yet" in err, f"swiglu refused: {err}")
+    check("--squared-relu: not modelled by lynxsim yet" in err, f"squared-relu refused: {err}")
+    swiglu = run(b, "show", "--megatron-args", line + " --swiglu --disable-bias-linear",
+                 "--profile", "dgx-a100-80gb").stdout
+    check("mlp: swiglu" in swiglu and "linear_bias: false" in swiglu, f"swiglu read: {swiglu[:400]}")
     err = run(b, "run", "--megatron-args", line + " --global-batch-size 30", "--profile",
               "dgx-a100-80gb", "--gpus", "8", expect=1).stderr
     check("--global-batch-size is given twice with different values" in err, f"twice: {err}")
@@ -457,14 +460,19 @@ def case_fields_and_presets(b, tmp):
     check(err.count("\n") == 0 and "did you mean 'hardware.gpu.memory'" in err,
           f"no match suggests a close key: {err}")
     rows = run(b, "presets").stdout.splitlines()
-    check(rows[0].split() == ["preset", "layers", "hidden", "heads", "ffn", "seq_len", "vocab",
-                              "parameters"], f"presets header: {rows[0]}")
-    table = {r.split()[0]: r.split()[1:] for r in rows[1:] if r.startswith("gpt-")}
+    check(rows[0].split() == ["preset", "layers", "hidden", "heads", "kv", "ffn", "seq_len", "vocab",
+                              "mlp", "norm", "pos", "embed", "bias", "parameters"],
+          f"presets header: {rows[0]}")
+    table = {r.split()[0]: r.split()[1:] for r in rows[1:] if r.startswith(("gpt-", "llama"))}
     check("gpt-1.3b" in table and "gpt-175b" in table and "gpt-1t" in table,
           f"every preset listed: {sorted(table)}")
     # Narayanan et al. 2021 Table 1: GPT 1.3B is 24 layers, h 2048, 16 heads (ffn 4h).
-    check(table["gpt-1.3b"][:4] == ["24", "2048", "16", "8192"], f"gpt-1.3b row {table['gpt-1.3b']}")
+    check(table["gpt-1.3b"][:5] == ["24", "2048", "16", "16", "8192"], f"gpt-1.3b row {table['gpt-1.3b']}")
     check(table["gpt-175b"][-1] == "174.62B", f"gpt-175b parameters {table['gpt-175b']}")
+    # Llama 3 8B (Dubey et al. 2024, Table 3; 8.03B on Meta's model card).
+    check(table["llama3-8b"] == ["32", "4096", "32", "8", "14336", "2048", "128256", "swiglu",
+                                 "rmsnorm", "rotary", "untied", "false", "8.03B"],
+          f"llama3-8b row {table['llama3-8b']}")
 
 
 def case_best(b, tmp):

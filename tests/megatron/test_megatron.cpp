@@ -240,9 +240,7 @@ TEST_CASE("arguments lynxsim does not model are refused, not simulated as someth
   const std::string base =
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
       "--micro-batch-size 1 ";
-  for (const char* arg : {"--swiglu", "--untie-embeddings-and-output-weights",
-                          "--group-query-attention --num-query-groups 4", "--num-experts 8",
-                          "--normalization RMSNorm", "--position-embedding-type rope",
+  for (const char* arg : {"--num-experts 8", "--squared-relu", "--position-embedding-type relative",
                           "--max-position-embeddings 4096", "--context-parallel-size 2",
                           "--tokenizer-type HuggingFaceTokenizer"}) {
     CAPTURE(arg);
@@ -252,8 +250,97 @@ TEST_CASE("arguments lynxsim does not model are refused, not simulated as someth
   }
   CHECK(error_of([&] { load(base, 1); }).find("fp32 training is not modelled by lynxsim yet") !=
         std::string::npos);
-  // Grouped-query attention with as many groups as heads is multi-head attention: accepted.
-  CHECK(load(base + "--bf16 --group-query-attention --num-query-groups 16", 1).scenario->model.heads == 16);
+  // Grouped-query attention with as many groups as heads is multi-head attention.
+  const MegatronScenario mha = load(base + "--bf16 --group-query-attention --num-query-groups 16", 1);
+  CHECK(mha.scenario->model.kv_heads == 16);
+  CHECK(error_of([&] { load(base + "--bf16 --normalization BatchNorm", 1); })
+            .find("--normalization BatchNorm: expected LayerNorm or RMSNorm") != std::string::npos);
+}
+
+// Llama 3 8B as Megatron-LM's Llama examples launch it (examples/llama: GQA with 8 groups,
+// SwiGLU, RMSNorm, RoPE, untied embeddings, no biases), tp 8 with SP on one DGX node.
+const std::string kLlama3_8b =
+    "pretrain_gpt.py --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+    "--num-attention-heads 32 --group-query-attention --num-query-groups 8 "
+    "--seq-length 8192 --max-position-embeddings 8192 --position-embedding-type rope "
+    "--rotary-base 500000 --normalization RMSNorm --swiglu --untie-embeddings-and-output-weights "
+    "--disable-bias-linear --attention-dropout 0.0 --hidden-dropout 0.0 "
+    "--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B "
+    "--vocab-size 128256 --micro-batch-size 1 --global-batch-size 128 "
+    "--tensor-model-parallel-size 8 --sequence-parallel --use-flash-attn "
+    "--use-distributed-optimizer --overlap-grad-reduce --bf16";
+
+TEST_CASE("a Llama-3-8B launch line maps onto preset llama3-8b and round-trips") {
+  const MegatronScenario got = load(kLlama3_8b, 8);
+  // Megatron-LM pads the 128256 tokens to a multiple of 128 x tp 8 = 1024: 129024.
+  const model::ResolvedScenario expected = model::load_scenario_text(R"(
+model: {preset: llama3-8b, seq_len: 8192, vocab: 129024, flash_attention: true}
+parallel: {tp: 8, pp: 1, dp: 1, sequence_parallel: true, micro_batch: 1, global_batch: 128,
+           distributed_optimizer: true}
+hardware: {profile: dgx-a100-80gb}
+)", "llama3-8b");
+  CHECK(content_of(got.scenario.scenario()) == content_of(expected.scenario()));
+  const ModelSpec& m = got.scenario->model;
+  CHECK(m.preset == "llama3-8b");
+  CHECK(m.kv_heads == 8);
+  CHECK(m.mlp == MlpKind::kSwiglu);
+  CHECK(m.norm == NormKind::kRmsNorm);
+  CHECK(m.position_embedding == PositionKind::kRotary);
+  CHECK(m.embeddings == EmbeddingTie::kUntied);
+  CHECK(m.linear_bias == LinearBias::kOff);
+  CHECK(m.dropout == Dropout::kOff);
+  // Only one of the two dropouts off is not modelled; a bad probability is an error.
+  std::string half = kLlama3_8b;
+  half.replace(half.find("--attention-dropout 0.0"), 23, "--attention-dropout 0.1");
+  CHECK(error_of([&] { load(half, 8); }).find("--hidden-dropout 0.0: not modelled by lynxsim yet") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(kLlama3_8b + " --hidden-dropout 2", 8); }).find("given twice") != std::string::npos);
+  half.replace(half.find("--attention-dropout 0.1"), 23, "--attention-dropout x.1");
+  CHECK(error_of([&] { load(half, 8); }).find("--attention-dropout x.1: expected a probability") !=
+        std::string::npos);
+  // Rotary has no position table: a longer --max-position-embeddings is fine.
+  std::string longer = kLlama3_8b;
+  longer.replace(longer.find("--max-position-embeddings 8192"), 30, "--max-position-embeddings 131072");
+  CHECK(load(longer, 8).scenario->model.seq_len == 8192);
+  // The deprecated flag means rope too.
+  std::string old_flag = kLlama3_8b;
+  old_flag.replace(old_flag.find("--position-embedding-type rope"), 30, "--use-rotary-position-embeddings");
+  CHECK(load(old_flag, 8).scenario->model.position_embedding == PositionKind::kRotary);
+
+  // Scenario -> arguments: every architecture option, and they read back as the same scenario.
+  const std::string args = scenario_to_megatron_args(expected.scenario());
+  for (const char* option : {"--group-query-attention", "--num-query-groups 8", "--swiglu",
+                             "--normalization RMSNorm", "--position-embedding-type rope",
+                             "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+                             "--attention-dropout 0.0", "--hidden-dropout 0.0",
+                             "--ffn-hidden-size 14336", "--vocab-size 129024"}) {
+    CAPTURE(option);
+    CHECK(args.find(std::string(option) + " \\\n") != std::string::npos);
+  }
+  CHECK(content_of(load(args, 8).scenario.scenario()) == content_of(expected.scenario()));
+  // GPT scenarios print none of them.
+  const std::string gpt = scenario_to_megatron_args(model::default_scenario().scenario());
+  for (const char* option : {"--swiglu", "--group-query-attention", "--normalization",
+                             "--position-embedding-type", "--untie", "--disable-bias-linear",
+                             "-dropout"})
+    CHECK(gpt.find(option) == std::string::npos);
+  // The other Llama presets round-trip too (their vocabularies need --make-vocab-size-divisible-by 1).
+  for (const char* preset : {"llama2-7b", "llama2-13b", "llama2-70b", "llama3-70b", "llama3-405b"}) {
+    CAPTURE(preset);
+    const model::ResolvedScenario sc = model::load_scenario_text(
+        std::string("model: {preset: ") + preset + ", flash_attention: true}\n"
+        "parallel: {tp: 8, micro_batch: 1, global_batch: 8}\nhardware: {profile: dgx-a100-80gb}\n",
+        preset);
+    const std::string out = scenario_to_megatron_args(sc.scenario());
+    const MegatronScenario back = load(out, 8);
+    CHECK(back.scenario->model.preset == preset);  // Llama 2 and 3 70B: told apart by the vocabulary
+    CHECK(content_of(back.scenario.scenario()) == content_of(sc.scenario()));
+  }
+  // A GQA group count Megatron-Core cannot split over tp is refused with Megatron's rule.
+  std::string mqa = kLlama3_8b;
+  mqa.replace(mqa.find("--num-query-groups 8"), 20, "--num-query-groups 4");
+  CHECK(error_of([&] { load(mqa, 8); }).find("model.kv_heads (4) is not divisible by parallel.tp (8)") !=
+        std::string::npos);
 }
 
 TEST_CASE("scenario -> arguments: strategies and schedules Megatron-LM lacks say the closest") {

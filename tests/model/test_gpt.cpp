@@ -3,6 +3,8 @@
 #include "model/gpt.hpp"
 
 #include "common/error.hpp"
+#include "tests/error_of.hpp"
+#include "tests/model/op_helpers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,6 +15,11 @@
 
 using namespace lynx;
 using namespace lynx::model;
+using lynx::test::error_of;
+using lynx::test::find_op;
+using lynx::test::names_of;
+using lynx::test::saved_in_group;
+using lynx::test::saved_sum;
 
 namespace {
 
@@ -33,6 +40,14 @@ ModelSpec custom(int layers, int hidden, int heads, int seq_len, int vocab) {
   return resolve_model(m);
 }
 
+/// The GPT presets (Eq. 2 and Eq. 7 describe them; the Llama presets are in test_llama.cpp).
+std::vector<std::string> gpt_preset_names() {
+  std::vector<std::string> names;
+  for (const std::string& name : preset_names())
+    if (name.rfind("gpt-", 0) == 0) names.push_back(name);
+  return names;
+}
+
 ParallelSpec parallel(int tp, int micro_batch, bool sp) {
   ParallelSpec p;
   p.tp = tp;
@@ -41,45 +56,10 @@ ParallelSpec parallel(int tp, int micro_batch, bool sp) {
   return p;
 }
 
-std::uint64_t saved_sum(const std::vector<Op>& ops) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops) total += op.saved_bytes;
-  return total;
-}
-
-std::uint64_t saved_in_group(const std::vector<Op>& ops, OpGroup group) {
-  std::uint64_t total = 0;
-  for (const Op& op : ops)
-    if (op.group == group) total += op.saved_bytes;
-  return total;
-}
-
 double flops_fwd_bwd(const std::vector<Op>& ops) {
   double total = 0;
   for (const Op& op : ops) total += op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops;
   return total;
-}
-
-const Op& find_op(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops)
-    if (op.name == name) return op;
-  FAIL("no op named " << name);
-  return ops.front();
-}
-
-std::vector<std::string> names_of(const std::vector<Op>& ops) {
-  std::vector<std::string> names;
-  for (const Op& op : ops) names.push_back(op.name);
-  return names;
-}
-
-std::string error_of(auto&& callable) {
-  try {
-    callable();
-  } catch (const lynx::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -100,7 +80,7 @@ TEST_CASE("presets resolve to the published shapes") {
   CHECK(preset("gpt-22b").hidden == 6144);
   CHECK(preset("gpt-22b").heads == 64);
   CHECK(preset("gpt-1t").heads == 160);
-  CHECK(preset_names().size() == 10);
+  CHECK(preset_names().size() == 16);  // 10 GPT, 6 Llama (test_llama.cpp)
 
   // Every preset shards over tp = 8 (heads % 8 == 0) and has whole heads.
   for (const std::string& name : preset_names()) {
@@ -146,7 +126,7 @@ TEST_CASE("resolve_model errors") {
 }
 
 TEST_CASE("parameter count: Narayanan Eq. 2 and published sizes") {
-  for (const std::string& name : preset_names()) {
+  for (const std::string& name : gpt_preset_names()) {
     const ModelSpec m = preset(name);
     const double l = m.layers, h = m.hidden, v = m.vocab, s = m.seq_len;
     const double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l * h));
@@ -205,8 +185,8 @@ TEST_CASE("layer FLOPs: fwd + bwd = 72·b·s·h²·(1 + s/(6h))/t, and the ops r
   }
 }
 
-TEST_CASE("model FLOPs: counted from the ops, Eq. 7 for every preset (f = 4h)") {
-  for (const std::string& name : preset_names()) {
+TEST_CASE("model FLOPs: counted from the ops, Eq. 7 for every GPT preset (f = 4h)") {
+  for (const std::string& name : gpt_preset_names()) {
     CAPTURE(name);
     const ModelSpec m = preset(name);
     CHECK(model_flops_per_iteration(m, 512) ==

@@ -24,7 +24,8 @@ std::string resolve_error(const std::string& yaml, const std::vector<std::string
 }
 
 const std::string kKnownPresets =
-    "gpt-1.3b, gpt-2.7b, gpt-6.7b, gpt-13b, gpt-22b, gpt-23b, gpt-39b, gpt-175b, gpt-530b, gpt-1t";
+    "gpt-1.3b, gpt-2.7b, gpt-6.7b, gpt-13b, gpt-22b, gpt-23b, gpt-39b, gpt-175b, gpt-530b, gpt-1t, "
+    "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, llama3-405b";
 
 }  // namespace
 
@@ -40,6 +41,26 @@ TEST_CASE("the loader's scenario is resolved: the preset's shape is filled in") 
   Scenario code = s.scenario();
   code.model.layers = 0;
   CHECK(model::resolve_scenario(code, "code")->model.layers == 24);
+}
+
+TEST_CASE("a Llama preset fills kv_heads, ffn, vocab and the architecture; errors blame it") {
+  const model::ResolvedScenario s =
+      model::load_scenario_text(kHeader + "model:\n  preset: llama3-8b\n", "t.yaml");
+  CHECK(s->model.kv_heads == 8);
+  CHECK(s->model.ffn_hidden == 14336);
+  CHECK(s->model.vocab == 128256);
+  CHECK(s->model.mlp == MlpKind::kSwiglu);
+  // The preset's 8 kv heads do not split over tp 16 (on two nodes): model.preset is to blame...
+  CHECK(resolve_error(kHeader + "  nodes: 2\nmodel:\n  preset: llama3-8b\nparallel:\n  tp: 16\n") ==
+        "t.yaml:5:11: key 'model.preset': model.kv_heads (8) is not divisible by parallel.tp "
+        "(16): Megatron-Core splits the key/value heads over the TP ranks "
+        "(num_query_groups_per_partition = num_query_groups / tp); pick a tp that divides kv_heads");
+  // ...an explicit kv_heads is, when given; and a GPT model's kv_heads is its heads.
+  CHECK(resolve_error(kHeader + "model:\n  preset: llama3-8b\n  kv_heads: 2\nparallel:\n  tp: 4\n")
+            .rfind("t.yaml:5:13: key 'model.kv_heads': model.kv_heads (2)", 0) == 0);
+  CHECK(resolve_error(kHeader + "model:\n  layers: 2\n  hidden: 1024\n  heads: 16\n  kv_heads: 3\n")
+            .rfind("t.yaml:7:13: key 'model.kv_heads': model.kv_heads (3) does not divide model.heads (16)", 0) == 0);
+  CHECK(model::default_scenario()->model.kv_heads == 16);
 }
 
 TEST_CASE("layout checks that need only the scenario") {

@@ -20,6 +20,12 @@ class Calls(unittest.TestCase):
         presets = {p["name"]: p for p in lynxsim.presets()}
         self.assertEqual(presets["gpt-175b"]["layers"], 96)
         self.assertEqual(presets["gpt-22b"]["hidden"], 6144)
+        self.assertEqual(presets["gpt-22b"]["mlp"], "gelu")
+        llama = presets["llama3-8b"]
+        self.assertEqual((llama["kv_heads"], llama["ffn_hidden"], llama["vocab"]), (8, 14336, 128256))
+        self.assertEqual((llama["mlp"], llama["norm"], llama["position_embedding"]), ("swiglu", "rmsnorm", "rotary"))
+        self.assertEqual((llama["embeddings"], llama["linear_bias"]), ("untied", "false"))
+        self.assertEqual(round(llama["parameters"] / 1e9, 2), 8.03)
         fields = {f["name"]: f for f in lynxsim.fields()}
         self.assertEqual(fields["iteration_time_s"]["level"], "run")
         self.assertEqual(fields["iteration_time_s"]["unit"], "s")
@@ -112,9 +118,9 @@ class Errors(unittest.TestCase):
     def test_megatron_refusal(self):
         with self.assertRaises(lynxsim.Error) as e:
             lynxsim.load_megatron(args="--num-layers 2 --hidden-size 64 --num-attention-heads 4 "
-                                  "--seq-length 128 --micro-batch-size 1 --bf16 --swiglu",
+                                  "--seq-length 128 --micro-batch-size 1 --bf16 --squared-relu",
                                   profile="dgx-a100-80gb")
-        self.assertIn("--swiglu: not modelled by lynxsim yet", str(e.exception))
+        self.assertIn("--squared-relu: not modelled by lynxsim yet", str(e.exception))
 
     def test_sweep(self):
         grid = {"base": {"model": {"layers": 4, "hidden": 256, "heads": 4, "seq_len": 256, "vocab": 4096},

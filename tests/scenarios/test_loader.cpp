@@ -53,7 +53,9 @@ TEST_CASE("a minimal scenario gets the documented defaults") {
   CHECK(s.model.preset.empty());
   CHECK(s.model.layers == 0);
   CHECK(s.model.seq_len == 2048);
-  CHECK(s.model.vocab == 51200);
+  CHECK(s.model.vocab == 0);  // the preset's, else 51200 (resolve_model)
+  CHECK(s.model.kv_heads == 0);
+  CHECK(s.model.mlp == MlpKind::kDefault);
   CHECK(s.parallel.tp == 1);
   CHECK(s.parallel.schedule == ScheduleKind::kOneFOneB);
   CHECK(s.parallel.dp_bucket_bytes == 40'000'000);
@@ -347,7 +349,7 @@ TEST_CASE("--set errors name the override") {
         "t.yaml: --set parallel.tp: expected key.path=value");
   CHECK(load_error(kHeader, {"model=3"}) ==
         "t.yaml: --set model=3: key 'model' is a section; set one of its fields, e.g. "
-        "'model.ffn_hidden'");
+        "'model.dropout'");
   CHECK(load_error(kHeader, {"parallel.tp=[1, 2]"}) ==
         "t.yaml: --set parallel.tp=[1, 2]: key 'parallel.tp': expected a single value, got a list");
   CHECK(load_error(kHeader, {"hardware.profile=tpu-v5"})
