@@ -14,10 +14,6 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   w.layer_params = layer_parameter_count_per_gpu(model, parallel);
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);
   w.head_params = head_parameter_count_per_gpu(model, parallel);
-  w.tied_embedding_params = parallel.pp > 1 ? embedding_parameter_count_per_gpu(model, parallel) -
-                                                  static_cast<std::uint64_t>(model.seq_len) *
-                                                      static_cast<std::uint64_t>(model.hidden)
-                                            : 0;
   return w;
 }
 

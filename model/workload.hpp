@@ -24,9 +24,6 @@ struct Workload {
   std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
   std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
   std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
-  /// Of head_params, the tied word-embedding copy whose gradient the last stage all-reduces
-  /// with the first stage's (Megatron's embedding group; 0 when pp == 1 or untied).
-  std::uint64_t tied_embedding_params = 0;
 };
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).

@@ -285,9 +285,6 @@ class Builder {
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
                                 const WindowHook& on_window = {});
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
-  /// After `after` (the gradient reductions): the tied-embedding gradient all-reduce between
-  /// the first and last stage (those stages only, pp > 1); returns what the optimizer waits for.
-  sim::TaskId emit_tied_embedding_allreduce(const std::vector<sim::TaskId>& after);
   /// Megatron's optimizer step over `params` gradients of the stage (`stage_params` in all).
   void emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after);
   /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
@@ -734,39 +731,10 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
 
   set_instance("");
   g.dp.tasks.push_back(g.compute_tail);
-  const sim::TaskId grads_ready = emit_tied_embedding_allreduce(g.dp.tasks);
-  emit_optimizer_step(g.dp.total_params, stage_params, grads_ready);
-}
-
-sim::TaskId Builder::emit_tied_embedding_allreduce(const std::vector<sim::TaskId>& after) {
   TaskArgs join;
   join.kind = sim::TaskKind::kMarker;
   join.name = intern_name("grads_reduced");
-  const sim::TaskId reduced = add_task(join, after.begin(), after.end());
-  const bool holds_copy = stage_ == 0 || stage_ == p_.pp - 1;
-  if (p_.pp == 1 || work_.tied_embedding_params == 0 || !holds_copy) return reduced;
-  // Megatron's embedding group: the first and last stage all-reduce the tied word embedding's
-  // fp32 gradient (finalize_model_grads, after the data-parallel reduction). Two ranks: each
-  // sends its gradient to the other (the bytes a 2-rank ring moves per rank) and adds what it
-  // receives, so each side waits for the other's send (exact in the reduced simulation too).
-  // A stage built alone (fast mode) waits only for its own send.
-  const int other = stage_ == 0 ? p_.pp - 1 : 0;
-  const auto key = [this](int stage) -> std::int64_t {
-    return -1 - (static_cast<std::int64_t>(stage) * p_.tp * p_.dp + dp_rank_ * p_.tp + tp_rank_);
-  };
-  TaskArgs send;
-  send.stream = kDp;
-  send.kind = sim::TaskKind::kComm;
-  send.category = sim::Category::kDpComm;
-  send.name = intern_name("embedding_grad_allreduce");
-  send.host_ps = sc_.hardware.host_collective_ps;
-  const sim::TaskId sent = add_task(send, {reduced});
-  add_flow(sent, rank_, stage_rank(other), model::grad_bytes_per_param(p_) * work_.tied_embedding_params);
-  transfers_[key(stage_)] = sent;
-  join.name = intern_name("embedding_grads_reduced");
-  const sim::TaskId done = add_task(join, {sent});
-  add_pending_dep(done, key(other));
-  return done;
+  emit_optimizer_step(g.dp.total_params, stage_params, add_task(join, g.dp.tasks.begin(), g.dp.tasks.end()));
 }
 
 void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after) {
