@@ -2,6 +2,7 @@
 
 #include "calibrate/stats.hpp"
 #include "hw_models/compute_model.hpp"
+#include "hw_models/collectives.hpp"
 #include "hw_models/topology.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "common/error.hpp"
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace lynx::calibrate {
 
@@ -61,32 +63,25 @@ ErrorStats error_stats(const std::vector<double>& errors) {
   return s;
 }
 
-/// The simulator's idle single-node ring time for a collective row: steps·path latency +
-/// ring wire bytes/(path bandwidth·collective_efficiency) (hw_models/collectives.hpp). Empty
-/// for rows it does not model (one rank, other scopes, a node smaller than the ring).
+/// The simulator's idle single-node time for a collective row: its own plan of the collective
+/// on the first `ranks` GPUs (hw_models/collectives.hpp; alpha-beta or NCCL protocols, as the
+/// profile says). Empty for rows it does not model (one rank, other scopes, a node smaller
+/// than the ring).
 std::optional<double> ring_time_s(const HardwareSpec& hw, const Measurement& row) {
   if (row.scope != "intra" || row.ranks < 2 || row.ranks > hw.gpus_per_node) return std::nullopt;
+  hw_models::Collective kind = hw_models::Collective::kAllReduce;
+  if (row.name == "all_reduce") kind = hw_models::Collective::kAllReduce;
+  else if (row.name == "all_gather") kind = hw_models::Collective::kAllGather;
+  else if (row.name == "reduce_scatter") kind = hw_models::Collective::kReduceScatter;
+  else if (row.name == "send_recv") kind = hw_models::Collective::kSendRecv;
+  else return std::nullopt;
   HardwareSpec one_node = hw;
   one_node.nodes = 1;
   const hw_models::Topology topo(one_node);
-  const double n = row.ranks;
-  double factor = 0.0;
-  int steps = 0;
-  if (row.name == "all_reduce") {
-    factor = 2.0 * (n - 1.0) / n;
-    steps = 2 * (row.ranks - 1);
-  } else if (row.name == "all_gather" || row.name == "reduce_scatter") {
-    factor = (n - 1.0) / n;
-    steps = row.ranks - 1;
-  } else if (row.name == "send_recv") {
-    factor = 1.0;
-    steps = 1;
-  } else {
-    return std::nullopt;
-  }
-  const double bw = static_cast<double>(topo.path_bw_bytes_per_s(0, 1)) * hw.collective_efficiency;
-  const double latency = ps_to_s(topo.path_latency_ps(0, 1));
-  return steps * latency + factor * static_cast<double>(row.bytes) / bw;
+  std::vector<hw_models::Rank> ranks;
+  for (int r = 0; r < (kind == hw_models::Collective::kSendRecv ? 2 : row.ranks); ++r) ranks.push_back(r);
+  return ps_to_s(hw_models::idle_collective_time_ps(
+      topo, hw_models::plan_collective(topo, one_node, kind, hw_models::Algorithm::kRing, ranks, row.bytes)));
 }
 
 }  // namespace

@@ -713,6 +713,177 @@ LinkFit fit_intra_link(FitState& st, const CollectiveGroups& groups) {
   return intra;
 }
 
+/// collective_model nccl: the intra-node scope as NCCL's protocols (hw_models/collectives.hpp):
+/// a row of ring steps s and per-rank wire bytes w takes t = c_p + s·λ_p + w/(B·f_p) on the
+/// protocol p the model finds fastest, where c_p = nccl.p.base + the hardware path latency,
+/// λ_p = nccl.p.step_nvlink (step_pcie on PCIe nodes), B = link bw × collective_efficiency and
+/// f_p = nccl.p.bw_fraction (the wire format's, not fitted). Rows are assigned to protocols
+/// with the base profile's values, then (c_p, λ_p, 1/B) are fitted jointly by weighted least
+/// squares (1/t²) and the rows reassigned, until the assignment repeats (at most 20 rounds).
+/// λ_p is fitted only where its rows have >= 2 step counts (several group sizes), c_p where a
+/// protocol has >= 1 row; the rest keep the base's values. The link latency is kept.
+LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
+  const HardwareSpec& base = st.base;
+  const bool pcie_nodes = base.intra_node == IntraNode::kPcie;
+  LinkSpec HardwareSpec::*intra_link = pcie_nodes ? &HardwareSpec::pcie : &HardwareSpec::nvlink;
+  TimePs NcclProtocol::*step_field = pcie_nodes ? &NcclProtocol::step_pcie_ps : &NcclProtocol::step_nvlink_ps;
+  const std::string link_field = pcie_nodes ? "node.pcie" : "node.nvlink";
+  const std::string step_name = pcie_nodes ? "step_pcie" : "step_nvlink";
+  struct Row {
+    double steps, wire, time;
+  };
+  std::vector<Row> rows;
+  for (const auto& [key, group] : groups)
+    for (const Measurement* row : group) {
+      if (row->scope != "intra") continue;
+      const RingCost cost = ring_cost(row->name, row->ranks);
+      rows.push_back({static_cast<double>(cost.steps), cost.wire_factor * static_cast<double>(row->bytes),
+                      row->time_us_median / kUsPerS});
+    }
+  LinkFit out;
+  if (rows.size() < 2 || base.gpus_per_node < 2) {
+    const LinkSpec& link = base.*intra_link;
+    st.report.fields.push_back(not_measured(
+        link_field,
+        fmt::format("bw {}", format_bw(static_cast<double>(link.bw_bytes_per_s))),
+        "fewer than 2 intra-node collectives on >= 2 GPUs"));
+    return out;
+  }
+  HardwareSpec one_node = base;
+  one_node.nodes = 1;
+  const double path_s = static_cast<double>(hw_models::Topology(one_node).path_latency_ps(0, 1)) / kPsPerS;
+  struct Proto {
+    const char* name;
+    NcclProtocol* fitted;
+    double f, c, lambda;
+  };
+  std::vector<Proto> protos;
+  for (auto [name, member] : {std::pair{"simple", &NcclSpec::simple}, std::pair{"ll128", &NcclSpec::ll128},
+                              std::pair{"ll", &NcclSpec::ll}}) {
+    NcclProtocol& p = st.fitted.nccl.*member;
+    if (p.bw_fraction > 0.0)
+      protos.push_back({name, &p, p.bw_fraction, static_cast<double>(p.base_ps) / kPsPerS + path_s,
+                        static_cast<double>(p.*step_field) / kPsPerS});
+  }
+  double inv_b = 1.0 / (static_cast<double>((base.*intra_link).bw_bytes_per_s) * base.collective_efficiency);
+  std::vector<std::size_t> assigned(rows.size(), SIZE_MAX);
+  int rounds = 0;
+  for (; rounds < 20; ++rounds) {
+    bool changed = false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::size_t best = 0;
+      double best_t = 0.0;
+      for (std::size_t p = 0; p < protos.size(); ++p) {
+        const double t = protos[p].c + rows[i].steps * protos[p].lambda + rows[i].wire * inv_b / protos[p].f;
+        if (p == 0 || t < best_t) {
+          best = p;
+          best_t = t;
+        }
+      }
+      changed = changed || assigned[i] != best;
+      assigned[i] = best;
+    }
+    if (!changed) break;
+    // Columns: c_p and λ_p of each protocol that can be fitted, then 1/B.
+    std::vector<std::vector<double>> columns;
+    std::vector<std::pair<std::size_t, bool>> what;  // (protocol, is λ)
+    for (std::size_t p = 0; p < protos.size(); ++p) {
+      std::vector<double> one(rows.size(), 0.0), steps(rows.size(), 0.0);
+      double first_steps = -1.0;
+      bool several_steps = false, any = false;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (assigned[i] != p) continue;
+        any = true;
+        one[i] = 1.0;
+        steps[i] = rows[i].steps;
+        if (first_steps < 0.0) first_steps = rows[i].steps;
+        several_steps = several_steps || rows[i].steps != first_steps;
+      }
+      if (!any) continue;
+      columns.push_back(one);
+      what.push_back({p, false});
+      if (several_steps) {
+        columns.push_back(steps);
+        what.push_back({p, true});
+      }
+    }
+    std::vector<double> wire(rows.size()), y(rows.size()), weight(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Proto& pr = protos[assigned[i]];
+      wire[i] = rows[i].wire / pr.f;
+      y[i] = rows[i].time;
+      weight[i] = 1.0 / (rows[i].time * rows[i].time);
+      // Terms kept from the base move to the left-hand side.
+      bool lambda_fitted = false;
+      for (const auto& [p, is_lambda] : what) lambda_fitted = lambda_fitted || (p == assigned[i] && is_lambda);
+      if (!lambda_fitted) y[i] -= rows[i].steps * pr.lambda;
+    }
+    columns.push_back(wire);
+    std::vector<double> coef;
+    try {
+      coef = fit_columns_weighted(columns, y, weight);
+    } catch (const Error& e) {
+      st.report.notes.push_back(fmt::format("nccl: {}; kept the base profile's values", e.what()));
+      return out;
+    }
+    for (std::size_t j = 0; j < what.size(); ++j) {
+      Proto& pr = protos[what[j].first];
+      (what[j].second ? pr.lambda : pr.c) = std::max(0.0, coef[j]);
+    }
+    if (!(coef.back() > 0.0)) {
+      st.report.notes.push_back("nccl: time does not grow with size; kept the base profile's values");
+      return out;
+    }
+    inv_b = coef.back();
+  }
+  std::vector<double> predicted, measured;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Proto& pr = protos[assigned[i]];
+    predicted.push_back(pr.c + rows[i].steps * pr.lambda + rows[i].wire * inv_b / pr.f);
+    measured.push_back(rows[i].time);
+  }
+  const double rms = rms_relative(predicted, measured);
+  LinkSpec& link = st.fitted.*intra_link;
+  link.bw_bytes_per_s = to_bw(1.0 / inv_b / base.collective_efficiency);
+  FieldFit bw;
+  bw.field = link_field;
+  bw.fitted = true;
+  bw.measurements = static_cast<int>(rows.size());
+  bw.rms_relative_error = rms;
+  bw.value = fmt::format("bw {} (ring {} achieved; collective_efficiency {} kept; latency kept)",
+                         format_bw(static_cast<double>(link.bw_bytes_per_s)), format_bw(1.0 / inv_b),
+                         base.collective_efficiency);
+  bw.source = st.source + " (NCCL protocol fit)";
+  st.report.fields.push_back(bw);
+  for (const Proto& pr : protos) {
+    int used = 0;
+    for (std::size_t a : assigned) used += protos[a].fitted == pr.fitted ? 1 : 0;
+    if (used == 0) {
+      st.report.fields.push_back(not_measured(fmt::format("nccl.{}", pr.name), "kept",
+                                              "no row is fastest on this protocol"));
+      continue;
+    }
+    pr.fitted->base_ps = seconds_to_ps(std::max(0.0, pr.c - path_s));
+    pr.fitted->*step_field = seconds_to_ps(pr.lambda);
+    FieldFit f;
+    f.field = fmt::format("nccl.{}", pr.name);
+    f.fitted = true;
+    f.measurements = used;
+    f.rms_relative_error = rms;
+    f.value = fmt::format("base {}, {} {} ({} rounds)", format_us(std::max(0.0, pr.c - path_s)), step_name,
+                          format_us(pr.lambda), rounds);
+    f.source = st.source + " (NCCL protocol fit)";
+    st.report.fields.push_back(f);
+  }
+  out.fitted = true;
+  out.bw = 1.0 / inv_b;
+  for (const Proto& pr : protos)
+    if (pr.fitted == &st.fitted.nccl.simple) out.step_latency_s = pr.lambda;
+  out.measurements = static_cast<int>(rows.size());
+  out.rms = rms;
+  return out;
+}
+
 /// The inter-node NIC link, hierarchical as the simulator plans it (hw_models/collectives.hpp):
 /// with k ranks on each of N nodes, all-reduce = intra reduce-scatter + inter ring all-reduce
 /// of the S/k shard + intra all-gather; reduce-scatter and all-gather have one intra phase.
@@ -863,7 +1034,8 @@ HardwareSpec fit_profile(const RawMeasurements& raw, const HardwareSpec& base, F
   fit_memory_bound_field(st, memory_rows, launch_s);
   fit_contention_field(st);
   const CollectiveGroups groups = fit_collectives(st);
-  const LinkFit intra = fit_intra_link(st, groups);
+  const LinkFit intra = base.collective_model == CollectiveModel::kNccl ? fit_nccl_intra(st, groups)
+                                                                       : fit_intra_link(st, groups);
   fit_inter_link(st, groups, intra);
   report_collective_efficiency(st);
   fitted.source = fitted_source(st);

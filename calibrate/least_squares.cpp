@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 namespace lynx::calibrate {
 
@@ -79,6 +80,46 @@ double fit_proportional_weighted(const std::vector<double>& x, const std::vector
   }
   if (!(sxx > 0.0)) fail("proportional fit needs a non-zero regressor");
   return sxy / sxx;
+}
+
+std::vector<double> fit_columns_weighted(const std::vector<std::vector<double>>& columns,
+                                         const std::vector<double>& y,
+                                         const std::vector<double>& weight) {
+  const std::size_t n = columns.size();
+  for (const auto& c : columns) check_sizes(c.size(), y.size(), weight.size(), "least-squares fit");
+  check_sizes(y.size(), y.size(), weight.size(), "least-squares fit");
+  check_weights(weight, "least-squares fit");
+  if (n == 0 || y.size() < n) fail("least-squares fit of {} terms needs at least {} points, got {}", n, n, y.size());
+  // Scale every column to unit weighted RMS so that bytes and step counts condition alike.
+  std::vector<double> scale(n, 0.0);
+  for (std::size_t j = 0; j < n; ++j) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i) sum += weight[i] * columns[j][i] * columns[j][i];
+    if (!(sum > 0.0)) fail("least-squares fit: term {} is zero at every point", j + 1);
+    scale[j] = std::sqrt(sum);
+  }
+  std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));
+  for (std::size_t i = 0; i < y.size(); ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      const double xj = columns[j][i] / scale[j];
+      for (std::size_t k = 0; k < n; ++k) a[j][k] += weight[i] * xj * columns[k][i] / scale[k];
+      a[j][n] += weight[i] * xj * y[i];
+    }
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col])) pivot = r;
+    if (!(std::fabs(a[pivot][col]) > 1e-10)) fail("least-squares fit: the terms are linearly dependent over the points");
+    std::swap(a[col], a[pivot]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = a[r][col] / a[col][col];
+      for (std::size_t k = col; k <= n; ++k) a[r][k] -= f * a[col][k];
+    }
+  }
+  std::vector<double> out(n);
+  for (std::size_t j = 0; j < n; ++j) out[j] = a[j][n] / a[j][j] / scale[j];
+  return out;
 }
 
 }  // namespace lynx::calibrate

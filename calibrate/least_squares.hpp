@@ -31,4 +31,12 @@ TwoTermFit fit_two_terms_weighted(const std::vector<double>& x1, const std::vect
 double fit_proportional_weighted(const std::vector<double>& x, const std::vector<double>& y,
                                  const std::vector<double>& weight);
 
+/// Minimises Σ wᵢ·(yᵢ − Σⱼ cⱼ·columns[j]ᵢ)² over the coefficients c (returned in column
+/// order): normal equations on RMS-scaled columns, Gaussian elimination with partial pivoting.
+/// Throws lynx::Error for mismatched sizes, non-positive weights or a singular system
+/// (columns linearly dependent over the points, or fewer points than columns).
+std::vector<double> fit_columns_weighted(const std::vector<std::vector<double>>& columns,
+                                         const std::vector<double>& y,
+                                         const std::vector<double>& weight);
+
 }  // namespace lynx::calibrate

@@ -200,7 +200,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     if (key.with_tail) {
       end = std::max(end, start + pr.end_ps + delta);
-      end = std::max(end, dp_before + pr.optimizer_ps);  // earlier buckets still running
+      // The optimizer step follows every gradient reduction: earlier buckets still running,
+      // or this step's own, delayed behind them.
+      end = std::max(end, std::max(dp_before, g.dp_free_ps) + pr.optimizer_ps);
     }
     g.end_ps = std::max(g.end_ps, end);
 

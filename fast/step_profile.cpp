@@ -83,16 +83,25 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     p.send_ps = end(sp.send) - start(sp.send);
   }
   TimePs dp_start = -1;
+  // The optimizer step (its kernels and the collectives between them) runs from its first
+  // kernel to the end of the range; data-parallel traffic before it is the gradient reduction.
+  sim::TaskId optimizer_first = range_end;
+  for (sim::TaskId i = sp.end_task; i < range_end; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].category == sim::Category::kOptimizer) {
+      optimizer_first = i;
+      break;
+    }
   for (sim::TaskId i = sp.first_task; i < range_end; ++i) {
     const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
     p.end_ps = std::max(p.end_ps, end(i) - t0);
     if (t.stream == schedule::kCompute && i < sp.end_task) p.compute_end_ps = std::max(p.compute_end_ps, end(i) - t0);
-    if (t.stream == schedule::kDp) {
+    if (i >= optimizer_first) {
+      p.optimizer_ps = std::max(p.optimizer_ps, end(i) - start(optimizer_first));
+    } else if (t.stream == schedule::kDp) {
       p.has_dp = true;
       if (dp_start < 0) dp_start = start(i) - t0;
       p.dp_end_ps = std::max(p.dp_end_ps, end(i) - t0);
     }
-    if (t.category == sim::Category::kOptimizer) p.optimizer_ps = end(i) - start(i);
     p.flops += built.task_flops[static_cast<size_t>(i)];
     if (t.kind != sim::TaskKind::kKernel) continue;
     const TimePs busy = end(i) - start(i);

@@ -5,6 +5,7 @@
 #include "sim/time.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 namespace lynx::hw_models {
@@ -20,9 +21,18 @@ std::uint64_t scaled_share(std::uint64_t bytes, std::uint64_t numerator, std::ui
   return static_cast<std::uint64_t>(share);
 }
 
+/// steps × step latency, overflow-checked.
+TimePs checked_product_ps(TimePs step, int steps) {
+  if (step > 0 && steps > std::numeric_limits<TimePs>::max() / step)
+    fail("a collective's step latencies overflow the simulated clock (hardware nccl.*.step_*)");
+  return step * steps;
+}
+
 struct Planner {
   const Topology& topo;
-  double efficiency = 1.0;
+  double efficiency = 1.0;  ///< collective_efficiency (× the protocol's bw_fraction)
+  const NcclProtocol* protocol = nullptr;  ///< null: alpha-beta steps (path latencies)
+  IntraNode intra = IntraNode::kNvSwitch;
 
   /// Bytes a flow must move for `logical_bytes` of payload at the achieved fraction of link
   /// bandwidth: ceil(bytes / collective_efficiency) (exactly `logical_bytes` at efficiency 1).
@@ -40,10 +50,23 @@ struct Planner {
   /// path latency once in the executor, so the phase adds the other steps − 1, each costing
   /// the largest path latency among its flows (the slowest hop gates each ring step).
   void finish(Phase& phase, int steps) const {
+    phase.steps = steps;
+    if (protocol) {
+      // NCCL's model: the protocol's step latency of the slowest scope any flow crosses, for
+      // every step (the flows still pay one hardware path latency each: pipeline fill).
+      TimePs step = 0;
+      for (const FlowSpec& flow : phase.flows) {
+        const bool net = topo.node_of(flow.src) != topo.node_of(flow.dst);
+        step = std::max(step, net                          ? protocol->step_net_ps
+                              : intra == IntraNode::kPcie ? protocol->step_pcie_ps
+                                                          : protocol->step_nvlink_ps);
+      }
+      phase.latency_ps = checked_product_ps(step, steps);
+      return;
+    }
     TimePs step_latency = 0;
     for (const FlowSpec& flow : phase.flows)
       step_latency = std::max(step_latency, topo.path_latency_ps(flow.src, flow.dst));
-    phase.steps = steps;
     phase.latency_ps = static_cast<TimePs>(std::max(steps - 1, 0)) * step_latency;
   }
 
@@ -127,6 +150,10 @@ const char* collective_name(Collective kind) {
   return "?";
 }
 
+/// The phases of one collective on `planner`'s protocol (arguments checked by the caller).
+std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorithm algo,
+                               const std::vector<Rank>& ranks, std::uint64_t bytes);
+
 }  // namespace
 
 Collective to_collective(model::CollectiveKind kind) {
@@ -153,8 +180,38 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
   if (!(hw.collective_efficiency > 0.0 && hw.collective_efficiency <= 1.0))
     fail("hardware '{}': collective_efficiency must be in (0, 1], got {}", hw.profile,
          hw.collective_efficiency);
-  const Planner planner{topo, hw.collective_efficiency};
+  if (hw.collective_model == CollectiveModel::kAlphaBeta)
+    return plan_phases(Planner{topo, hw.collective_efficiency}, kind, algo, ranks, bytes);
+  // NCCL picks the protocol with the least modelled time for each call; so do we (ties go to
+  // the protocol listed first: Simple, LL128, LL). The call's base latency is paid once.
+  std::vector<Phase> best;
+  TimePs best_ps = 0;
+  for (const NcclProtocol* proto : {&hw.nccl.simple, &hw.nccl.ll128, &hw.nccl.ll}) {
+    if (!(proto->bw_fraction > 0.0)) continue;
+    if (proto->bw_fraction > 1.0)
+      fail("hardware '{}': nccl bw_fraction must be <= 1, got {}", hw.profile, proto->bw_fraction);
+    std::vector<Phase> phases = plan_phases(
+        Planner{topo, hw.collective_efficiency * proto->bw_fraction, proto, hw.intra_node}, kind,
+        algo, ranks, bytes);
+    if (phases.empty()) return phases;
+    phases.front().latency_ps = checked_add(phases.front().latency_ps, proto->base_ps,
+                                            "a collective's latency (hardware nccl.*.base)");
+    const TimePs t = idle_collective_time_ps(topo, phases);
+    if (best.empty() || t < best_ps) {
+      best = std::move(phases);
+      best_ps = t;
+    }
+  }
+  if (best.empty()) fail("hardware '{}': collective_model nccl needs nccl.simple.bw_fraction > 0", hw.profile);
+  return best;
+}
 
+namespace {
+
+std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorithm algo,
+                               const std::vector<Rank>& ranks, std::uint64_t bytes) {
+  const char* name = collective_name(kind);
+  const Topology& topo = planner.topo;
   std::vector<Phase> phases;
   if (kind == Collective::kSendRecv) {
     if (ranks.size() != 2)
@@ -230,6 +287,8 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
   }
   return phases;
 }
+
+}  // namespace
 
 TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases) {
   constexpr std::string_view kWhat =

@@ -20,11 +20,21 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 /// latency once (sim::LinkDesc::latency_ps), so latency_ps holds the remaining steps − 1 step
 /// latencies: latency_ps = (steps − 1) · max over the phase's flows of path_latency_ps. On an
 /// idle ring the phase therefore takes transfer + steps · path latency (alpha-beta model).
-/// There is no per-step software overhead in HardwareSpec; the path latency is the step cost.
+/// With collective_model alpha-beta the path latency is the step cost. With collective_model
+/// nccl (NCCL's own cost model, src/graph/tuning.cc) a call on protocol p (LL, LL128, Simple)
+/// has latency_ps = steps · nccl.p.step_<scope> (+ nccl.p.base on the call's first phase), where
+/// scope is net when a flow crosses nodes, else pcie on PCIe nodes, else nvlink; its flows
+/// carry bytes / (collective_efficiency · nccl.p.bw_fraction) and still pay their one path
+/// latency (pipeline fill). The protocol with the least idle time is used for each call (ties:
+/// Simple, LL128, LL), as NCCL's tuner picks one, so the achieved bus bandwidth grows with the
+/// message size: latency-bound LL for small messages, LL128, then Simple at the full ring rate.
+/// Sequence parallelism's reduce-scatter + all-gather then costs more than one all-reduce of the
+/// same bytes: the same wire bytes and ring steps, but two calls (two base and path latencies),
+/// each half-size call lower on that curve.
 struct FlowSpec {
   Rank src = 0;
   Rank dst = 0;
-  std::uint64_t bytes = 0;  ///< on the wire: ceil(logical bytes / hw.collective_efficiency)
+  std::uint64_t bytes = 0;  ///< on the wire: ceil(logical bytes / effective efficiency)
   std::uint64_t payload_bytes = 0;  ///< the logical bytes (for traces; timing uses `bytes`)
 };
 struct Phase {
@@ -49,7 +59,8 @@ struct Phase {
 /// (not pipelined, unlike NCCL's double binary tree: an upper bound for large messages).
 /// Send/recv: one phase, one flow, one step. One rank: no phases.
 /// Throws lynx::Error for an empty rank list, duplicate or out-of-range ranks, send/recv
-/// without exactly two ranks, tree for RS/AG, collective_efficiency outside (0, 1].
+/// without exactly two ranks, tree for RS/AG, collective_efficiency outside (0, 1], an nccl
+/// bw_fraction above 1 or no usable protocol.
 std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw, Collective kind,
                                    Algorithm algo, const std::vector<Rank>& ranks,
                                    std::uint64_t bytes);

@@ -262,7 +262,7 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
         op.launch = LaunchKind::kMemoryBound;
         op.kernel = Kernel::kStream;
         op.pass = "optimizer";
-        op.bytes = static_cast<std::uint64_t>(built.optimizer_bytes.at(static_cast<std::size_t>(task.gpu)));
+        op.bytes = static_cast<std::uint64_t>(built.optimizer_bytes.at(static_cast<sim::TaskId>(i)));
       } else {
         LYNX_CHECK(named.list != NamedOp::List::kNone, "kernel task '{}' has no workload op", op.label);
         const model::Op& m = workload_op(named);

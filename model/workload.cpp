@@ -18,12 +18,16 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
 }
 
 std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
-  // Mixed-precision Adam: 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32 master weights,
-  // momentum, variance) bytes per parameter — Rajbhandari et al. 2020 (ZeRO), Sec. 3.1.
-  // The distributed optimizer (ZeRO-1) shards the 12 optimizer bytes over data parallelism.
+  // Megatron's bf16 training keeps 2 (bf16 weights) + 4 (fp32 main gradients: bf16 forces
+  // gradient accumulation and reduction in fp32) + 12 (fp32 main weights, Adam momentum and
+  // variance) = 18 bytes per parameter; the distributed optimizer shards the 12 over data
+  // parallelism: 6 + 12/dp. Source: Megatron-LM docs, "Distributed Optimizer" (table "bf16
+  // param, fp32 grads": 18 and 6 + 12/d); with 16-bit gradients 16 and 4 + 12/dp (the same
+  // table's "fp16 param, fp16 grads" row counts 20 because Megatron then also keeps fp32 main
+  // gradients; ZeRO, Rajbhandari et al. 2020, Sec. 3.1, counts 16).
   const double optimizer_bytes =
       sc.parallel.distributed_optimizer ? 12.0 / sc.parallel.dp : 12.0;
-  const double per_param = 4.0 + optimizer_bytes;
+  const double per_param = 2.0 + static_cast<double>(grad_bytes_per_param(sc.parallel)) + optimizer_bytes;
   return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
          static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
 }

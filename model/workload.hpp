@@ -10,6 +10,11 @@
 
 namespace lynx::model {
 
+/// Bytes of one parameter's gradient as accumulated and reduced over data parallelism: 4 with
+/// parallel.fp32_main_grads (Megatron-LM's arguments.py turns accumulate_allreduce_grads_in_fp32
+/// on for bf16), else 2.
+inline std::uint64_t grad_bytes_per_param(const ParallelSpec& p) { return p.fp32_main_grads ? 4 : 2; }
+
 /// The ops and sizes of one pipeline-stage GPU (tensor-parallel shard) per micro-batch.
 struct Workload {
   std::vector<Op> layer;      ///< forward ops of one transformer layer
@@ -24,8 +29,11 @@ struct Workload {
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).
 Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
 
-/// Static bytes per GPU of a stage holding `parameters_per_gpu` parameters (weights, grads, Adam
-/// state; ZeRO paper's 16 bytes/parameter, 4 + 12/dp with the distributed optimizer) + reserve.
+/// Static bytes per GPU of a stage holding `parameters_per_gpu` parameters + reserve: 16-bit
+/// weights, gradients (grad_bytes_per_param) and fp32 Adam state (main weights, momentum,
+/// variance): 18 bytes per parameter with fp32 main gradients, 6 + 12/dp with the distributed
+/// optimizer (Megatron-LM's distributed-optimizer documentation, "bf16 param, fp32 grads");
+/// 16 and 4 + 12/dp with 16-bit gradients (ZeRO, Rajbhandari et al. 2020, Sec. 3.1).
 std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu);
 
 }  // namespace lynx::model

@@ -220,6 +220,30 @@ void add_curve(std::vector<FieldDesc>& table, const std::string& prefix, const s
   }
 }
 
+/// One NCCL protocol's cost terms under "<prefix>.base", ".step_nvlink", ".step_pcie",
+/// ".step_net" and ".bw_fraction"; optional in a profile (used with collective_model: nccl).
+template <typename Access>
+void add_nccl_protocol(std::vector<FieldDesc>& table, const std::string& prefix,
+                       const std::string& what, Access access) {
+  table.push_back(time_field(prefix + ".base", FieldPlace::kHardware,
+                             what + ": fixed time per collective call",
+                             [access](auto& s) -> auto& { return access(s).base_ps; }));
+  table.push_back(time_field(prefix + ".step_nvlink", FieldPlace::kHardware,
+                             what + ": latency per ring step inside an NVSwitch node",
+                             [access](auto& s) -> auto& { return access(s).step_nvlink_ps; }));
+  table.push_back(time_field(prefix + ".step_pcie", FieldPlace::kHardware,
+                             what + ": latency per ring step over PCIe inside a node",
+                             [access](auto& s) -> auto& { return access(s).step_pcie_ps; }));
+  table.push_back(time_field(prefix + ".step_net", FieldPlace::kHardware,
+                             what + ": latency per ring step across nodes",
+                             [access](auto& s) -> auto& { return access(s).step_net_ps; }));
+  table.push_back(number_field(
+      prefix + ".bw_fraction", FieldPlace::kHardware,
+      what + ": fraction of the ring bandwidth its wire format carries, <= 1 (0: not used)",
+      [access](auto& s) -> auto& { return access(s).bw_fraction; }));
+  for (std::size_t i = table.size() - 5; i < table.size(); ++i) table[i].optional_in_profile = true;
+}
+
 }  // namespace
 
 std::string FieldDesc::scenario_key() const {
@@ -384,6 +408,12 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(bool_field(
       "parallel.distributed_optimizer", kScn, "shard optimizer state over dp (ZeRO-1 style)",
       [](auto& s) -> auto& { return s.parallel.distributed_optimizer; }));
+  t.push_back(bool_field(
+      "parallel.fp32_main_grads", kScn,
+      "gradients accumulate and are reduced over dp in fp32 (Megatron's bf16 default, "
+      "--accumulate-allreduce-grads-in-fp32); false: 16-bit gradients cast to fp32 in the "
+      "optimizer step (fp16 Megatron, DeepSpeed)",
+      [](auto& s) -> auto& { return s.parallel.fp32_main_grads; }));
   t.push_back(choice_field<DpOverlap>(
       "parallel.dp_overlap", kScn, {{"bucketed", DpOverlap::kBucketed}, {"end", DpOverlap::kEnd}},
       "gradient all-reduce: per bucket overlapped with backward, or all at the end",
@@ -453,6 +483,18 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(time_field(
       "gpu.kernel_launch", kHw, "overhead added to every kernel",
       [](auto& s) -> auto& { return s.hardware.kernel_launch_ps; }));
+  t.push_back(time_field(
+      "gpu.host_op", kHw,
+      "host (CPU) time to issue one kernel; each GPU's host thread issues its kernels in "
+      "program order and a kernel cannot start before its issue (0: no host model)",
+      [](auto& s) -> auto& { return s.hardware.host_op_ps; }));
+  t.back().optional_in_profile = true;
+  t.push_back(time_field(
+      "gpu.host_collective", kHw,
+      "host time to issue one collective call or pipeline send/recv (torch.distributed + NCCL "
+      "enqueue), separate from link latency",
+      [](auto& s) -> auto& { return s.hardware.host_collective_ps; }));
+  t.back().optional_in_profile = true;
   add_curve(
       t, "gpu.gemm_efficiency", "GEMMs", false, [](auto& s) -> auto& { return s.hardware.gemm; });
   add_curve(
@@ -496,6 +538,20 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(ratio_field(
       "collective_efficiency", kHw, "achieved / link bandwidth of NCCL ring steps",
       [](auto& s) -> auto& { return s.hardware.collective_efficiency; }));
+  t.push_back(choice_field<CollectiveModel>(
+      "collective_model", kHw,
+      {{std::string(to_string(CollectiveModel::kAlphaBeta)), CollectiveModel::kAlphaBeta},
+       {std::string(to_string(CollectiveModel::kNccl)), CollectiveModel::kNccl}},
+      "how collectives are timed: alpha-beta (one path latency per ring step) or nccl (NCCL's "
+      "LL / LL128 / Simple protocols, nccl.*, the fastest per call)",
+      [](auto& s) -> auto& { return s.hardware.collective_model; }));
+  t.back().optional_in_profile = true;
+  add_nccl_protocol(t, "nccl.ll", "NCCL LL protocol",
+                    [](auto& s) -> auto& { return s.hardware.nccl.ll; });
+  add_nccl_protocol(t, "nccl.ll128", "NCCL LL128 protocol",
+                    [](auto& s) -> auto& { return s.hardware.nccl.ll128; });
+  add_nccl_protocol(t, "nccl.simple", "NCCL Simple protocol",
+                    [](auto& s) -> auto& { return s.hardware.nccl.simple; });
 
   // recompute:
   std::vector<std::pair<std::string, RecomputeKind>> strategies;
@@ -565,7 +621,7 @@ std::vector<FieldDesc> scenario_field_table() {
   // defaults, spelled as a file would spell them.
   const Scenario defaults{};
   for (FieldDesc& f : t) {
-    if (f.place == kHw) f.default_text = "from the profile";
+    if (f.place == kHw) f.default_text = f.optional_in_profile ? f.get(defaults) + " if the profile omits it" : "from the profile";
     if (f.default_text.empty()) {
       f.default_text = f.get(defaults);
       if (f.default_text.empty()) f.default_text = "empty";

@@ -48,6 +48,8 @@ struct FieldDesc {
   /// Selects the hardware profile to start from (hardware.profile, hardware.profile_file, a
   /// profile file's base): the loader resolves these before any other field.
   bool selects_profile = false;
+  /// A hardware field a profile without `base` may leave out (its default_text applies).
+  bool optional_in_profile = false;
   /// Parses `text` and stores it; throws lynx::Error (no position: the loader adds it).
   std::function<void(Scenario&, std::string_view text)> set;
   /// The field's value as text that `set` reads back to the same value.

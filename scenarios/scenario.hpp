@@ -87,6 +87,9 @@ struct ParallelSpec {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;            ///< model chunks per GPU (interleaved only)
   bool distributed_optimizer = false;
+  /// Gradients accumulate and are reduced over dp in fp32 (Megatron's default for bf16);
+  /// false: 16-bit gradients, cast to fp32 by the optimizer step (fp16 Megatron, DeepSpeed).
+  bool fp32_main_grads = true;
   DpOverlap dp_overlap = DpOverlap::kBucketed;
   std::uint64_t dp_bucket_bytes = 40'000'000;  ///< Megatron's default bucket, 40 MB
 };
@@ -114,6 +117,35 @@ constexpr std::string_view to_string(IntraNode kind) {
   return kind == IntraNode::kNvSwitch ? "nvswitch" : "pcie";
 }
 
+/// How collectives are timed (profile key `collective_model`).
+enum class CollectiveModel : std::uint8_t {
+  kAlphaBeta,  ///< one path latency per ring step, link bandwidth × collective_efficiency
+  kNccl,       ///< NCCL's protocols (LL, LL128, Simple), the fastest one per call
+};
+
+/// The YAML spelling of a CollectiveModel: "alpha-beta" or "nccl".
+constexpr std::string_view to_string(CollectiveModel kind) {
+  return kind == CollectiveModel::kAlphaBeta ? "alpha-beta" : "nccl";
+}
+
+/// One NCCL protocol in NCCL's own cost model (src/graph/tuning.cc): a call on this protocol
+/// takes base + steps · step latency of its scope + wire bytes / (link bandwidth ·
+/// collective_efficiency · bw_fraction), plus one hardware path latency (hw_models/collectives.hpp).
+struct NcclProtocol {
+  TimePs base_ps = 0;         ///< per collective call (kernel start, protocol set-up)
+  TimePs step_nvlink_ps = 0;  ///< per ring step inside an NVSwitch node
+  TimePs step_pcie_ps = 0;    ///< per ring step over PCIe inside a node
+  TimePs step_net_ps = 0;     ///< per ring step across nodes
+  double bw_fraction = 0.0;   ///< of the ring bandwidth its wire format carries; 0: not used
+};
+
+/// NCCL's three protocols (profile keys nccl.ll.*, nccl.ll128.*, nccl.simple.*).
+struct NcclSpec {
+  NcclProtocol ll;
+  NcclProtocol ll128;
+  NcclProtocol simple;
+};
+
 /// One hardware profile (hw_models/profiles/NAME.yaml) after overrides.
 struct HardwareSpec {
   std::string profile;                ///< profile name
@@ -126,6 +158,12 @@ struct HardwareSpec {
   std::uint64_t memory_bytes = 0;         ///< HBM capacity
   std::uint64_t memory_reserve_bytes = 0; ///< workspace, fragmentation, CUDA context
   TimePs kernel_launch_ps = 0;            ///< per-kernel overhead
+  /// Host (CPU) time to issue one kernel (framework dispatch + launch call); the host thread
+  /// of each GPU issues its tasks in program order and a task cannot start before its issue.
+  TimePs host_op_ps = 0;
+  /// Host time to issue one collective call or pipeline send/recv (torch.distributed + NCCL
+  /// enqueue), separate from the link and protocol latencies.
+  TimePs host_collective_ps = 0;
   EfficiencyCurve gemm;                   ///< vs FLOPs of one GEMM
   EfficiencyCurve attention;              ///< batched QK^T / ·V GEMMs (or flash kernel), vs FLOPs
   EfficiencyCurve memory_bound;           ///< elementwise / norm / softmax kernels, vs bytes
@@ -141,6 +179,8 @@ struct HardwareSpec {
   int nics_per_node = 8;                  ///< rail-aligned: GPU i uses NIC i % nics
   LinkSpec nic;                           ///< per NIC per direction
   double collective_efficiency = 1.0;     ///< achieved/link bandwidth of NCCL ring steps
+  CollectiveModel collective_model = CollectiveModel::kAlphaBeta;
+  NcclSpec nccl;                          ///< used when collective_model is kNccl
 };
 
 /// Activation recomputation strategies, in the paper's order (its figures' bars).

@@ -308,6 +308,15 @@ void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeyS
   require_positive("node.pcie.bw", hw.pcie.bw_bytes_per_s > 0);
   require_positive("node.pcie_host.bw", hw.pcie_host.bw_bytes_per_s > 0);
   require_positive("node.nic.bw", hw.nic.bw_bytes_per_s > 0);
+  if (hw.collective_model == CollectiveModel::kNccl) {
+    const std::pair<const char*, const NcclProtocol*> protocols[] = {
+        {"nccl.ll", &hw.nccl.ll}, {"nccl.ll128", &hw.nccl.ll128}, {"nccl.simple", &hw.nccl.simple}};
+    for (const auto& [name, proto] : protocols)
+      if (proto->bw_fraction > 1.0)
+        fail_at(std::string(name) + ".bw_fraction", fmt::format("must be <= 1, got {}", proto->bw_fraction));
+    if (!(hw.nccl.simple.bw_fraction > 0.0))
+      fail_at("nccl.simple.bw_fraction", "must be > 0 when collective_model is nccl (the protocol every size can use)");
+  }
   if (hw.intra_node == IntraNode::kPcie && hw.gpus_per_node % hw.gpus_per_pcie_switch != 0) {
     fail_at("node.gpus_per_pcie_switch",
             fmt::format("{} GPUs per node do not split evenly over switches of {} GPUs",
@@ -336,7 +345,7 @@ void require_every_field(const std::vector<FieldDesc>& table, const FileValues& 
   std::vector<std::string> missing;
   std::size_t fields = 0;
   for (const FieldDesc& field : table) {
-    if (field.place != FieldPlace::kHardware) continue;
+    if (field.place != FieldPlace::kHardware || field.optional_in_profile) continue;
     ++fields;
     if (values.values.count(field.profile_key()) == 0) missing.push_back(field.profile_key());
   }

@@ -113,6 +113,7 @@ class Builder {
     grow(prog_.path_links);
     grow(prog_.mem);
     grow(flops_);
+    grow(prog_.issue_ps);
   }
 
   struct TaskArgs {
@@ -123,6 +124,8 @@ class Builder {
     std::uint32_t name = 0;
     double flops = 0;
     std::int32_t group = -1;
+    /// Host time to issue it; -1: hardware.host_op for a kernel with work, else 0.
+    TimePs host_ps = -1;
   };
 
   /// Appends a task of the current GPU; deps are the ids in `deps` (-1 entries skipped).
@@ -146,6 +149,14 @@ class Builder {
     t.num_deps = static_cast<std::uint32_t>(prog_.deps.size()) - t.first_dep;
     t.first_flow = static_cast<std::uint32_t>(prog_.flows.size());
     t.first_mem = static_cast<std::uint32_t>(prog_.mem.size());
+    if (host_model_) {
+      // The GPU's host thread issues its tasks in program order, one after another.
+      const TimePs cost = a.host_ps >= 0 ? a.host_ps
+                          : a.kind == sim::TaskKind::kKernel && a.work_ps > 0 ? sc_.hardware.host_op_ps
+                                                                              : 0;
+      host_clock_ps_ = checked_add(host_clock_ps_, cost, "a GPU's host issue clock (hardware.gpu.host_op, gpu.host_collective)");
+      prog_.issue_ps.push_back(host_clock_ps_);
+    }
     prog_.tasks.push_back(t);
     flops_.push_back(a.flops);
     return static_cast<sim::TaskId>(prog_.tasks.size() - 1);
@@ -203,6 +214,7 @@ class Builder {
       a.work_ps = ph.latency_ps;
       a.name = name;
       a.group = group_id(communicator);
+      a.host_ps = first ? sc_.hardware.host_collective_ps : 0;  // one call issues every phase
       last = first ? add_task(a, deps) : add_task(a, {});
       first = false;
       for (const hw_models::FlowSpec& f : ph.flows)
@@ -324,6 +336,8 @@ class Builder {
   /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only).
   static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::OpGroup::kLayerInput) + 1;
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
+  /// Megatron's optimizer step over `params` gradients of the stage (`stage_params` in all).
+  void emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after);
   /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
   /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
   void emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after);
@@ -372,7 +386,7 @@ class Builder {
   sim::Program prog_;
   std::vector<double> flops_;
   std::vector<NamedOp> name_ops_;
-  std::vector<double> optimizer_bytes_;
+  std::unordered_map<sim::TaskId, double> optimizer_bytes_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
   std::uint32_t instance_ = 0;
@@ -383,6 +397,10 @@ class Builder {
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
   std::int32_t next_group_ = 0;
+  /// Host model (hardware.gpu.host_op / host_collective > 0; off for a stage built alone in
+  /// fast mode, whose host would start behind the exact run's, which issues far ahead).
+  bool host_model_ = false;
+  TimePs host_clock_ps_ = 0;  ///< the current GPU's host: when it has issued its last task
   struct Pending {
     std::uint32_t dep_index;
     std::int64_t key;
@@ -586,14 +604,13 @@ sim::TaskId Builder::emit_weight_ops(const std::vector<OpWithTimes>& ops, sim::T
 
 sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
   if (p_.dp == 1 || params == 0) return after;
-  // bf16 gradients, 2 bytes per parameter (documented in the README's model assumptions).
-  const std::uint64_t bytes = 2 * params;
-  if (p_.distributed_optimizer) {
-    emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, dp_ranks(),
-                    dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
-    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
-                           dp_communicator(), bytes, intern_name("dp_allgather"), {});
-  }
+  // Gradients as accumulated (model::grad_bytes_per_param: fp32 main gradients by default).
+  // The distributed optimizer reduce-scatters them; its bf16 parameter all-gather follows the
+  // optimizer step.
+  const std::uint64_t bytes = model::grad_bytes_per_param(p_) * params;
+  if (p_.distributed_optimizer)
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, dp_ranks(),
+                           dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
   return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, dp_ranks(),
                          dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
 }
@@ -604,6 +621,7 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   send.kind = sim::TaskKind::kComm;
   send.category = sim::Category::kPpComm;
   send.name = intern_name(forward ? "send_activation" : "send_gradient");
+  send.host_ps = sc_.hardware.host_collective_ps;
   const sim::TaskId t = add_task(send, {after});
   add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
   transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
@@ -772,6 +790,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   stage_ = stage;
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
+  host_clock_ps_ = 0;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
   tp_ranks_.clear();
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
@@ -817,18 +836,50 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
   if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
 
-  // Optimizer step: Adam reads and writes fp32 master weights, momentum and variance (24 B),
-  // reads the bf16 gradient and writes the bf16 weight (4 B): 28 bytes per local parameter.
-  const double opt_params = static_cast<double>(g.dp.total_params) /
-                            (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
   set_instance("");
-  TaskArgs opt;
-  opt.category = sim::Category::kOptimizer;
-  opt.name = intern_name("optimizer_step");
-  opt.work_ps = hw_models::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, 28.0 * opt_params);
-  optimizer_bytes_.push_back(28.0 * opt_params);
   g.dp.tasks.push_back(g.compute_tail);
-  add_task(opt, g.dp.tasks.begin(), g.dp.tasks.end());
+  TaskArgs join;
+  join.kind = sim::TaskKind::kMarker;
+  join.name = intern_name("grads_reduced");
+  emit_optimizer_step(g.dp.total_params, stage_params, add_task(join, g.dp.tasks.begin(), g.dp.tasks.end()));
+}
+
+void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after) {
+  // Megatron's optimizer step, as memory-bound multi-tensor kernels over the local shard
+  // (params / dp with the distributed optimizer); bf16 has no loss scaler (no unscale / inf
+  // check). Bytes per local parameter: with 16-bit gradients the copy to fp32 main gradients
+  // reads 2, writes 4 (with fp32 main gradients they are the optimizer's: no copy); gradient
+  // L2 norm reads 4; clipping (applied when the norm exceeds clip_grad, as early in training)
+  // reads and writes 4; fused Adam reads weight, gradient, momentum, variance (16) and writes
+  // weight, momentum, variance (12); the bf16 copy of the weights reads 4, writes 2. Zeroing
+  // the gradient buffer for the next iteration writes its bytes for every parameter of the
+  // stage (the buffer is not sharded).
+  const double local = static_cast<double>(params) /
+                       (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
+  const auto kernel = [&](const char* name, double bytes_per_param, double count, sim::TaskId dep) {
+    TaskArgs k;
+    k.category = sim::Category::kOptimizer;
+    k.name = intern_name(name);
+    k.work_ps = hw_models::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, bytes_per_param * count);
+    const sim::TaskId id = add_task(k, {dep});
+    optimizer_bytes_.emplace(id, bytes_per_param * count);
+    return id;
+  };
+  if (!p_.fp32_main_grads) after = kernel("grad_cast_fp32", 6.0, local, after);
+  sim::TaskId last = kernel("grad_norm", 4.0, local, after);
+  // The squared norm is summed over the model-parallel group (and the data-parallel one with
+  // the distributed optimizer); only the tensor-parallel part is modelled (the cross-stage
+  // sum would couple stages in fast mode; one 4-byte all-reduce of latency only).
+  if (p_.tp > 1)
+    last = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllReduce, tp_ranks(),
+                           tp_communicator(), 4, intern_name("grad_norm_allreduce"), {last});
+  last = kernel("grad_clip", 8.0, local, last);
+  last = kernel("adam", 28.0, local, last);
+  last = kernel("param_copy_bf16", 6.0, local, last);
+  if (p_.distributed_optimizer && p_.dp > 1)
+    last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
+                           dp_communicator(), 2 * params, intern_name("dp_param_allgather"), {last});
+  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last);
 }
 
 BuiltProgram Builder::build() {
@@ -848,6 +899,7 @@ BuiltProgram Builder::build() {
            p_.pp, p_.dp);
     standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
   }
+  host_model_ = !part_ && (sc_.hardware.host_op_ps > 0 || sc_.hardware.host_collective_ps > 0);
   BuiltProgram out;
   out.symmetric = symmetric_;
   out.replication = symmetric_ ? p_.tp * p_.dp : 1;

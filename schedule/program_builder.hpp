@@ -12,6 +12,7 @@
 #include "strategies/recompute_plan.hpp"
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace lynx::schedule {
@@ -66,7 +67,7 @@ struct BuiltProgram {
   std::vector<LayerSpan> layer_forward;   ///< every layer forward pass (step_marker: its step's)
   std::vector<StepSpan> steps;            ///< every pipeline step, in program order
   std::vector<NamedOp> name_ops;          ///< per Program::names entry (live mode)
-  std::vector<double> optimizer_bytes;    ///< per simulated GPU: HBM bytes of its optimizer step
+  std::unordered_map<sim::TaskId, double> optimizer_bytes;  ///< HBM bytes of each optimizer-step kernel
 };
 
 /// A part of one stage's schedule, built alone (fast mode): `steps` in order on the simulated

@@ -129,6 +129,7 @@ enum class EventKind : std::uint8_t {
   kFlowBytesDone,  ///< a = FlowRun index
   kFlowDone,       ///< a = flow, b = its unit (path latency over)
   kCommWorkDone,   ///< a = unit (the comm phase's fixed latency over)
+  kIssued,         ///< a = unit (ready, waited for its host issue time)
 };
 struct EventDesc {
   EventKind kind = EventKind::kKernelDone;
@@ -198,6 +199,10 @@ class Execution {
     const std::size_t num_gpus = machine_.gpus.size();
     const std::size_t num_tasks = program_.tasks.size();
     if (num_tasks > static_cast<std::size_t>(INT32_MAX)) fail("program has too many tasks: {}", num_tasks);
+    if (!program_.issue_ps.empty() && program_.issue_ps.size() != num_tasks)
+      fail("program has issue times for {} tasks, it has {}", program_.issue_ps.size(), num_tasks);
+    for (std::size_t t = 0; t < program_.issue_ps.size(); ++t)
+      if (program_.issue_ps[t] < 0) fail("{}: negative issue time {}", task_label(static_cast<TaskId>(t)), program_.issue_ps[t]);
     if (!program_.static_bytes_per_gpu.empty() && program_.static_bytes_per_gpu.size() != num_gpus) {
       fail("program has static bytes for {} GPUs, the machine has {}", program_.static_bytes_per_gpu.size(), num_gpus);
     }
@@ -412,8 +417,25 @@ class Execution {
     const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
     // A task on its own starts when ready; a group when its last member is.
     if (unit < first_group_unit_ || ++units_[unit - first_group_unit_].ready_members == members_of(unit).count) {
+      // Its host thread(s) must have issued every member first.
+      const TimePs issued = issue_time(unit);
+      if (issued > engine_.now()) {
+        if (ff_) waited_for_issue_ = true;
+        schedule_event(issued, {EventKind::kIssued, unit, 0});
+        return;
+      }
       start_unit(unit);
     }
+  }
+
+  /// The latest host issue time among a unit's members (0 without a host model).
+  TimePs issue_time(std::uint32_t unit) const {
+    if (program_.issue_ps.empty()) return 0;
+    const UnitMembers members = members_of(unit);
+    TimePs latest = 0;
+    for (std::uint32_t m = 0; m < members.count; ++m)
+      latest = std::max(latest, program_.issue_ps[static_cast<std::size_t>(members[m])]);
+    return latest;
   }
 
   void start_unit(std::uint32_t unit) {
@@ -608,6 +630,10 @@ class Execution {
       case EventKind::kFlowBytesDone: flow_bytes_done(what.a); break;
       case EventKind::kFlowDone: flow_done(what.a, what.b); break;
       case EventKind::kCommWorkDone: part_done(what.a); break;
+      case EventKind::kIssued:
+        if (ff_) waited_for_issue_ = true;
+        start_unit(what.a);
+        break;
     }
     settle();
   }
@@ -855,6 +881,7 @@ class Execution {
           out.push_back(d.a - first_flow(d.b));
           break;
         case EventKind::kCommWorkDone: out.push_back(id(static_cast<TaskId>(d.a))); break;
+        case EventKind::kIssued: out.push_back(id(static_cast<TaskId>(d.a))); break;
       }
     }
     for (const MemoryTracker& memory : memory_) {
@@ -879,6 +906,7 @@ class Execution {
       encode(frontier_, /*mapped=*/false, snapshot_);
       if (snapshot_ == previous_mapped_) {
         try_skip();
+        waited_for_issue_ = false;
         ff_ = false;  // one attempt: a later one could only skip fewer periods
         log_.clear();
         return;
@@ -889,6 +917,7 @@ class Execution {
     previous_time_ps_ = engine_.now();
     previous_events_ = engine_.events_processed();
     previous_frontier_ = frontier_;
+    waited_for_issue_ = false;
     log_.clear();
   }
 
@@ -896,6 +925,13 @@ class Execution {
   bool same_structure(TaskId a, TaskId b) const {
     const Task& x = program_.tasks[static_cast<std::size_t>(a)];
     const Task& y = program_.tasks[static_cast<std::size_t>(b)];
+    // Host issue: if a task of the period waited for its issue, the copies are exact only when
+    // the host advances by exactly one period per period; otherwise it may advance less (it
+    // then runs further ahead each period and never gates a copy).
+    if (!program_.issue_ps.empty()) {
+      const TimePs host_shift = program_.issue_ps[static_cast<std::size_t>(b)] - program_.issue_ps[static_cast<std::size_t>(a)];
+      if (waited_for_issue_ ? host_shift != skip_period_ps_ : host_shift > skip_period_ps_) return false;
+    }
     if (x.work_ps != y.work_ps || x.gpu != y.gpu || x.stream != y.stream || x.group != y.group || x.kind != y.kind ||
         x.category != y.category || x.num_deps != y.num_deps || x.num_flows != y.num_flows || x.num_mem != y.num_mem)
       return false;
@@ -933,6 +969,7 @@ class Execution {
     const TimePs now = engine_.now();
     const TimePs period_ps = now - previous_time_ps_;
     if (period_ps <= 0) return;
+    skip_period_ps_ = period_ps;
     const std::size_t num_gpus = gpu_first_.size();
     // New: touched for the first time during the period. I: everything the period touched.
     std::vector<TaskId> fresh;
@@ -1059,7 +1096,8 @@ class Execution {
           d.a = program_.tasks[d.b].first_flow + k;
           break;
         }
-        case EventKind::kCommWorkDone: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), periods)); break;
+        case EventKind::kCommWorkDone:
+        case EventKind::kIssued: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), periods)); break;
       }
       const EventId id = schedule_event(events[i].time_ps + shift_ps, d);
       if (d.kind == EventKind::kKernelDone) kernels_[d.a].completion = id;
@@ -1179,6 +1217,9 @@ class Execution {
   std::vector<TaskId> frontier_;
   std::vector<TaskId> previous_frontier_;
   TimePs previous_time_ps_ = 0;
+  /// A task started late for its host issue since the last checkpoint (fast-forward proof).
+  bool waited_for_issue_ = false;
+  TimePs skip_period_ps_ = 0;  ///< the period try_skip is proving
   std::uint64_t previous_events_ = 0;
   std::uint64_t skipped_events_ = 0;  ///< events the skipped periods would have run
   std::uint64_t skipped_periods_ = 0;

@@ -106,6 +106,9 @@ struct Program {
   /// Empty: no hint. The executor proves every skip itself; a wrong hint only costs the skip.
   std::vector<TaskId> period_tasks_per_gpu;
   std::vector<TaskId> period_anchors;  ///< see period_tasks_per_gpu
+  /// Per task, its host issue time: the earliest it may start (its GPU's host thread issues
+  /// tasks in program order). Empty: every task is issued at time 0 (no host model).
+  std::vector<TimePs> issue_ps;
 };
 
 /// A task's full label: its instance prefix and its name ("mb3.L12.qkv_gemm_dgrad").

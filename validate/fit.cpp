@@ -28,6 +28,17 @@ std::vector<FitParameter> make_parameters() {
                "issue time the simulator has no model of",
                0.5, 500.0, true, [](const HardwareSpec& h) { return ps_to_us(h.kernel_launch_ps); },
                [](HardwareSpec& h, double v) { h.kernel_launch_ps = us_to_ps(v); }});
+  // Host costs: a server CPU issues an eager PyTorch op in a few to tens of µs; a collective
+  // call (torch.distributed + NCCL enqueue) in about ten to a hundred.
+  p.push_back({"gpu.host_op", "us",
+               "host (CPU) time to issue one kernel: framework dispatch and the launch call",
+               0.5, 200.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_op_ps); },
+               [](HardwareSpec& h, double v) { h.host_op_ps = us_to_ps(v); }});
+  p.push_back({"gpu.host_collective", "us",
+               "host time to issue one collective or send/recv call (torch.distributed + NCCL "
+               "enqueue), separate from link latency",
+               0.5, 500.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_collective_ps); },
+               [](HardwareSpec& h, double v) { h.host_collective_ps = us_to_ps(v); }});
   p.push_back({"gpu.gemm_efficiency.max", "", "fraction of peak FLOP/s large GEMMs reach", 0.3, 1.0,
                false, [](const HardwareSpec& h) { return h.gemm.max; },
                [](HardwareSpec& h, double v) { h.gemm.max = v; }});
@@ -114,8 +125,8 @@ const FitParameter& fittable_parameter(const std::string& key) {
 }
 
 std::vector<std::string> default_fit_keys() {
-  return {"gpu.kernel_launch", "gpu.gemm_efficiency.max", "gpu.gemm_efficiency.half_flops",
-          "gpu.memory_bound_efficiency.max", "node.nvlink.latency"};
+  return {"gpu.host_op", "gpu.host_collective", "gpu.gemm_efficiency.max",
+          "gpu.gemm_efficiency.half_flops", "gpu.memory_bound_efficiency.max"};
 }
 
 double round_significant(double value, int digits) {

@@ -25,14 +25,15 @@ struct FitParameter {
   void (*set)(HardwareSpec&, double) = nullptr;  ///< from a value in `unit`
 };
 
-/// Every parameter `--fit-param` accepts (kernel launch, GEMM/attention/memory-bound
-/// efficiency curves, NVLink latency, collective efficiency, contention).
+/// Every parameter `--fit-param` accepts (kernel launch, host issue costs, GEMM/attention/
+/// memory-bound efficiency curves, NVLink latency, collective efficiency, contention).
 const std::vector<FitParameter>& fittable_parameters();
 /// The parameter with this profile key; throws lynx::Error listing the known keys.
 const FitParameter& fittable_parameter(const std::string& key);
 /// The five parameters `lynxsim validate --fit` fits by default (VALIDATION.md says why):
-/// gpu.kernel_launch, gpu.gemm_efficiency.max, gpu.gemm_efficiency.half_flops,
-/// gpu.memory_bound_efficiency.max, node.nvlink.latency.
+/// gpu.host_op, gpu.host_collective, gpu.gemm_efficiency.max, gpu.gemm_efficiency.half_flops,
+/// gpu.memory_bound_efficiency.max (the host model replaces the kernel-launch and NVLink-latency
+/// stand-ins of earlier fits).
 std::vector<std::string> default_fit_keys();
 
 /// `value` rounded to `digits` significant decimal digits (0 stays 0).

@@ -426,3 +426,56 @@ TEST_CASE("fit of real H200 measurements (calibrate/measurements/h200-sxm-quick.
   CHECK_FALSE(report.find("node.nvlink")->fitted);
   CHECK(contains(report.find("gpu.contention")->source, "stand"));
 }
+
+TEST_CASE("fitter recovers NCCL protocol parameters (collective_model nccl) from synthetic rows") {
+  // Rows generated from known protocols with the simulator's own rule (the fastest protocol
+  // per call): t = base + path latency + steps·step + wire / (ring bw · bw_fraction).
+  HardwareSpec base = base_profile();
+  base.collective_model = CollectiveModel::kNccl;
+  base.nccl.ll = {6'000'000, 600'000, 0, 0, 0.25};
+  base.nccl.ll128 = {14'000'000, 1'900'000, 0, 0, 0.92};
+  base.nccl.simple = {8'000'000, 3'400'000, 0, 0, 1.0};
+  HardwareSpec truth = base;
+  truth.nccl.ll.base_ps = 4'000'000;
+  truth.nccl.ll.step_nvlink_ps = 900'000;
+  truth.nccl.ll128.base_ps = 11'000'000;
+  truth.nccl.ll128.step_nvlink_ps = 1'500'000;
+  truth.nccl.simple.base_ps = 12'000'000;
+  truth.nccl.simple.step_nvlink_ps = 4'000'000;
+  const double ring_bw = 330e9;  // achieved; link = ring / collective_efficiency
+  const double path_s = ps_to_s(hw_models::Topology(base).path_latency_ps(0, 1));
+  RawMeasurements raw;
+  raw.metadata = {{"device", "Synthetic GPU"}};
+  raw.source_label = "synthetic-nccl.csv";
+  for (int n : {2, 4, 8})
+    for (const char* name : {"all_reduce", "all_gather", "reduce_scatter"})
+      for (std::uint64_t bytes = 1024; bytes <= (1ULL << 30); bytes *= 2) {
+        const bool ar = std::string(name) == "all_reduce";
+        const double steps = ar ? 2.0 * (n - 1) : n - 1.0;
+        const double wire = (ar ? 2.0 : 1.0) * (n - 1.0) / n * static_cast<double>(bytes);
+        double best = 0.0;
+        for (const NcclProtocol* p : {&truth.nccl.simple, &truth.nccl.ll128, &truth.nccl.ll}) {
+          const double t = ps_to_s(p->base_ps) + path_s + steps * ps_to_s(p->step_nvlink_ps) +
+                           wire / (ring_bw * p->bw_fraction);
+          if (best == 0.0 || t < best) best = t;
+        }
+        Measurement r = row(MeasurementKind::kCollective, name, "bf16", best);
+        r.bytes = bytes;
+        r.ranks = n;
+        r.scope = "intra";
+        raw.rows.push_back(r);
+      }
+  FitReport report;
+  const HardwareSpec fitted = fit_profile(raw, base, &report);
+  INFO(format_fit_report(report));
+  for (const auto& [fit, want] : {std::pair{&fitted.nccl.simple, &truth.nccl.simple},
+                                  std::pair{&fitted.nccl.ll128, &truth.nccl.ll128},
+                                  std::pair{&fitted.nccl.ll, &truth.nccl.ll}}) {
+    CHECK(ps_to_s(fit->base_ps) == doctest::Approx(ps_to_s(want->base_ps)).epsilon(1e-6));
+    CHECK(ps_to_s(fit->step_nvlink_ps) == doctest::Approx(ps_to_s(want->step_nvlink_ps)).epsilon(1e-6));
+    CHECK(fit->bw_fraction == want->bw_fraction);  // the wire format's: not fitted
+  }
+  CHECK(static_cast<double>(fitted.nvlink.bw_bytes_per_s) ==
+        doctest::Approx(ring_bw / base.collective_efficiency).epsilon(1e-6));
+  CHECK(fitted.nvlink.latency_ps == base.nvlink.latency_ps);  // kept
+}

@@ -212,3 +212,109 @@ TEST_CASE("workload collective kinds map to hw collectives") {
   CHECK(hw_models::to_collective(model::CollectiveKind::kAllGather) == Collective::kAllGather);
   CHECK_THROWS_AS(hw_models::to_collective(model::CollectiveKind::kNone), lynx::Error);
 }
+
+namespace {
+
+/// nvswitch_cluster with collective_model nccl and round protocol numbers.
+HardwareSpec nccl_cluster(int nodes) {
+  HardwareSpec hw = test::nvswitch_cluster(nodes);
+  hw.collective_model = CollectiveModel::kNccl;
+  hw.nccl.ll = {6'000'000, 500'000, 1'000'000, 3'000'000, 0.25};
+  hw.nccl.ll128 = {14'000'000, 2'000'000, 2'500'000, 4'000'000, 0.9};
+  hw.nccl.simple = {8'000'000, 3'000'000, 5'000'000, 14'000'000, 1.0};
+  return hw;
+}
+
+std::vector<int> first_ranks(int n) {
+  std::vector<int> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(r);
+  return ranks;
+}
+
+}  // namespace
+
+TEST_CASE("nccl model: the fastest protocol per call, base + steps x step + wire / (bw x fraction)") {
+  const HardwareSpec hw = nccl_cluster(1);
+  const hw_models::Topology topo(hw);
+  const auto ranks = first_ranks(8);
+  // Small: LL. 8 ranks, 14 steps: 6 + 14 x 0.5 = 13 us of latency, plus one 2 us path.
+  {
+    const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 8192);
+    REQUIRE(phases.size() == 1);
+    CHECK(phases[0].latency_ps == 13'000'000);
+    CHECK(all_flows_carry(phases[0], 2 * 7 * 8192 / 8 * 4));  // wire / 0.25
+  }
+  // Large: Simple. 8 + 14 x 3 = 50 us, full bandwidth.
+  {
+    const std::uint64_t bytes = 1ULL << 30;
+    const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, bytes);
+    REQUIRE(phases.size() == 1);
+    CHECK(phases[0].latency_ps == 50'000'000);
+    CHECK(all_flows_carry(phases[0], 2 * 7 * bytes / 8));
+  }
+  // Any size: the choice is no slower than each protocol alone (a profile with only it).
+  for (std::uint64_t bytes : {1ULL << 12, 1ULL << 20, 4ULL << 20, 64ULL << 20}) {
+    CAPTURE(bytes);
+    const TimePs t = hw_models::idle_collective_time_ps(
+        topo, hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, bytes));
+    for (const NcclProtocol* only : {&hw.nccl.ll, &hw.nccl.ll128, &hw.nccl.simple}) {
+      HardwareSpec one = hw;
+      one.nccl = {};
+      one.nccl.simple = *only;
+      const TimePs alone = hw_models::idle_collective_time_ps(
+          topo, hw_models::plan_collective(topo, one, Collective::kAllReduce, Algorithm::kRing, ranks, bytes));
+      CHECK(t <= alone);
+    }
+  }
+  // 4 MiB (7.34 MB on the wire): LL128, 42 + 2 + 27.2 us, beats LL (13 + 2 + 97.9 us) and
+  // Simple (50 + 2 + 24.5 us); at 1 MiB LL wins, at 16 MiB Simple.
+  const auto mid = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, 4ULL << 20);
+  CHECK(mid[0].latency_ps == 42'000'000);
+}
+
+TEST_CASE("nccl model: sequence parallelism's reduce-scatter + all-gather is slower than one all-reduce") {
+  // Same bytes on the wire and the same 2(n-1) steps, but two calls: two base latencies and
+  // two path latencies, and each half-size call sits lower on the bandwidth curve.
+  const HardwareSpec hw = nccl_cluster(1);
+  const hw_models::Topology topo(hw);
+  const auto ranks = first_ranks(8);
+  for (std::uint64_t bytes : {64ULL << 10, 4ULL << 20, 100ULL << 20}) {
+    CAPTURE(bytes);
+    const TimePs ar = hw_models::idle_collective_time_ps(
+        topo, hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, ranks, bytes));
+    const TimePs rs = hw_models::idle_collective_time_ps(
+        topo, hw_models::plan_collective(topo, hw, Collective::kReduceScatter, Algorithm::kRing, ranks, bytes));
+    const TimePs ag = hw_models::idle_collective_time_ps(
+        topo, hw_models::plan_collective(topo, hw, Collective::kAllGather, Algorithm::kRing, ranks, bytes));
+    CHECK(rs + ag > ar);
+  }
+}
+
+TEST_CASE("nccl model: step latency by scope, base paid once per call") {
+  const HardwareSpec hw = nccl_cluster(2);
+  const hw_models::Topology topo(hw);
+  // 2 nodes x 8: intra RS (7 NVLink steps), inter AR of the shard (2 net steps), intra AG.
+  const std::uint64_t bytes = 1ULL << 30;  // Simple
+  const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, first_ranks(16), bytes);
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].latency_ps == 8'000'000 + 7 * 3'000'000);
+  CHECK(phases[1].latency_ps == 2 * 14'000'000);
+  CHECK(phases[2].latency_ps == 7 * 3'000'000);
+  // PCIe nodes use step_pcie.
+  HardwareSpec pcie = test::pcie_cluster(1);
+  pcie.collective_model = CollectiveModel::kNccl;
+  pcie.nccl = hw.nccl;
+  const hw_models::Topology pcie_topo(pcie);
+  const auto p = hw_models::plan_collective(pcie_topo, pcie, Collective::kAllGather, Algorithm::kRing, first_ranks(8), bytes);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].latency_ps == 8'000'000 + 7 * 5'000'000);
+}
+
+TEST_CASE("alpha-beta model is unchanged by nccl fields") {
+  HardwareSpec hw = test::nvswitch_cluster(1);
+  hw.nccl.simple = {8'000'000, 3'000'000, 5'000'000, 14'000'000, 1.0};  // ignored
+  const hw_models::Topology topo(hw);
+  const auto phases = hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, first_ranks(8), 8000);
+  REQUIRE(phases.size() == 1);
+  CHECK(phases[0].latency_ps == 13 * kIntraPs);
+}

@@ -246,8 +246,9 @@ TEST_CASE("unknown keys, with a suggestion when one is close") {
   // A field under the wrong section: suggested by its last words.
   CHECK(load_error(kHeader + "parallel:\n  layers: 3\n") ==
         "t.yaml:4:3: unknown key 'parallel.layers'; did you mean 'model.layers'?");
-  CHECK(load_error(kHeader + "  nic:\n    bw: 25GB/s\n") ==
-        "t.yaml:3:3: unknown key 'hardware.nic'; did you mean 'hardware.node.nic'?");
+  // ('hardware.nic' would now suggest the top-level 'hardware.nccl', as close by spelling.)
+  CHECK(load_error(kHeader + "  pcie_host:\n    bw: 25GB/s\n") ==
+        "t.yaml:3:3: unknown key 'hardware.pcie_host'; did you mean 'hardware.node.pcie_host'?");
   // Nothing close: no suggestion.
   CHECK(load_error(kHeader + "model:\n  colour: blue\n") ==
         "t.yaml:4:3: unknown key 'model.colour'");
@@ -583,5 +584,5 @@ TEST_CASE("the field table filtered by a key prefix") {
         "no scenario or profile field is 'hardware.gpu.memry' or lies under it; did you mean "
         "'hardware.gpu.memory'?");
   CHECK(error_of([] { scenario_fields_markdown("zzz"); })
-            .find("(top-level keys: base, collective_efficiency, gpu, ") != std::string::npos);
+            .find("(top-level keys: base, collective_efficiency, collective_model, gpu, ") != std::string::npos);
 }

@@ -296,3 +296,36 @@ TEST_CASE("executor: an empty program") {
   CHECK(r.peak_bytes == std::vector<std::int64_t>{150});
   CHECK(r.first_oom_ps == std::vector<TimePs>{0});  // static bytes alone exceed capacity
 }
+
+TEST_CASE("executor: host issue times gate task starts") {
+  ProgramBuilder b;
+  b.add_gpu("g0", {"compute", "tp"});
+  b.add_gpu("g1", {"compute", "tp"});
+  const auto l01 = b.add_link("g0->g1", 1'000'000'000, 10_ns);
+  const auto l10 = b.add_link("g1->g0", 1'000'000'000, 10_ns);
+  const TaskId a = b.kernel(0, 0, 100_ns, "A");
+  const TaskId bb = b.kernel(0, 0, 10_ns, "B");   // ready at 100 ns, issued at 300 ns
+  const TaskId c = b.kernel(0, 0, 10_ns, "C");    // issued at 50 ns: starts right after B
+  const TaskId c0 = b.comm(0, 1, 0, "C0", {{100, {l01}}}, {}, /*group=*/1);
+  const TaskId c1 = b.comm(1, 1, 0, "C1", {{100, {l10}}}, {}, /*group=*/1);
+  b.program.issue_ps.assign(b.program.tasks.size(), 0);
+  b.program.issue_ps[static_cast<std::size_t>(a)] = 20_ns;
+  b.program.issue_ps[static_cast<std::size_t>(bb)] = 300_ns;
+  b.program.issue_ps[static_cast<std::size_t>(c)] = 50_ns;
+  b.program.issue_ps[static_cast<std::size_t>(c1)] = 500_ns;  // a group waits for its last issue
+  const ExecResult r = execute(b.machine, b.program);
+  CHECK(start_of(r, a) == 20_ns);
+  CHECK(end_of(r, a) == 120_ns);
+  CHECK(start_of(r, bb) == 300_ns);
+  CHECK(start_of(r, c) == 310_ns);
+  CHECK(start_of(r, c0) == 500_ns);
+  CHECK(start_of(r, c1) == 500_ns);
+  // Without issue times the same program runs from 0.
+  b.program.issue_ps.clear();
+  const ExecResult free = execute(b.machine, b.program);
+  CHECK(start_of(free, bb) == 100_ns);
+  CHECK(start_of(free, c0) == 0);
+
+  b.program.issue_ps.assign(3, 0);  // not one per task
+  CHECK(error_of(b).find("issue times for 3 tasks") != std::string::npos);
+}
