@@ -285,11 +285,12 @@ TEST_CASE("llama3-8b parameters per GPU, embedding and head, static bytes") {
   CHECK(layer_parameter_count_per_gpu(m, p) == 27'271'168U);
   CHECK(embedding_parameter_count_per_gpu(m, p) == kV * kH / 8);
   CHECK(head_parameter_count_per_gpu(m, p) == kH + kV * kH / 8);
-  // Static bytes: 16 per parameter (bf16 weight and gradient, fp32 Adam state) + reserve.
+  // Static bytes: 18 per parameter (bf16 weight, fp32 main gradient, fp32 Adam state:
+  // parallel.fp32_main_grads, the default) + reserve.
   Scenario sc;
   sc.parallel = p;
   sc.hardware.memory_reserve_bytes = 0;
-  CHECK(static_bytes(sc, layer_parameter_count_per_gpu(m, p)) == 16LL * 27'271'168);
+  CHECK(static_bytes(sc, layer_parameter_count_per_gpu(m, p)) == 18LL * 27'271'168);
   // The workload carries them.
   const Workload w = gpt_workload(m, p);
   CHECK(w.layer_params == 27'271'168U);
