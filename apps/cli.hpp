@@ -42,5 +42,6 @@ int cmd_fit(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
 int cmd_best(const std::vector<std::string>& argv);
+int cmd_errors(const std::vector<std::string>& argv);
 
 }  // namespace lynx::apps

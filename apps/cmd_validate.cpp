@@ -102,17 +102,17 @@ int cmd_validate(const std::vector<std::string>& argv) {
                      "[--format table|csv]"))
     return 0;
   if (csv.empty())
-    fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
+    fail(ErrorCode::kMissingArgument, "validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
   // A thread per core is what helps; the cap keeps a typo from asking the OS for millions.
-  if (threads < 1 || threads > 256) fail("--threads: {} is not between 1 and 256", threads);
-  if (worst < 0) fail("--worst: {} is negative", worst);
-  if (inner_stride < 1) fail("--inner-stride: {} is not >= 1", inner_stride);
+  if (threads < 1 || threads > 256) fail(ErrorCode::kInvalidOption, "--threads: {} is not between 1 and 256", threads);
+  if (worst < 0) fail(ErrorCode::kInvalidOption, "--worst: {} is negative", worst);
+  if (inner_stride < 1) fail(ErrorCode::kInvalidOption, "--inner-stride: {} is not >= 1", inner_stride);
   if (!profile.empty() && !profile_file.empty())
-    fail("--profile {} and --profile-file {}: give one of them", profile, profile_file);
+    fail(ErrorCode::kConflictingOptions, "--profile {} and --profile-file {}: give one of them", profile, profile_file);
   if (profile.empty() && profile_file.empty()) profile = "dgx-a100-80gb";
-  if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
+  if (!write_profile.empty() && !fit) fail(ErrorCode::kConflictingOptions, "--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
-    fail("--write-profile needs the held-out check: drop --skip-folds");
+    fail(ErrorCode::kConflictingOptions, "--write-profile needs the held-out check: drop --skip-folds");
 
   val::ReportOptions report;
   report.format = val::parse_validation_format(format);

@@ -16,7 +16,7 @@ namespace {
 std::uint64_t scaled_share(std::uint64_t bytes, std::uint64_t numerator, std::uint64_t denominator) {
   const UInt128 scaled = static_cast<UInt128>(bytes) * numerator;
   const UInt128 share = (scaled + denominator - 1) / denominator;
-  if (share > static_cast<UInt128>(UINT64_MAX)) fail("collective share of {} bytes overflows", bytes);
+  if (share > static_cast<UInt128>(UINT64_MAX)) fail(ErrorCode::kValueOverflow, "collective share of {} bytes overflows", bytes);
   return static_cast<std::uint64_t>(share);
 }
 
@@ -136,29 +136,29 @@ Collective to_collective(model::CollectiveKind kind) {
     case model::CollectiveKind::kAllGather: return Collective::kAllGather;
     case model::CollectiveKind::kNone: break;
   }
-  fail("to_collective: an op without a collective (kNone) has nothing to plan");
+  fail(ErrorCode::kInternal, "to_collective: an op without a collective (kNone) has nothing to plan");
 }
 
 std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw, Collective kind,
                                    Algorithm algo, const std::vector<Rank>& ranks,
                                    std::uint64_t bytes) {
   const char* name = collective_name(kind);
-  if (ranks.empty()) fail("{}: empty rank list", name);
+  if (ranks.empty()) fail(ErrorCode::kInternal, "{}: empty rank list", name);
   std::unordered_set<Rank> seen;
   for (Rank r : ranks) {
     if (r < 0 || r >= topo.num_gpus())
-      fail("{}: rank {} is out of range (the cluster has {} GPUs)", name, r, topo.num_gpus());
-    if (!seen.insert(r).second) fail("{}: rank {} appears twice in the rank list", name, r);
+      fail(ErrorCode::kInternal, "{}: rank {} is out of range (the cluster has {} GPUs)", name, r, topo.num_gpus());
+    if (!seen.insert(r).second) fail(ErrorCode::kInternal, "{}: rank {} appears twice in the rank list", name, r);
   }
   if (!(hw.collective_efficiency > 0.0 && hw.collective_efficiency <= 1.0))
-    fail("hardware '{}': collective_efficiency must be in (0, 1], got {}", hw.profile,
+    fail(ErrorCode::kBadHardware, "hardware '{}': collective_efficiency must be in (0, 1], got {}", hw.profile,
          hw.collective_efficiency);
   const Planner planner{topo, hw.collective_efficiency};
 
   std::vector<Phase> phases;
   if (kind == Collective::kSendRecv) {
     if (ranks.size() != 2)
-      fail("send/recv needs exactly two ranks {{src, dst}}, got {}", ranks.size());
+      fail(ErrorCode::kInternal, "send/recv needs exactly two ranks {{src, dst}}, got {}", ranks.size());
     Phase phase;
     planner.add_flow(phase, ranks[0], ranks[1], bytes);
     planner.finish(phase, 1);
@@ -166,7 +166,7 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
     return phases;
   }
   if (algo == Algorithm::kTree && kind != Collective::kAllReduce && kind != Collective::kBroadcast)
-    fail("{}: the tree algorithm exists only for all-reduce and broadcast (use ring)", name);
+    fail(ErrorCode::kInternal, "{}: the tree algorithm exists only for all-reduce and broadcast (use ring)", name);
   if (ranks.size() == 1) return phases;  // nothing to communicate
 
   if (algo == Algorithm::kTree) {

@@ -796,7 +796,7 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
                            const Workload& workload) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
-    fail("plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
+    fail(ErrorCode::kPlanMismatch, "plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
   return Builder(sc, plan, topo, workload).build();
 }
 

@@ -245,7 +245,7 @@ LynxPlanner::LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, co
     : sc_(sc), p_(sc.parallel), w_(w), inputs_(std::move(inputs)) {
   const RecomputeKind k = sc.recompute.strategy;
   if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
-    fail("internal: LynxPlanner for strategy '{}'", recompute_kind_name(k));
+    fail(ErrorCode::kInternal, "internal: LynxPlanner for strategy '{}'", recompute_kind_name(k));
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   chunks_ = p_.virtual_stages;
   virtual_stages_ = p_.pp * chunks_;
@@ -369,7 +369,7 @@ RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
 SearchResult LynxPlanner::search(const std::vector<std::int64_t>& cut, const SolveProgress& progress) const {
   std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
   if (sc_.recompute.partition == PartitionKind::kBalanced) {
-    if (chunks_ > 1) fail("recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
+    if (chunks_ > 1) fail(ErrorCode::kIncompatibleSettings, "recompute.partition: balanced needs parallel.schedule 1f1b or gpipe (one chunk per GPU)");
     layers_per_vs = balanced_partition(cut);
   }
   SearchResult out;

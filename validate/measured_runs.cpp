@@ -26,7 +26,7 @@ int positive_int(std::string_view field, const std::string& where, std::size_t c
   int value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (ec != std::errc() || end != field.data() + field.size() || value <= 0)
-    fail("{}: column {} ({}): '{}' is not a positive integer", where, column + 1,
+    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is not a positive integer", where, column + 1,
          kColumnNames[column], field);
   return value;
 }
@@ -37,7 +37,7 @@ double positive_number(std::string_view field, const std::string& where, std::si
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(value) ||
       value <= 0)
-    fail("{}: column {} ({}): '{}' is not a positive number", where, column + 1,
+    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is not a positive number", where, column + 1,
          kColumnNames[column], field);
   return value;
 }
@@ -55,7 +55,7 @@ MeasuredRun parse_row(std::string_view row, const std::string& where, int line) 
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  if (count != kColumns) fail("{}: expected {} comma-separated columns, got {}", where, kColumns, count);
+  if (count != kColumns) fail(ErrorCode::kBadCsvRow, "{}: expected {} comma-separated columns, got {}", where, kColumns, count);
   MeasuredRun run;
   run.line = line;
   int* const ints[] = {&run.gpus, &run.global_batch, &run.micro_batch, &run.hidden, &run.heads,
@@ -63,11 +63,11 @@ MeasuredRun parse_row(std::string_view row, const std::string& where, int line) 
   for (std::size_t c = 0; c + 1 < kColumns; ++c) *ints[c] = positive_int(fields[c], where, c);
   run.iteration_ms = positive_number(fields[kColumns - 1], where, kColumns - 1);
   if (try_product({run.tp, run.dp, run.pp}) != run.gpus)
-    fail("{}: tp · dp · pp = {} · {} · {} does not equal the {} GPUs of the row", where, run.tp,
+    fail(ErrorCode::kInconsistentCsvRow, "{}: tp · dp · pp = {} · {} · {} does not equal the {} GPUs of the row", where, run.tp,
          run.dp, run.pp, run.gpus);
   if (run.global_batch % checked_product(fmt::format("{}: micro batch · dp", where),
                                          {run.micro_batch, run.dp}) != 0)
-    fail("{}: global batch {} is not divisible by micro batch · dp = {} · {}", where,
+    fail(ErrorCode::kInconsistentCsvRow, "{}: global batch {} is not divisible by micro batch · dp = {} · {}", where,
          run.global_batch, run.micro_batch, run.dp);
   return run;
 }
@@ -87,7 +87,7 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
     if (row.empty() || row.front() == '#') continue;
     runs.push_back(parse_row(row, file_label + ":" + std::to_string(line), line));
   }
-  if (runs.empty()) fail("{}: no measured rows (only blank or '#' lines)", file_label);
+  if (runs.empty()) fail(ErrorCode::kEmptyCsv, "{}: no measured rows (only blank or '#' lines)", file_label);
   return runs;
 }
 

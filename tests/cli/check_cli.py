@@ -62,7 +62,7 @@ def case_errors(b, tmp):
     # The README's promise: a layout error names the --set override that caused it.
     err = run(b, "run", "scenarios/paper/pcie-gpt-13b.yaml", "--set", "model.layers=41",
               expect=1).stderr.strip()
-    check(err == "lynxsim: error: scenarios/paper/pcie-gpt-13b.yaml: --set model.layers=41: "
+    check(err == "lynxsim: error E301 (indivisible-layout): scenarios/paper/pcie-gpt-13b.yaml: --set model.layers=41: "
           "key 'model.layers': model.layers (41) is not divisible by parallel.pp × "
           "parallel.virtual_stages (4 × 1 = 4): every model chunk needs the same number of layers",
           f"layout error names the override: {err}")
@@ -350,17 +350,18 @@ def case_silent_inputs(b, tmp):
     with open(two, "w") as f:
         f.write("name: x\nhardware: {profile: dgx-a100-80gb}\n---\nparallel: {tp: 4}\n")
     err = run(b, "run", two, expect=1).stderr.strip()
-    check(err == f"lynxsim: error: {two}:4:1: a second YAML document (after '---') would be "
+    check(err == f"lynxsim: error E102 (extra-yaml-document): {two}:4:1: a second YAML document (after '---') would be "
           "ignored: keep one document per file", f"second document: {err}")
     csv_path = "validate/data/vtrain_single_node.csv"
-    for args, has in ((["--threads", "-1"], "--threads: -1 is not between 1 and 256"),
-                      (["--threads", "100000"], "--threads: 100000 is not between 1 and 256"),
-                      (["--worst", "-1"], "--worst: -1 is negative"),
-                      (["--inner-stride", "0"], "--inner-stride: 0 is not >= 1"),
+    invalid, conflicting = "E802 (invalid-option-value)", "E804 (conflicting-options)"
+    for args, has in ((["--threads", "-1"], f"{invalid}: --threads: -1 is not between 1 and 256"),
+                      (["--threads", "100000"], f"{invalid}: --threads: 100000 is not between 1 and 256"),
+                      (["--worst", "-1"], f"{invalid}: --worst: -1 is negative"),
+                      (["--inner-stride", "0"], f"{invalid}: --inner-stride: 0 is not >= 1"),
                       (["--profile", "dgx-a100-80gb", "--profile-file", "x.yaml"],
-                       "--profile dgx-a100-80gb and --profile-file x.yaml: give one of them")):
+                       f"{conflicting}: --profile dgx-a100-80gb and --profile-file x.yaml: give one of them")):
         err = run(b, "validate", csv_path, *args, expect=1).stderr.strip()
-        check(err == "lynxsim: error: " + has, f"validate {' '.join(args)}: {err}")
+        check(err == "lynxsim: error " + has, f"validate {' '.join(args)}: {err}")
 
 
 def case_megatron_args(b, tmp):
