@@ -25,7 +25,7 @@ int parse_whole_number(const std::string& text, const std::string& option, const
   int value = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < minimum)
-    fail("{} {}: expected a whole number of {} >= {}", option, text, what, minimum);
+    fail(ErrorCode::kInvalidOption, "{} {}: expected a whole number of {} >= {}", option, text, what, minimum);
   return value;
 }
 

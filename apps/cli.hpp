@@ -43,5 +43,6 @@ int cmd_validate(const std::vector<std::string>& argv);
 int cmd_sweep(const std::vector<std::string>& argv);
 int cmd_best(const std::vector<std::string>& argv);
 int cmd_live(const std::vector<std::string>& argv);
+int cmd_errors(const std::vector<std::string>& argv);
 
 }  // namespace lynx::apps

@@ -29,7 +29,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
                        ? from
                        : parse_whole_number(item.substr(dash + 1), option, "(a list such as 1-8 or 1,2,4)", from);
     for (int v = from; v <= to; ++v) {
-      if (!out.empty() && v <= out.back()) fail("{} {}: values must ascend, each once", option, text);
+      if (!out.empty() && v <= out.back()) fail(ErrorCode::kInvalidOption, "{} {}: values must ascend, each once", option, text);
       out.push_back(v);
     }
   }
@@ -41,7 +41,7 @@ std::vector<bool> parse_switch(const std::string& text, const std::string& optio
   if (text == "search") return {false, true};
   if (text == "on") return {true};
   if (text == "off") return {false};
-  fail("{} {}: expected search, on or off", option, text);
+  fail(ErrorCode::kInvalidOption, "{} {}: expected search, on or off", option, text);
 }
 
 std::vector<std::string> parse_strategies(const std::string& text) {
@@ -51,7 +51,7 @@ std::vector<std::string> parse_strategies(const std::string& text) {
     bool known = false;
     for (const char* k : kRecomputeKindNames) known = known || name == k;
     if (!known)
-      fail("--strategies {}: unknown strategy '{}' (none, full, selective, checkmate, lynx-heu, lynx-opt)", text, name);
+      fail(ErrorCode::kInvalidOption, "--strategies {}: unknown strategy '{}' (none, full, selective, checkmate, lynx-heu, lynx-opt)", text, name);
     out.push_back(name);
   }
   return out;
@@ -88,8 +88,8 @@ int cmd_best(const std::vector<std::string>& argv) {
                      "for the fastest plan that fits: bounds prune, fast mode ranks, exact mode "
                      "confirms the top K (docs/best.md)."))
     return 0;
-  if (args.file.empty()) fail("best: expected a scenario file (lynxsim best SCENARIO.yaml --gpus N)");
-  if (gpus_text.empty()) fail("best: --gpus N is required (the GPUs to lay the model out on)");
+  if (args.file.empty()) fail(ErrorCode::kMissingArgument, "best: expected a scenario file (lynxsim best SCENARIO.yaml --gpus N)");
+  if (gpus_text.empty()) fail(ErrorCode::kMissingArgument, "best: --gpus N is required (the GPUs to lay the model out on)");
   search::BestRequest request;
   request.scenario_path = args.file;
   request.overrides = args.overrides;

@@ -67,7 +67,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
           {"--clusters", !selection.clusters.empty()},
           {"--scenarios", selection.scenario_dir != source + "/scenarios/paper"},
           {"--no-plot", no_plot}})
-      if (used) fail("--update-committed regenerates the whole committed set in {}: drop {}", committed_dir, flag);
+      if (used) fail(ErrorCode::kConflictingOptions, "--update-committed regenerates the whole committed set in {}: drop {}", committed_dir, flag);
     out_dir = committed_dir;
   }
 
@@ -89,7 +89,7 @@ int cmd_figures(const std::vector<std::string>& argv) {
   std::cout.flush();
   const int status = std::system(command.c_str());
   if (status != 0)
-    fail("plotting failed ({}): is python3-matplotlib installed (tools/setup.sh installs it)?", command);
+    fail(ErrorCode::kSystemFailure, "plotting failed ({}): is python3-matplotlib installed (tools/setup.sh installs it)?", command);
   return 0;
 }
 

@@ -28,7 +28,7 @@ int cmd_fit(const std::vector<std::string>& argv) {
     return 0;
   }
   po::notify(vm);
-  if (options.raw_csv_paths.empty()) fail("fit: give at least one raw CSV from lynxsim-calibrate");
+  if (options.raw_csv_paths.empty()) fail(ErrorCode::kMissingArgument, "fit: give at least one raw CSV from lynxsim-calibrate");
   std::cout << calibrate::run_fit_command(options).text;
   return 0;
 }

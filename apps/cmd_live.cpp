@@ -31,7 +31,7 @@ int cmd_live(const std::vector<std::string>& argv) {
   if (!options.dry_run && options.backend == "cuda") {
     const std::string program = cuda_live_program();
     if (program.empty())
-      fail("live: this lynxsim has no CUDA backend (lynxsim-live is built when CMake finds CUDA and NCCL); "
+      fail(ErrorCode::kNotInBuild, "live: this lynxsim has no CUDA backend (lynxsim-live is built when CMake finds CUDA and NCCL); "
            "use --dry-run, or --backend host to run the op stream on CPU threads");
     std::vector<std::string> args{program};
     args.insert(args.end(), argv.begin(), argv.end());
@@ -39,7 +39,7 @@ int cmd_live(const std::vector<std::string>& argv) {
     for (std::string& a : args) raw.push_back(a.data());
     raw.push_back(nullptr);
     ::execv(program.c_str(), raw.data());
-    fail("live: cannot run {}: {}", program, std::error_code(errno, std::generic_category()).message());
+    fail(ErrorCode::kSystemFailure, "live: cannot run {}: {}", program, std::error_code(errno, std::generic_category()).message());
   }
   return live::run_live_command(argv, live::make_host_backend,
                                 "lynxsim runs --backend host; the CUDA backend is lynxsim-live");

@@ -45,7 +45,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).
   strategies::PlanFile plan_file;
   if (!plan_path.empty() && megatron_given(megatron))
-    fail("--plan runs a plan file's scenario (or FILE's): give it no Megatron-LM arguments");
+    fail(ErrorCode::kConflictingOptions, "--plan runs a plan file's scenario (or FILE's): give it no Megatron-LM arguments");
   if (!plan_path.empty()) plan_file = strategies::read_plan_file(plan_path);
   const model::ResolvedScenario resolved =
       plan_path.empty() ? load_scenario(args, megatron)

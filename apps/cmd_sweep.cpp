@@ -24,7 +24,7 @@ int cmd_sweep(const std::vector<std::string>& argv) {
                      "usage: lynxsim sweep GRID.yaml [-o OUT.csv|OUT.jsonl] [--threads N]\n"
                      "       mpirun -np N lynxsim sweep GRID.yaml -o OUT.csv   (MPI builds)"))
     return 0;
-  if (request.grid_path.empty()) fail("sweep: expected a grid file (lynxsim sweep GRID.yaml)");
+  if (request.grid_path.empty()) fail(ErrorCode::kMissingArgument, "sweep: expected a grid file (lynxsim sweep GRID.yaml)");
   if (!threads_text.empty()) request.threads = parse_whole_number(threads_text, "--threads", "threads", 1);
 
   sweep::Ranks ranks;
@@ -34,7 +34,8 @@ int cmd_sweep(const std::vector<std::string>& argv) {
   } catch (const Error& e) {
     // The other ranks wait on this one: end the whole job (main reports the error otherwise).
     if (ranks.size() > 1) {
-      fmt::print(std::cerr, "lynxsim: error (rank {} of {}): {}\n", ranks.rank(), ranks.size(), e.what());
+      fmt::print(std::cerr, "lynxsim: error {} ({}) (rank {} of {}): {}\n", error_code_id(e.code()),
+                 error_code_info(e.code()).name, ranks.rank(), ranks.size(), e.what());
       ranks.abort_job(1);
     }
     throw;

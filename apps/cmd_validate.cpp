@@ -145,8 +145,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
                      "       lynxsim validate --report MANIFEST.yaml [--set k=v]... [--worst N]"))
     return 0;
   // A thread per core is what helps; the cap keeps a typo from asking the OS for millions.
-  if (threads < 1 || threads > 256) fail("--threads: {} is not between 1 and 256", threads);
-  if (worst < 0) fail("--worst: {} is negative", worst);
+  if (threads < 1 || threads > 256) fail(ErrorCode::kInvalidOption, "--threads: {} is not between 1 and 256", threads);
+  if (worst < 0) fail(ErrorCode::kInvalidOption, "--worst: {} is negative", worst);
   if (!report_manifest.empty()) {
     for (const auto& [given, option] :
          {std::pair{!csv.empty(), "a CSV"}, std::pair{!profile.empty(), "--profile"},
@@ -156,21 +156,21 @@ int cmd_validate(const std::vector<std::string>& argv) {
           std::pair{!write_profile.empty(), "--write-profile"},
           std::pair{!fit_keys.empty(), "--fit-param"}, std::pair{skip_folds, "--skip-folds"}})
       if (given)
-        fail("--report {}: {} does not go with --report (the manifest names each data set's "
+        fail(ErrorCode::kConflictingOptions, "--report {}: {} does not go with --report (the manifest names each data set's "
              "file, profiles and recompute setting; the report is markdown)",
              report_manifest, option);
     return write_report(report_manifest, overrides, static_cast<unsigned>(threads),
                         static_cast<std::size_t>(worst));
   }
   if (csv.empty())
-    fail("validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
-  if (inner_stride < 1) fail("--inner-stride: {} is not >= 1", inner_stride);
+    fail(ErrorCode::kMissingArgument, "validate: give the measurements CSV (e.g. validate/data/vtrain_single_node.csv)");
+  if (inner_stride < 1) fail(ErrorCode::kInvalidOption, "--inner-stride: {} is not >= 1", inner_stride);
   if (!profile.empty() && !profile_file.empty())
-    fail("--profile {} and --profile-file {}: give one of them", profile, profile_file);
+    fail(ErrorCode::kConflictingOptions, "--profile {} and --profile-file {}: give one of them", profile, profile_file);
   if (profile.empty() && profile_file.empty()) profile = "dgx-a100-80gb";
-  if (!write_profile.empty() && !fit) fail("--write-profile needs --fit");
+  if (!write_profile.empty() && !fit) fail(ErrorCode::kConflictingOptions, "--write-profile needs --fit");
   if (!write_profile.empty() && skip_folds)
-    fail("--write-profile needs the held-out check: drop --skip-folds");
+    fail(ErrorCode::kConflictingOptions, "--write-profile needs the held-out check: drop --skip-folds");
 
   val::ReportOptions report;
   report.format = val::parse_validation_format(format);

@@ -33,6 +33,7 @@ const std::map<std::string, Command>& commands() {
       {"fit", {lynx::apps::cmd_fit, "fit a hardware profile from lynxsim-calibrate measurements"}},
       {"validate", {lynx::apps::cmd_validate, "simulate measured runs (CSV) and compare; --fit calibrates the profile"}},
       {"fields", {lynx::apps::cmd_fields, "list the scenario / profile fields (all, or those under a PREFIX): unit, default, meaning"}},
+      {"errors", {lynx::apps::cmd_errors, "list the error codes: meaning and what to do (docs/errors.md)"}},
       {"presets", {lynx::apps::cmd_presets, "list the GPT and Llama model presets with their shapes and parameter counts"}},
   };
   return table;
@@ -42,6 +43,12 @@ void print_usage(std::ostream& out) {
   fmt::print(out, "usage: lynxsim <command> [options]   (lynxsim <command> --help for its options)\n\ncommands:\n");
   for (const auto& [name, cmd] : commands()) fmt::print(out, "  {:<10} {}\n", name, cmd.summary);
   fmt::print(out, "\n  -h, --help   this help\n  --version    print the version\n");
+}
+
+/// The one line every error ends in: "lynxsim: error E104 (unknown-key): MESSAGE".
+void print_error(lynx::ErrorCode code, const std::string& message) {
+  fmt::print(std::cerr, "lynxsim: error {} ({}): {}\n", lynx::error_code_id(code),
+             lynx::error_code_info(code).name, message);
 }
 
 }  // namespace
@@ -63,7 +70,7 @@ int main(int argc, char** argv) {
     }
     const auto it = commands().find(args[0]);
     if (it == commands().end()) {
-      fmt::print(std::cerr, "lynxsim: error: unknown command '{}'\n", args[0]);
+      print_error(lynx::ErrorCode::kBadUsage, fmt::format("unknown command '{}'", args[0]));
       print_usage(std::cerr);
       return 2;
     }
@@ -71,13 +78,13 @@ int main(int argc, char** argv) {
     lynx::check_stdout();  // a full disk or closed pipe under stdout is an error, not exit 0
     return status;
   } catch (const lynx::Error& e) {
-    fmt::print(std::cerr, "lynxsim: error: {}\n", e.what());
-    return 1;
+    print_error(e.code(), e.what());
+    return e.code() == lynx::ErrorCode::kInternal ? 3 : 1;
   } catch (const boost::program_options::error& e) {
-    fmt::print(std::cerr, "lynxsim: error: {}\n", e.what());
+    print_error(lynx::ErrorCode::kBadUsage, e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(std::cerr, "lynxsim: internal error: {}\n", e.what());
+    print_error(lynx::ErrorCode::kInternal, e.what());
     return 3;
   }
 }

@@ -30,15 +30,15 @@ bool megatron_given(const MegatronCliArgs& m) {
 model::ResolvedScenario load_scenario(const ScenarioArgs& args, const MegatronCliArgs& m) {
   if (!megatron_given(m)) {
     if (!m.env.empty() || !m.profile.empty() || !m.profile_file.empty() || m.gpus != 0)
-      fail("--megatron-env, --profile, --profile-file and --gpus go with --megatron-args or "
+      fail(ErrorCode::kConflictingOptions, "--megatron-env, --profile, --profile-file and --gpus go with --megatron-args or "
            "--megatron-args-file (a scenario FILE names its hardware and layout itself)");
     return load_scenario(args);
   }
   if (!m.text.empty() && !m.file.empty())
-    fail("give --megatron-args or --megatron-args-file, not both");
+    fail(ErrorCode::kConflictingOptions, "give --megatron-args or --megatron-args-file, not both");
   if (!args.file.empty())
-    fail("{}: give a scenario FILE or Megatron-LM arguments, not both", args.file);
-  if (m.gpus < 0) fail("--gpus {}: expected a positive GPU count", m.gpus);
+    fail(ErrorCode::kConflictingOptions, "{}: give a scenario FILE or Megatron-LM arguments, not both", args.file);
+  if (m.gpus < 0) fail(ErrorCode::kInvalidOption, "--gpus {}: expected a positive GPU count", m.gpus);
   megatron::MegatronRequest request;
   request.text = m.file.empty() ? m.text : read_text_file(m.file, "Megatron-LM launch script");
   request.label = m.file.empty() ? "--megatron-args" : m.file;

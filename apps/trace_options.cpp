@@ -24,17 +24,17 @@ std::vector<bool> parse_stages(const std::string& text, int count) {
     try {
       value = units::parse_integer(trim(item));
     } catch (const Error&) {
-      fail("--trace-stages: '{}' is not a stage number (expected e.g. 0,3 or 0-3)", text);
+      fail(ErrorCode::kInvalidOption, "--trace-stages: '{}' is not a stage number (expected e.g. 0,3 or 0-3)", text);
     }
     if (value < 0 || value >= count)
-      fail("--trace-stages: stage {} does not exist (the pipeline has stages 0 to {})", value, count - 1);
+      fail(ErrorCode::kInvalidOption, "--trace-stages: stage {} does not exist (the pipeline has stages 0 to {})", value, count - 1);
     return static_cast<std::size_t>(value);
   };
   for (const std::string_view item : split(text, ',')) {
     const std::size_t dash = item.find('-');
     const std::size_t first = stage(item.substr(0, dash));
     const std::size_t last = dash == std::string_view::npos ? first : stage(item.substr(dash + 1));
-    if (last < first) fail("--trace-stages: range '{}' ends before it starts", trim(item));
+    if (last < first) fail(ErrorCode::kInvalidOption, "--trace-stages: range '{}' ends before it starts", trim(item));
     for (std::size_t s = first; s <= last; ++s) stages[s] = true;
   }
   return stages;
@@ -46,7 +46,7 @@ TimePs parse_bound(const std::string& window, std::string_view text, TimePs fall
   try {
     return units::parse_time_ps(trim(text));
   } catch (const Error& e) {
-    fail("--trace-window '{}': {}", window, e.what());
+    fail(e.code(), "--trace-window '{}': {}", window, e.what());
   }
 }
 
@@ -65,19 +65,19 @@ TraceRequest parse_trace_request(const TraceArgs& args, int pipeline_stages) {
   request.path = args.path;
   request.args = args;
   if (args.path.empty()) {
-    if (!args.stages.empty()) fail("--trace-stages needs --trace OUT.json");
-    if (!args.window.empty()) fail("--trace-window needs --trace OUT.json");
+    if (!args.stages.empty()) fail(ErrorCode::kConflictingOptions, "--trace-stages needs --trace OUT.json");
+    if (!args.window.empty()) fail(ErrorCode::kConflictingOptions, "--trace-window needs --trace OUT.json");
     return request;
   }
   if (!args.stages.empty()) request.stages = parse_stages(args.stages, pipeline_stages);
   if (!args.window.empty()) {
     const std::size_t colon = args.window.find(':');
     if (colon == std::string::npos)
-      fail("--trace-window '{}': expected START:END, e.g. 1.5s:2s (either side may be empty)", args.window);
+      fail(ErrorCode::kInvalidOption, "--trace-window '{}': expected START:END, e.g. 1.5s:2s (either side may be empty)", args.window);
     const std::string_view text(args.window);
     request.from_ps = parse_bound(args.window, text.substr(0, colon), 0);
     request.to_ps = parse_bound(args.window, text.substr(colon + 1), request.to_ps);
-    if (request.to_ps < request.from_ps) fail("--trace-window '{}': the window ends before it starts", args.window);
+    if (request.to_ps < request.from_ps) fail(ErrorCode::kInvalidOption, "--trace-window '{}': the window ends before it starts", args.window);
   }
   return request;
 }

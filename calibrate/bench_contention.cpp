@@ -42,7 +42,7 @@ struct Sides {
 
 void bench_contention(const BenchContext& ctx, int gpus) {
   const BenchSettings& settings = ctx.settings;
-  if (gpus < 1) fail("contention benchmark needs a GPU");
+  if (gpus < 1) fail(ErrorCode::kSystemFailure, "contention benchmark needs a GPU");
   const bool standin = gpus == 1;
   const std::string scope = standin ? "standin" : "intra";
   const std::uint64_t comm_bytes = settings.contention_comm_bytes / 16 * 16;

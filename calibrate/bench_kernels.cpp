@@ -27,7 +27,7 @@ class FailureGuard {
   void failure(const std::string& what, const std::exception& e) {
     ctx_.say("  skipped {}: {}", what, e.what());
     if (++consecutive_ >= kMaxConsecutiveFailures)
-      fail("{} failures in a row, last: {}", consecutive_, e.what());
+      fail(ErrorCode::kSystemFailure, "{} failures in a row, last: {}", consecutive_, e.what());
   }
 
  private:

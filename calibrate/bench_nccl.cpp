@@ -44,7 +44,7 @@ void enqueue(const std::string& collective, std::uint64_t bytes, int ranks, int 
     if (rank == src) LYNX_NCCL_CHECK(ncclSend(send, count, ncclBfloat16, dst, comm, stream));
     if (rank == dst) LYNX_NCCL_CHECK(ncclRecv(recv, count, ncclBfloat16, src, comm, stream));
   } else {
-    fail("unknown collective '{}'", collective);
+    fail(ErrorCode::kInvalidOption, "unknown collective '{}'", collective);
   }
 }
 
@@ -52,7 +52,7 @@ void enqueue(const std::string& collective, std::uint64_t bytes, int ranks, int 
 std::uint64_t largest_size(const BenchSettings& settings) {
   const std::vector<std::uint64_t> sizes = nccl_sizes(settings);
   if (sizes.empty())
-    fail("no NCCL message sizes between {} and {} bytes", settings.nccl_min_bytes,
+    fail(ErrorCode::kInvalidOption, "no NCCL message sizes between {} and {} bytes", settings.nccl_min_bytes,
          settings.nccl_max_bytes);
   return sizes.back();
 }
@@ -88,7 +88,7 @@ std::vector<std::uint64_t> nccl_sizes(const BenchSettings& settings) {
 }
 
 void bench_nccl_single_process(const BenchContext& ctx, int gpus) {
-  if (gpus < 1) fail("NCCL benchmark needs at least one GPU, got {}", gpus);
+  if (gpus < 1) fail(ErrorCode::kSystemFailure, "NCCL benchmark needs at least one GPU, got {}", gpus);
   std::vector<int> devices;
   for (int d = 0; d < gpus; ++d) devices.push_back(d);
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(gpus), nullptr);
@@ -160,7 +160,7 @@ void bench_nccl_single_process(const BenchContext& ctx, int gpus) {
 
 namespace {
 void check_mpi(int status, const char* call) {
-  if (status != MPI_SUCCESS) fail("{} failed with MPI error {}", call, status);
+  if (status != MPI_SUCCESS) fail(ErrorCode::kSystemFailure, "{} failed with MPI error {}", call, status);
 }
 }  // namespace
 
@@ -181,7 +181,7 @@ void bench_nccl_mpi(const BenchContext& ctx) {
 
   int device_count = 0;
   LYNX_CUDA_CHECK(cudaGetDeviceCount(&device_count));
-  if (device_count < 1) fail("rank {}: no CUDA device visible", rank);
+  if (device_count < 1) fail(ErrorCode::kSystemFailure, "rank {}: no CUDA device visible", rank);
   const int device = local_rank % device_count;
   LYNX_CUDA_CHECK(cudaSetDevice(device));
 

@@ -50,7 +50,7 @@ std::vector<std::string> split_list(const std::string& text, const char* option)
   std::string item;
   while (std::getline(in, item, ','))
     if (!item.empty()) items.push_back(item);
-  if (items.empty()) fail("--{}: empty list", option);
+  if (items.empty()) fail(ErrorCode::kInvalidOption, "--{}: empty list", option);
   return items;
 }
 
@@ -63,7 +63,7 @@ std::vector<int> split_ints(const std::string& text, const char* option) {
       if (used != item.size() || v < 1) throw std::invalid_argument(item);
       values.push_back(v);
     } catch (const std::exception&) {
-      fail("--{}: '{}' is not a positive integer", option, item);
+      fail(ErrorCode::kInvalidOption, "--{}: '{}' is not a positive integer", option, item);
     }
   }
   return values;
@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
     po::store(po::parse_command_line(argc, argv, options), vm);
     po::notify(vm);
   } catch (const po::error& e) {
-    fail("{} (see --help)", e.what());
+    fail(ErrorCode::kBadUsage, "{} (see --help)", e.what());
   }
   if (vm.count("help") != 0) {
     std::cout << options << "\n";
@@ -220,7 +220,7 @@ int run(int argc, char** argv) {
   for (const std::string& name : split_list(dtypes_text, "dtypes")) {
     if (name == "bf16") settings.dtypes.push_back(gpu::Dtype::kBf16);
     else if (name == "fp16") settings.dtypes.push_back(gpu::Dtype::kFp16);
-    else fail("--dtypes: '{}' is not bf16 or fp16", name);
+    else fail(ErrorCode::kInvalidOption, "--dtypes: '{}' is not bf16 or fp16", name);
   }
   settings.nccl_step = quick ? 4 : 2;
   if (max_bytes > 0) settings.nccl_max_bytes = max_bytes;
@@ -231,7 +231,7 @@ int run(int argc, char** argv) {
   const std::vector<std::string> sections = split_list(only_text, "only");
   for (const std::string& s : sections)
     if (std::find(kSections.begin(), kSections.end(), s) == kSections.end())
-      fail("--only: unknown section '{}' (sections: {})", s, join(kSections));
+      fail(ErrorCode::kInvalidOption, "--only: unknown section '{}' (sections: {})", s, join(kSections));
   const auto wanted = [&](const std::string& s) {
     return std::find(sections.begin(), sections.end(), s) != sections.end();
   };
@@ -239,7 +239,7 @@ int run(int argc, char** argv) {
 
 #ifdef LYNXSIM_CALIBRATE_WITH_MPI
   if (vm.count("mpi") != 0) {
-    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) fail("MPI_Init failed");
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) fail(ErrorCode::kSystemFailure, "MPI_Init failed");
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -268,7 +268,7 @@ int run(int argc, char** argv) {
 
   int device_count = 0;
   LYNX_CUDA_CHECK(cudaGetDeviceCount(&device_count));
-  if (device_count < 1) fail("no CUDA device visible");
+  if (device_count < 1) fail(ErrorCode::kSystemFailure, "no CUDA device visible");
   const int gpus = gpus_option > 0 ? std::min(gpus_option, device_count) : device_count;
   LYNX_CUDA_CHECK(cudaSetDevice(0));
 
@@ -313,6 +313,10 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const lynx::Error& e) {
+    std::cerr << "lynxsim-calibrate: error " << lynx::error_code_id(e.code()) << " ("
+              << lynx::error_code_info(e.code()).name << "): " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "lynxsim-calibrate: " << e.what() << "\n";
     return 1;

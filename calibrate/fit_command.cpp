@@ -97,7 +97,7 @@ HardwareSpec resolve_hardware_profile(const std::string& name_or_path) {
     if (!names.empty()) names += ", ";
     names += name;
   }
-  fail("base profile '{}' is neither a file nor a built-in profile (built-in: {})", name_or_path,
+  fail(ErrorCode::kUnknownProfile, "base profile '{}' is neither a file nor a built-in profile (built-in: {})", name_or_path,
        names);
 }
 
@@ -199,11 +199,11 @@ std::string prediction_error_table(const RawMeasurements& raw, const HardwareSpe
 }
 
 FitCommandResult run_fit_command(const FitCommandOptions& options) {
-  if (options.raw_csv_paths.empty()) fail("lynxsim fit: no raw CSV given");
+  if (options.raw_csv_paths.empty()) fail(ErrorCode::kMissingArgument, "lynxsim fit: no raw CSV given");
   std::vector<RawMeasurements> parts;
   for (const std::string& path : options.raw_csv_paths) parts.push_back(read_raw_csv(path));
   const RawMeasurements raw = merge_raw(parts);
-  if (raw.rows.empty()) fail("lynxsim fit: {} holds no measurements", raw.source_label);
+  if (raw.rows.empty()) fail(ErrorCode::kEmptyCsv, "lynxsim fit: {} holds no measurements", raw.source_label);
 
   FitCommandResult result;
   result.base = resolve_hardware_profile(options.base_profile);

@@ -237,7 +237,7 @@ RingCost ring_cost(const std::string& collective, int n) {
   if (collective == "all_reduce") return {2.0 * (nd - 1.0) / nd, 2 * (n - 1)};
   if (collective == "all_gather" || collective == "reduce_scatter") return {(nd - 1.0) / nd, n - 1};
   if (collective == "send_recv") return {1.0, 1};
-  fail("unknown collective '{}' in the raw CSV (all_reduce, all_gather, reduce_scatter, "
+  fail(ErrorCode::kBadCsvRow, "unknown collective '{}' in the raw CSV (all_reduce, all_gather, reduce_scatter, "
        "send_recv)",
        collective);
 }
@@ -458,13 +458,13 @@ using CollectiveGroups =
 /// The efficiency curves are relative to peak FLOP/s and HBM bandwidth, so the base needs both.
 void check_base_profile(const HardwareSpec& base) {
   if (base.peak_flops_per_s == 0)
-    fail("fit: base profile '{}' has no gpu.peak; the efficiency curves are relative to it",
+    fail(ErrorCode::kBadHardware, "fit: base profile '{}' has no gpu.peak; the efficiency curves are relative to it",
          base.profile);
   if (base.hbm_bw_bytes_per_s == 0)
-    fail("fit: base profile '{}' has no gpu.hbm_bw; the memory-bound curve is relative to it",
+    fail(ErrorCode::kBadHardware, "fit: base profile '{}' has no gpu.hbm_bw; the memory-bound curve is relative to it",
          base.profile);
   if (!(base.collective_efficiency > 0.0 && base.collective_efficiency <= 1.0))
-    fail("fit: base profile '{}' has collective_efficiency {} outside (0, 1]", base.profile,
+    fail(ErrorCode::kBadHardware, "fit: base profile '{}' has collective_efficiency {} outside (0, 1]", base.profile,
          base.collective_efficiency);
 }
 

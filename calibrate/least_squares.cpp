@@ -10,11 +10,11 @@ namespace lynx::calibrate {
 
 namespace {
 void check_sizes(std::size_t x, std::size_t y, std::size_t w, const char* what) {
-  if (x != y || x != w) fail("{}: {} x values, {} y values, {} weights", what, x, y, w);
+  if (x != y || x != w) fail(ErrorCode::kInternal, "{}: {} x values, {} y values, {} weights", what, x, y, w);
 }
 void check_weights(const std::vector<double>& weight, const char* what) {
   for (double w : weight)
-    if (!(w > 0.0) || !std::isfinite(w)) fail("{}: weights must be positive and finite", what);
+    if (!(w > 0.0) || !std::isfinite(w)) fail(ErrorCode::kInternal, "{}: weights must be positive and finite", what);
 }
 }  // namespace
 
@@ -22,7 +22,7 @@ LineFit fit_line_weighted(const std::vector<double>& x, const std::vector<double
                           const std::vector<double>& weight) {
   check_sizes(x.size(), y.size(), weight.size(), "line fit");
   check_weights(weight, "line fit");
-  if (x.size() < 2) fail("line fit needs at least 2 points, got {}", x.size());
+  if (x.size() < 2) fail(ErrorCode::kInsufficientData, "line fit needs at least 2 points, got {}", x.size());
   double sum_w = 0, mean_x = 0, mean_y = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     sum_w += weight[i];
@@ -37,7 +37,7 @@ LineFit fit_line_weighted(const std::vector<double>& x, const std::vector<double
     sxx += weight[i] * dx * dx;
     sxy += weight[i] * dx * (y[i] - mean_y);
   }
-  if (!(sxx > 0.0)) fail("line fit needs at least 2 distinct x values");
+  if (!(sxx > 0.0)) fail(ErrorCode::kInsufficientData, "line fit needs at least 2 distinct x values");
   LineFit fit;
   fit.slope = sxy / sxx;
   fit.intercept = mean_y - fit.slope * mean_x;
@@ -61,7 +61,7 @@ TwoTermFit fit_two_terms_weighted(const std::vector<double>& x1, const std::vect
   const double det = s11 * s22 - s12 * s12;
   // Singular (or nearly: Cauchy-Schwarz makes det >= 0, equality iff x1 ∝ x2).
   if (!(det > 1e-12 * s11 * s22))
-    fail("two-term fit is singular: the two regressors are proportional over {} points",
+    fail(ErrorCode::kInsufficientData, "two-term fit is singular: the two regressors are proportional over {} points",
          y.size());
   TwoTermFit fit;
   fit.a = (s1y * s22 - s2y * s12) / det;
@@ -78,7 +78,7 @@ double fit_proportional_weighted(const std::vector<double>& x, const std::vector
     sxx += weight[i] * x[i] * x[i];
     sxy += weight[i] * x[i] * y[i];
   }
-  if (!(sxx > 0.0)) fail("proportional fit needs a non-zero regressor");
+  if (!(sxx > 0.0)) fail(ErrorCode::kInsufficientData, "proportional fit needs a non-zero regressor");
   return sxy / sxx;
 }
 
@@ -89,13 +89,13 @@ std::vector<double> fit_columns_weighted(const std::vector<std::vector<double>>&
   for (const auto& c : columns) check_sizes(c.size(), y.size(), weight.size(), "least-squares fit");
   check_sizes(y.size(), y.size(), weight.size(), "least-squares fit");
   check_weights(weight, "least-squares fit");
-  if (n == 0 || y.size() < n) fail("least-squares fit of {} terms needs at least {} points, got {}", n, n, y.size());
+  if (n == 0 || y.size() < n) fail(ErrorCode::kInsufficientData, "least-squares fit of {} terms needs at least {} points, got {}", n, n, y.size());
   // Scale every column to unit weighted RMS so that bytes and step counts condition alike.
   std::vector<double> scale(n, 0.0);
   for (std::size_t j = 0; j < n; ++j) {
     double sum = 0.0;
     for (std::size_t i = 0; i < y.size(); ++i) sum += weight[i] * columns[j][i] * columns[j][i];
-    if (!(sum > 0.0)) fail("least-squares fit: term {} is zero at every point", j + 1);
+    if (!(sum > 0.0)) fail(ErrorCode::kInsufficientData, "least-squares fit: term {} is zero at every point", j + 1);
     scale[j] = std::sqrt(sum);
   }
   std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));
@@ -109,7 +109,7 @@ std::vector<double> fit_columns_weighted(const std::vector<std::vector<double>>&
     std::size_t pivot = col;
     for (std::size_t r = col + 1; r < n; ++r)
       if (std::fabs(a[r][col]) > std::fabs(a[pivot][col])) pivot = r;
-    if (!(std::fabs(a[pivot][col]) > 1e-10)) fail("least-squares fit: the terms are linearly dependent over the points");
+    if (!(std::fabs(a[pivot][col]) > 1e-10)) fail(ErrorCode::kInsufficientData, "least-squares fit: the terms are linearly dependent over the points");
     std::swap(a[col], a[pivot]);
     for (std::size_t r = 0; r < n; ++r) {
       if (r == col) continue;

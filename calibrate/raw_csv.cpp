@@ -48,7 +48,7 @@ std::string joined(const std::array<std::string_view, N>& words) {
 
 void check_text_field(std::string_view column, std::string_view value) {
   if (value.find_first_of(",\"\r\n") != std::string_view::npos)
-    fail("raw CSV column '{}' must not contain a comma, quote or line break: '{}'", column, value);
+    fail(ErrorCode::kInternal, "raw CSV column '{}' must not contain a comma, quote or line break: '{}'", column, value);
 }
 
 std::vector<std::string_view> split_commas(std::string_view line) {
@@ -75,11 +75,11 @@ T parse_number(std::string_view cell, const std::string& where, std::string_view
   const auto [ptr, ec] = std::from_chars(first, last, value);
   if (cell.empty() || ec != std::errc() || ptr != last) {
     if constexpr (std::is_floating_point_v<T>)
-      fail("{}: column '{}': expected a number, got '{}'", where, column, cell);
+      fail(ErrorCode::kBadCsvRow, "{}: column '{}': expected a number, got '{}'", where, column, cell);
     else if constexpr (std::is_unsigned_v<T>)
-      fail("{}: column '{}': expected a non-negative integer, got '{}'", where, column, cell);
+      fail(ErrorCode::kBadCsvRow, "{}: column '{}': expected a non-negative integer, got '{}'", where, column, cell);
     else
-      fail("{}: column '{}': expected an integer, got '{}'", where, column, cell);
+      fail(ErrorCode::kBadCsvRow, "{}: column '{}': expected an integer, got '{}'", where, column, cell);
   }
   return value;
 }
@@ -92,21 +92,21 @@ Measurement parse_row(std::string_view line, const std::string& where) {
   const std::vector<std::string_view> cells = split_commas(line);
   const std::vector<std::string>& columns = raw_csv_columns();
   if (cells.size() != columns.size())
-    fail("{}: expected {} comma-separated columns ({}), got {}", where, columns.size(),
+    fail(ErrorCode::kBadCsvRow, "{}: expected {} comma-separated columns ({}), got {}", where, columns.size(),
          raw_csv_header_line(), cells.size());
   Measurement row;
   row.kind = [&] {
     try {
       return parse_measurement_kind(trim(cells[0]));
     } catch (const Error& e) {
-      fail("{}: column 'kind': {}", where, e.what());
+      fail(e.code(), "{}: column 'kind': {}", where, e.what());
     }
   }();
   row.name = std::string(trim(cells[1]));
-  if (row.name.empty()) fail("{}: column 'name' is empty", where);
+  if (row.name.empty()) fail(ErrorCode::kBadCsvRow, "{}: column 'name' is empty", where);
   row.dtype = std::string(trim(cells[2]));
   if (!one_of(row.dtype, kDtypes))
-    fail("{}: column 'dtype': '{}' is not one of {}", where, row.dtype, joined(kDtypes));
+    fail(ErrorCode::kBadCsvRow, "{}: column 'dtype': '{}' is not one of {}", where, row.dtype, joined(kDtypes));
   row.m = parse_number<std::int64_t>(cells[3], where, "m");
   row.n = parse_number<std::int64_t>(cells[4], where, "n");
   row.k = parse_number<std::int64_t>(cells[5], where, "k");
@@ -121,24 +121,24 @@ Measurement parse_row(std::string_view line, const std::string& where) {
   row.reps = parse_int(cells[14], where, "reps");
 
   if (row.m < 0 || row.n < 0 || row.k < 0)
-    fail("{}: GEMM dimensions must be >= 0, got m {} n {} k {}", where, row.m, row.n, row.k);
-  if (row.batch < 1) fail("{}: column 'batch' must be >= 1, got {}", where, row.batch);
-  if (row.ranks < 1) fail("{}: column 'ranks' must be >= 1, got {}", where, row.ranks);
+    fail(ErrorCode::kBadCsvRow, "{}: GEMM dimensions must be >= 0, got m {} n {} k {}", where, row.m, row.n, row.k);
+  if (row.batch < 1) fail(ErrorCode::kBadCsvRow, "{}: column 'batch' must be >= 1, got {}", where, row.batch);
+  if (row.ranks < 1) fail(ErrorCode::kBadCsvRow, "{}: column 'ranks' must be >= 1, got {}", where, row.ranks);
   if (row.nodes < 1 || row.nodes > row.ranks)
-    fail("{}: column 'nodes' must be in [1, ranks = {}], got {}", where, row.ranks, row.nodes);
+    fail(ErrorCode::kInconsistentCsvRow, "{}: column 'nodes' must be in [1, ranks = {}], got {}", where, row.ranks, row.nodes);
   if (!one_of(row.scope, kScopes))
-    fail("{}: column 'scope': '{}' is not one of {}", where, row.scope, joined(kScopes));
+    fail(ErrorCode::kBadCsvRow, "{}: column 'scope': '{}' is not one of {}", where, row.scope, joined(kScopes));
   for (const auto& [column, value] :
        std::array<std::pair<std::string_view, double>, 3>{{{"time_us_median", row.time_us_median},
                                                            {"time_us_p10", row.time_us_p10},
                                                            {"time_us_p90", row.time_us_p90}}})
     if (!std::isfinite(value) || value <= 0.0)
-      fail("{}: column '{}' must be a positive finite time in microseconds, got {}", where,
+      fail(ErrorCode::kBadCsvRow, "{}: column '{}' must be a positive finite time in microseconds, got {}", where,
            column, value);
   if (row.time_us_p10 > row.time_us_median || row.time_us_median > row.time_us_p90)
-    fail("{}: percentiles out of order: p10 {} <= median {} <= p90 {} does not hold", where,
+    fail(ErrorCode::kInconsistentCsvRow, "{}: percentiles out of order: p10 {} <= median {} <= p90 {} does not hold", where,
          row.time_us_p10, row.time_us_median, row.time_us_p90);
-  if (row.reps < 1) fail("{}: column 'reps' must be >= 1, got {}", where, row.reps);
+  if (row.reps < 1) fail(ErrorCode::kBadCsvRow, "{}: column 'reps' must be >= 1, got {}", where, row.reps);
   return row;
 }
 
@@ -159,7 +159,7 @@ MeasurementKind parse_measurement_kind(std::string_view text) {
     if (!valid.empty()) valid += ", ";
     valid += entry.second;
   }
-  fail("unknown measurement kind '{}' (valid: {})", text, valid);
+  fail(ErrorCode::kBadCsvRow, "unknown measurement kind '{}' (valid: {})", text, valid);
 }
 
 std::string RawMeasurements::metadata_value(std::string_view key) const {
@@ -206,7 +206,7 @@ void write_metadata(std::ostream& out,
   for (const auto& [key, value] : metadata) {
     if (key.empty() || key.find_first_of(":\r\n") != std::string::npos ||
         value.find_first_of("\r\n") != std::string::npos)
-      fail("raw CSV metadata key '{}' must be non-empty without ':' or line breaks, and its "
+      fail(ErrorCode::kInternal, "raw CSV metadata key '{}' must be non-empty without ':' or line breaks, and its "
            "value one line",
            key);
     out << "# " << key << ": " << value << '\n';
@@ -222,10 +222,10 @@ void write_raw_csv(std::ostream& out, const RawMeasurements& raw) {
 
 void write_raw_csv_file(const std::string& path, const RawMeasurements& raw) {
   std::ofstream out(path);
-  if (!out) fail("cannot open '{}' for writing", path);
+  if (!out) fail(ErrorCode::kWriteFailed, "cannot open '{}' for writing", path);
   write_raw_csv(out, raw);
   out.flush();
-  if (!out) fail("error writing '{}'", path);
+  if (!out) fail(ErrorCode::kWriteFailed, "error writing '{}'", path);
 }
 
 RawMeasurements parse_raw_csv(std::string_view text, const std::string& label) {
@@ -253,14 +253,14 @@ RawMeasurements parse_raw_csv(std::string_view text, const std::string& label) {
     }
     if (!header_seen) {
       if (line != raw_csv_header_line())
-        fail("{}: expected the raw CSV header '{}', got '{}'", where, raw_csv_header_line(), line);
+        fail(ErrorCode::kBadCsvHeader, "{}: expected the raw CSV header '{}', got '{}'", where, raw_csv_header_line(), line);
       header_seen = true;
       continue;
     }
     raw.rows.push_back(parse_row(line, where));
   }
   if (!header_seen)
-    fail("{}: no header line '{}' found (is this a lynxsim-calibrate raw CSV?)", label,
+    fail(ErrorCode::kBadCsvHeader, "{}: no header line '{}' found (is this a lynxsim-calibrate raw CSV?)", label,
          raw_csv_header_line());
   return raw;
 }
@@ -295,11 +295,11 @@ RawCsvWriter::RawCsvWriter(const std::string& path,
                            const std::vector<std::pair<std::string, std::string>>& metadata)
     : path_(path), file_(std::make_unique<File>()) {
   file_->out.open(path);
-  if (!file_->out) fail("cannot open '{}' for writing", path);
+  if (!file_->out) fail(ErrorCode::kWriteFailed, "cannot open '{}' for writing", path);
   write_metadata(file_->out, metadata);
   file_->out << raw_csv_header_line() << '\n';
   file_->out.flush();
-  if (!file_->out) fail("error writing '{}'", path);
+  if (!file_->out) fail(ErrorCode::kWriteFailed, "error writing '{}'", path);
 }
 
 RawCsvWriter::~RawCsvWriter() = default;
@@ -307,7 +307,7 @@ RawCsvWriter::~RawCsvWriter() = default;
 void RawCsvWriter::append(const Measurement& row) {
   file_->out << format_raw_csv_row(row) << '\n';
   file_->out.flush();
-  if (!file_->out) fail("error writing '{}'", path_);
+  if (!file_->out) fail(ErrorCode::kWriteFailed, "error writing '{}'", path_);
   ++rows_written_;
 }
 

@@ -9,7 +9,7 @@
 namespace lynx::calibrate {
 
 TimingSummary summarize(const std::vector<double>& values) {
-  if (values.empty()) fail("no timed repetitions to summarize");
+  if (values.empty()) fail(ErrorCode::kInternal, "no timed repetitions to summarize");
   TimingSummary summary;
   summary.median = percentile(values, 50.0);
   summary.p10 = percentile(values, 10.0);

@@ -224,13 +224,13 @@ std::uint64_t memory_kernel_bytes(const MemoryKernelShape& shape, int element_by
 }
 
 WorkloadShapes derive_workload_shapes(const ShapeDerivationOptions& options) {
-  if (options.models.empty()) fail("shape derivation: no model given");
-  if (options.tp.empty()) fail("shape derivation: no tensor-parallel degree given");
-  if (options.micro_batch.empty()) fail("shape derivation: no micro-batch size given");
+  if (options.models.empty()) fail(ErrorCode::kInvalidOption, "shape derivation: no model given");
+  if (options.tp.empty()) fail(ErrorCode::kInvalidOption, "shape derivation: no tensor-parallel degree given");
+  if (options.micro_batch.empty()) fail(ErrorCode::kInvalidOption, "shape derivation: no micro-batch size given");
   for (int tp : options.tp)
-    if (tp < 1) fail("shape derivation: tensor-parallel degree must be >= 1, got {}", tp);
+    if (tp < 1) fail(ErrorCode::kInvalidOption, "shape derivation: tensor-parallel degree must be >= 1, got {}", tp);
   for (int b : options.micro_batch)
-    if (b < 1) fail("shape derivation: micro-batch size must be >= 1, got {}", b);
+    if (b < 1) fail(ErrorCode::kInvalidOption, "shape derivation: micro-batch size must be >= 1, got {}", b);
 
   WorkloadShapes out;
   bool flash_noted = false;

@@ -33,13 +33,13 @@ inline std::optional<std::int64_t> try_sum(std::initializer_list<std::int64_t> t
 inline std::int64_t checked_product(std::string_view what,
                                     std::initializer_list<std::int64_t> factors) {
   if (const std::optional<std::int64_t> product = try_product(factors)) return *product;
-  fail("{}: {} overflows 64 bits", what, fmt::join(factors, " * "));
+  fail(ErrorCode::kValueOverflow, "{}: {} overflows 64 bits", what, fmt::join(factors, " * "));
 }
 
 /// The sum of `terms`; lynx::Error "WHAT: A + B + ... overflows 64 bits" otherwise.
 inline std::int64_t checked_sum(std::string_view what, std::initializer_list<std::int64_t> terms) {
   if (const std::optional<std::int64_t> sum = try_sum(terms)) return *sum;
-  fail("{}: {} overflows 64 bits", what, fmt::join(terms, " + "));
+  fail(ErrorCode::kValueOverflow, "{}: {} overflows 64 bits", what, fmt::join(terms, " + "));
 }
 
 }  // namespace lynx

@@ -13,8 +13,8 @@ namespace lynx {
 /// Percentile q in [0, 100] with linear interpolation between closest ranks (q = 50 is the
 /// median: the middle value, or the mean of the two middle values).
 inline double percentile(std::vector<double> values, double q) {
-  if (values.empty()) fail("percentile of an empty set of values");
-  if (!(q >= 0.0 && q <= 100.0)) fail("percentile {} is outside [0, 100]", q);
+  if (values.empty()) fail(ErrorCode::kInternal, "percentile of an empty set of values");
+  if (!(q >= 0.0 && q <= 100.0)) fail(ErrorCode::kInternal, "percentile {} is outside [0, 100]", q);
   std::sort(values.begin(), values.end());
   const double rank = q / 100.0 * static_cast<double>(values.size() - 1);
   const auto lower = static_cast<std::size_t>(std::floor(rank));
@@ -25,7 +25,7 @@ inline double percentile(std::vector<double> values, double q) {
 
 /// Median of doubles: the middle value, or the mean of the two middle values.
 inline double median(std::vector<double> values) {
-  if (values.empty()) fail("median of no values");
+  if (values.empty()) fail(ErrorCode::kInternal, "median of no values");
   return percentile(std::move(values), 50.0);
 }
 
@@ -33,7 +33,7 @@ inline double median(std::vector<double> values) {
 /// values rounded down, in exact integer arithmetic.
 template <typename Int, typename = std::enable_if_t<std::is_integral_v<Int>>>
 Int median(std::vector<Int> values) {
-  if (values.empty()) fail("median of no values");
+  if (values.empty()) fail(ErrorCode::kInternal, "median of no values");
   std::sort(values.begin(), values.end());
   const std::size_t mid = values.size() / 2;
   if (values.size() % 2 == 1) return values[mid];

@@ -53,7 +53,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const ParallelSpec& p = sc.parallel;
   // The scenario loader refuses the pair with the key to blame; this guards other callers.
   if (!supports_schedule(p))
-    fail("parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole backward steps; it "
+    fail(ErrorCode::kIncompatibleSettings, "parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole backward steps; it "
          "has no deferred weight-gradient passes)");
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;

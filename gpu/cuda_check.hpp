@@ -11,17 +11,17 @@ namespace lynx::gpu {
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess)
-    fail("{}:{}: {} failed: {} ({})", file, line, call, cudaGetErrorName(status),
+    fail(ErrorCode::kSystemFailure, "{}:{}: {} failed: {} ({})", file, line, call, cudaGetErrorName(status),
          cudaGetErrorString(status));
 }
 inline void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fail("{}:{}: {} failed: {} ({})", file, line, call, cublasGetStatusName(status),
+    fail(ErrorCode::kSystemFailure, "{}:{}: {} failed: {} ({})", file, line, call, cublasGetStatusName(status),
          cublasGetStatusString(status));
 }
 inline void check_nccl(ncclResult_t status, const char* call, const char* file, int line) {
   if (status != ncclSuccess)
-    fail("{}:{}: {} failed: {} ({})", file, line, call, ncclGetErrorString(status),
+    fail(ErrorCode::kSystemFailure, "{}:{}: {} failed: {} ({})", file, line, call, ncclGetErrorString(status),
          ncclGetLastError(nullptr));
 }
 

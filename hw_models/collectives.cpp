@@ -17,14 +17,14 @@ namespace {
 std::uint64_t scaled_share(std::uint64_t bytes, std::uint64_t numerator, std::uint64_t denominator) {
   const UInt128 scaled = static_cast<UInt128>(bytes) * numerator;
   const UInt128 share = (scaled + denominator - 1) / denominator;
-  if (share > static_cast<UInt128>(UINT64_MAX)) fail("collective share of {} bytes overflows", bytes);
+  if (share > static_cast<UInt128>(UINT64_MAX)) fail(ErrorCode::kValueOverflow, "collective share of {} bytes overflows", bytes);
   return static_cast<std::uint64_t>(share);
 }
 
 /// steps × step latency, overflow-checked.
 TimePs checked_product_ps(TimePs step, int steps) {
   if (step > 0 && steps > std::numeric_limits<TimePs>::max() / step)
-    fail("a collective's step latencies overflow the simulated clock (hardware nccl.*.step_*)");
+    fail(ErrorCode::kTimeOverflow, "a collective's step latencies overflow the simulated clock (hardware nccl.*.step_*)");
   return step * steps;
 }
 
@@ -163,22 +163,22 @@ Collective to_collective(model::CollectiveKind kind) {
     case model::CollectiveKind::kAllGather: return Collective::kAllGather;
     case model::CollectiveKind::kNone: break;
   }
-  fail("to_collective: an op without a collective (kNone) has nothing to plan");
+  fail(ErrorCode::kInternal, "to_collective: an op without a collective (kNone) has nothing to plan");
 }
 
 std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw, Collective kind,
                                    Algorithm algo, const std::vector<Rank>& ranks,
                                    std::uint64_t bytes) {
   const char* name = collective_name(kind);
-  if (ranks.empty()) fail("{}: empty rank list", name);
+  if (ranks.empty()) fail(ErrorCode::kInternal, "{}: empty rank list", name);
   std::unordered_set<Rank> seen;
   for (Rank r : ranks) {
     if (r < 0 || r >= topo.num_gpus())
-      fail("{}: rank {} is out of range (the cluster has {} GPUs)", name, r, topo.num_gpus());
-    if (!seen.insert(r).second) fail("{}: rank {} appears twice in the rank list", name, r);
+      fail(ErrorCode::kInternal, "{}: rank {} is out of range (the cluster has {} GPUs)", name, r, topo.num_gpus());
+    if (!seen.insert(r).second) fail(ErrorCode::kInternal, "{}: rank {} appears twice in the rank list", name, r);
   }
   if (!(hw.collective_efficiency > 0.0 && hw.collective_efficiency <= 1.0))
-    fail("hardware '{}': collective_efficiency must be in (0, 1], got {}", hw.profile,
+    fail(ErrorCode::kBadHardware, "hardware '{}': collective_efficiency must be in (0, 1], got {}", hw.profile,
          hw.collective_efficiency);
   if (hw.collective_model == CollectiveModel::kAlphaBeta)
     return plan_phases(Planner{topo, hw.collective_efficiency}, kind, algo, ranks, bytes);
@@ -189,7 +189,7 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
   for (const NcclProtocol* proto : {&hw.nccl.simple, &hw.nccl.ll128, &hw.nccl.ll}) {
     if (!(proto->bw_fraction > 0.0)) continue;
     if (proto->bw_fraction > 1.0)
-      fail("hardware '{}': nccl bw_fraction must be <= 1, got {}", hw.profile, proto->bw_fraction);
+      fail(ErrorCode::kBadHardware, "hardware '{}': nccl bw_fraction must be <= 1, got {}", hw.profile, proto->bw_fraction);
     std::vector<Phase> phases = plan_phases(
         Planner{topo, hw.collective_efficiency * proto->bw_fraction, proto, hw.intra_node}, kind,
         algo, ranks, bytes);
@@ -202,7 +202,7 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
       best_ps = t;
     }
   }
-  if (best.empty()) fail("hardware '{}': collective_model nccl needs nccl.simple.bw_fraction > 0", hw.profile);
+  if (best.empty()) fail(ErrorCode::kBadHardware, "hardware '{}': collective_model nccl needs nccl.simple.bw_fraction > 0", hw.profile);
   return best;
 }
 
@@ -215,7 +215,7 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
   std::vector<Phase> phases;
   if (kind == Collective::kSendRecv) {
     if (ranks.size() != 2)
-      fail("send/recv needs exactly two ranks {{src, dst}}, got {}", ranks.size());
+      fail(ErrorCode::kInternal, "send/recv needs exactly two ranks {{src, dst}}, got {}", ranks.size());
     Phase phase;
     planner.add_flow(phase, ranks[0], ranks[1], bytes);
     planner.finish(phase, 1);
@@ -223,7 +223,7 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
     return phases;
   }
   if (algo == Algorithm::kTree && kind != Collective::kAllReduce && kind != Collective::kBroadcast)
-    fail("{}: the tree algorithm exists only for all-reduce and broadcast (use ring)", name);
+    fail(ErrorCode::kInternal, "{}: the tree algorithm exists only for all-reduce and broadcast (use ring)", name);
   if (ranks.size() == 1) return phases;  // nothing to communicate
 
   if (algo == Algorithm::kTree) {

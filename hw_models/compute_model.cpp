@@ -9,17 +9,17 @@
 namespace lynx::hw_models {
 
 double efficiency(const EfficiencyCurve& curve, double work) {
-  if (!(work > 0.0)) fail("efficiency curve evaluated at non-positive work {}", work);
+  if (!(work > 0.0)) fail(ErrorCode::kInternal, "efficiency curve evaluated at non-positive work {}", work);
   if (!(curve.max > 0.0 && curve.max <= 1.0))
-    fail("efficiency curve max must be in (0, 1], got {}", curve.max);
+    fail(ErrorCode::kBadHardware, "efficiency curve max must be in (0, 1], got {}", curve.max);
   if (!(curve.half_work >= 0.0))
-    fail("efficiency curve half_work must be >= 0, got {}", curve.half_work);
+    fail(ErrorCode::kBadHardware, "efficiency curve half_work must be >= 0, got {}", curve.half_work);
   return curve.max * work / (work + curve.half_work);
 }
 
 TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes) {
   if (!(flops >= 0.0) || !(bytes >= 0.0))
-    fail("kernel with negative or NaN work: {} FLOPs, {} bytes", flops, bytes);
+    fail(ErrorCode::kInternal, "kernel with negative or NaN work: {} FLOPs, {} bytes", flops, bytes);
   // Memory-bound kernels are timed by bytes alone; so are collectives' local kernels (NCCL's
   // reductions are bandwidth-bound; the network part is timed by the link model).
   const bool compute_bound = kind == model::OpKind::kGemm || kind == model::OpKind::kAttention;
@@ -29,14 +29,14 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
   constexpr double kPsPerSecond = 1e12;
   double compute_ps = 0.0;
   if (counted_flops > 0.0) {
-    if (hw.peak_flops_per_s == 0) fail("hardware '{}' has zero peak FLOP/s", hw.profile);
+    if (hw.peak_flops_per_s == 0) fail(ErrorCode::kBadHardware, "hardware '{}' has zero peak FLOP/s", hw.profile);
     const EfficiencyCurve& curve = kind == model::OpKind::kGemm ? hw.gemm : hw.attention;
     compute_ps = counted_flops * kPsPerSecond /
                  (static_cast<double>(hw.peak_flops_per_s) * efficiency(curve, counted_flops));
   }
   double memory_ps = 0.0;
   if (bytes > 0.0) {
-    if (hw.hbm_bw_bytes_per_s == 0) fail("hardware '{}' has zero HBM bandwidth", hw.profile);
+    if (hw.hbm_bw_bytes_per_s == 0) fail(ErrorCode::kBadHardware, "hardware '{}' has zero HBM bandwidth", hw.profile);
     memory_ps = bytes * kPsPerSecond /
                 (static_cast<double>(hw.hbm_bw_bytes_per_s) * efficiency(hw.memory_bound, bytes));
   }

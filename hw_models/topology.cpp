@@ -89,8 +89,8 @@ std::string vertex_name(const VertexInfo& v) {
 
 void check_link_spec(const LinkSpec& link, const char* field, const std::string& profile) {
   if (link.bw_bytes_per_s == 0)
-    fail("hardware '{}': {} bandwidth must be positive", profile, field);
-  if (link.latency_ps < 0) fail("hardware '{}': {} latency must be >= 0", profile, field);
+    fail(ErrorCode::kBadHardware, "hardware '{}': {} bandwidth must be positive", profile, field);
+  if (link.latency_ps < 0) fail(ErrorCode::kBadHardware, "hardware '{}': {} latency must be >= 0", profile, field);
 }
 
 }  // namespace
@@ -262,7 +262,7 @@ struct Topology::Impl {
 
   sim::LinkId mirror(sim::LinkId link, const std::vector<Rank>& rank_to_rep) const {
     if (link < 0 || static_cast<std::size_t>(link) >= links.size())
-      fail("link id {} is out of range ({} links)", link, links.size());
+      fail(ErrorCode::kInternal, "link id {} is out of range ({} links)", link, links.size());
     const int node = link / links_per_node;
     const int offset = link % links_per_node;
     const int owner = owner_in_block[static_cast<std::size_t>(offset)];
@@ -348,18 +348,18 @@ struct Topology::Impl {
 
   void check_rank(Rank r) const {
     if (r < 0 || r >= num_gpus())
-      fail("GPU rank {} is out of range: the cluster has {} GPUs", r, num_gpus());
+      fail(ErrorCode::kInternal, "GPU rank {} is out of range: the cluster has {} GPUs", r, num_gpus());
   }
 };
 
 Topology::Topology(const HardwareSpec& hw, std::int64_t gpus_used) : impl_(std::make_unique<Impl>()) {
   Impl& t = *impl_;
   const std::string& profile = hw.profile;
-  if (hw.nodes < 1) fail("hardware '{}': nodes must be >= 1, got {}", profile, hw.nodes);
+  if (hw.nodes < 1) fail(ErrorCode::kBadHardware, "hardware '{}': nodes must be >= 1, got {}", profile, hw.nodes);
   if (hw.gpus_per_node < 1)
-    fail("hardware '{}': gpus_per_node must be >= 1, got {}", profile, hw.gpus_per_node);
+    fail(ErrorCode::kBadHardware, "hardware '{}': gpus_per_node must be >= 1, got {}", profile, hw.gpus_per_node);
   if (hw.gpus_per_pcie_switch < 1)
-    fail("hardware '{}': gpus_per_pcie_switch must be >= 1, got {}", profile,
+    fail(ErrorCode::kBadHardware, "hardware '{}': gpus_per_pcie_switch must be >= 1, got {}", profile,
          hw.gpus_per_pcie_switch);
   const std::int64_t nodes_used = (gpus_used + hw.gpus_per_node - 1) / hw.gpus_per_node;
   t.nodes = gpus_used > 0 ? static_cast<int>(std::min<std::int64_t>(hw.nodes, nodes_used)) : hw.nodes;
@@ -374,7 +374,7 @@ Topology::Topology(const HardwareSpec& hw, std::int64_t gpus_used) : impl_(std::
   check_link_spec(hw.pcie_host, "pcie_host", profile);
   if (t.multi_node) {
     if (hw.nics_per_node < 1)
-      fail("hardware '{}': {} nodes need nics_per_node >= 1, got {}", profile, t.nodes,
+      fail(ErrorCode::kBadHardware, "hardware '{}': {} nodes need nics_per_node >= 1, got {}", profile, t.nodes,
            hw.nics_per_node);
     check_link_spec(hw.nic, "nic", profile);
     t.nics_per_node = hw.nics_per_node;
@@ -384,7 +384,7 @@ Topology::Topology(const HardwareSpec& hw, std::int64_t gpus_used) : impl_(std::
   // Vertex numbers are ints (node * vertices_per_node + i): the whole graph must fit one.
   if (checked_product("topology vertices (nodes x vertices per node)",
                       {t.nodes, t.vertices_per_node}) >= std::numeric_limits<int>::max())
-    fail("hardware '{}': {} nodes of {} vertices each are too many to build", profile, t.nodes,
+    fail(ErrorCode::kWorkTooLarge, "hardware '{}': {} nodes of {} vertices each are too many to build", profile, t.nodes,
          t.vertices_per_node);
   t.build(hw);
 }

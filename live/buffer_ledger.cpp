@@ -24,7 +24,7 @@ void* BufferLedger::take(sim::TagId tag, std::int64_t bytes, double at_s) {
   const std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find({tag, bytes});
   if (it == live_.end() || it->second.empty())
-    fail("live mode frees {} bytes of memory tag {} that were never allocated", bytes, tag);
+    fail(ErrorCode::kInternal, "live mode frees {} bytes of memory tag {} that were never allocated", bytes, tag);
   void* handle = it->second.back();
   it->second.pop_back();
   current_bytes_ -= bytes;

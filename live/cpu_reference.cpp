@@ -79,13 +79,13 @@ std::vector<float> dropout_residual_reference(const std::vector<float>& x, const
 void check_close(const std::string& what, const std::vector<float>& actual, const std::vector<float>& expected,
                  float rel_tol, float abs_tol) {
   if (actual.size() != expected.size())
-    fail("kernel check {}: {} values, the reference has {}", what, actual.size(), expected.size());
+    fail(ErrorCode::kInternal, "kernel check {}: {} values, the reference has {}", what, actual.size(), expected.size());
   if (std::all_of(expected.begin(), expected.end(), [](float v) { return v == 0.0f; }))
-    fail("kernel check {}: the reference is all zeros (the check needs random data)", what);
+    fail(ErrorCode::kInternal, "kernel check {}: the reference is all zeros (the check needs random data)", what);
   for (std::size_t i = 0; i < actual.size(); ++i) {
     const float tol = abs_tol + rel_tol * std::fabs(expected[i]);
     if (!(std::fabs(actual[i] - expected[i]) <= tol))
-      fail("kernel check {}: element {} is {}, the CPU reference gives {} (tolerance {})", what, i, actual[i],
+      fail(ErrorCode::kSystemFailure, "kernel check {}: element {} is {}, the CPU reference gives {} (tolerance {})", what, i, actual[i],
            expected[i], tol);
   }
 }
@@ -96,7 +96,7 @@ void check_keep_fraction(const std::string& what, const std::vector<std::uint8_t
   const auto kept = static_cast<double>(std::count_if(mask.begin(), mask.end(), [](std::uint8_t m) { return m != 0; }));
   const double fraction = kept / static_cast<double>(mask.size());
   if (std::fabs(fraction - keep_prob) > tolerance)
-    fail("kernel check {}: kept {:.4f} of the elements, expected {} +- {}", what, fraction, keep_prob, tolerance);
+    fail(ErrorCode::kSystemFailure, "kernel check {}: kept {:.4f} of the elements, expected {} +- {}", what, fraction, keep_prob, tolerance);
 }
 
 }  // namespace lynx::live

@@ -188,10 +188,10 @@ void CudaBackend::prepare(const OpStream& ops) {
   const int ranks = static_cast<int>(ops.gpu_names.size());
   int visible = 0;
   if (const cudaError_t status = cudaGetDeviceCount(&visible); status != cudaSuccess)
-    fail("live: no CUDA GPU can be used here ({}: {}); `lynxsim live --dry-run` and `--backend host` need none",
+    fail(ErrorCode::kSystemFailure, "live: no CUDA GPU can be used here ({}: {}); `lynxsim live --dry-run` and `--backend host` need none",
          cudaGetErrorName(status), cudaGetErrorString(status));
   if (ranks > visible)
-    fail("live: the plan needs {} GPUs (tp {} x pp {} x dp {}), {} visible", ranks, ops.scenario.parallel.tp,
+    fail(ErrorCode::kTooManyGpus, "live: the plan needs {} GPUs (tp {} x pp {} x dp {}), {} visible", ranks, ops.scenario.parallel.tp,
          ops.scenario.parallel.pp, ops.scenario.parallel.dp, visible);
   cudaDeviceProp prop{};
   LYNX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -248,7 +248,7 @@ void CudaBackend::prepare(const OpStream& ops) {
     LYNX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const std::int64_t need = static_bytes + activations + work;
     if (need > static_cast<std::int64_t>(free_bytes))
-      fail("live: rank {} (GPU {}) needs {:.2f} GiB (static {:.2f} GiB without the {:.2f} GiB reserve, activation "
+      fail(ErrorCode::kSystemFailure, "live: rank {} (GPU {}) needs {:.2f} GiB (static {:.2f} GiB without the {:.2f} GiB reserve, activation "
            "peak {:.2f} GiB, work buffers {:.2f} GiB), {:.2f} GiB free of {:.2f} GiB",
            r, r, to_gib(need), to_gib(static_bytes), to_gib(reserve), to_gib(activations), to_gib(work),
            to_gib(static_cast<std::int64_t>(free_bytes)), to_gib(static_cast<std::int64_t>(total_bytes)));
@@ -524,12 +524,12 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
           LYNX_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
           if (async != ncclSuccess && async != ncclInProgress) {
             abort_all();
-            fail("live: NCCL reported an asynchronous error on rank {}: {}", r, ncclGetErrorString(async));
+            fail(ErrorCode::kSystemFailure, "live: NCCL reported an asynchronous error on rank {}: {}", r, ncclGetErrorString(async));
           }
         }
         if (seconds_since(enqueued) > options_.timeout_s) {
           abort_all();
-          fail("live: rank {} stream {} not done {:.0f} s after the iteration was enqueued (last op '{}'); NCCL "
+          fail(ErrorCode::kSystemFailure, "live: rank {} stream {} not done {:.0f} s after the iteration was enqueued (last op '{}'); NCCL "
                "communicators aborted",
                r, ops.stream_names[s], options_.timeout_s, last_label[static_cast<std::size_t>(r)][s]);
         }

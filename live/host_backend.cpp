@@ -33,7 +33,7 @@ class HostAllocator {
   void* allocate(std::int64_t bytes) const {
     const auto size = std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(bytes) * scale_));
     void* p = std::malloc(size);
-    if (p == nullptr) fail("host backend: out of host memory allocating {} bytes", size);
+    if (p == nullptr) fail(ErrorCode::kSystemFailure, "host backend: out of host memory allocating {} bytes", size);
     std::memset(p, 0x5a, size);
     return p;
   }
@@ -103,7 +103,7 @@ std::string HostBackend::device() const {
 void HostBackend::prepare(const OpStream& ops) {
   LYNX_CHECK(options_.size_scale > 0 && options_.size_scale <= 1, "size_scale {}", options_.size_scale);
   if (options_.simulator_order && ops.sim.exec.event_order.size() != 2 * ops.num_tasks)
-    fail("host backend: the simulator's event order has {} entries for {} tasks", ops.sim.exec.event_order.size(),
+    fail(ErrorCode::kInternal, "host backend: the simulator's event order has {} entries for {} tasks", ops.sim.exec.event_order.size(),
          ops.num_tasks);
 }
 
@@ -121,7 +121,7 @@ Measured HostBackend::run_simulator_order(const OpStream& ops) {
   const auto check_ready = [&](std::size_t i) {
     for (int d : ops.ops[i].deps)
       if (m.op_end_seq[static_cast<std::size_t>(d)] < 0)
-        fail("host backend: '{}' starts before '{}' ended in the simulator's order", ops.ops[i].label,
+        fail(ErrorCode::kInternal, "host backend: '{}' starts before '{}' ended in the simulator's order", ops.ops[i].label,
              ops.ops[static_cast<std::size_t>(d)].label);
   };
   for (const std::int64_t entry : ops.sim.exec.event_order) {
@@ -182,7 +182,7 @@ Measured HostBackend::run_threads(const OpStream& ops) {
 
   const auto wait_for = [&](std::unique_lock<std::mutex>& lock, const LiveOp& op, auto ready) {
     if (!changed.wait_for(lock, kWaitLimit, [&] { return aborted || ready(); }))
-      fail("host backend: '{}' on rank {} waited {} s for its dependencies", op.label, op.rank,
+      fail(ErrorCode::kInternal, "host backend: '{}' on rank {} waited {} s for its dependencies", op.label, op.rank,
            std::chrono::duration_cast<std::chrono::seconds>(kWaitLimit).count());
     if (aborted) throw std::runtime_error("aborted");
   };

@@ -48,11 +48,11 @@ bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
     return false;
   }
   po::notify(vm);
-  if (o.plan_path.empty()) fail("live: give a plan file (lynxsim plan SCENARIO -o plan.yaml)");
-  if (o.iterations < 1) fail("--iterations {}: expected a whole number of iterations >= 1", o.iterations);
-  if (o.warmup < 0) fail("--warmup {}: expected a whole number of iterations >= 0", o.warmup);
-  if (!(o.host_scale > 0 && o.host_scale <= 1)) fail("--host-scale {}: expected a fraction in (0, 1]", o.host_scale);
-  if (!(o.timeout_s > 0)) fail("--timeout {}: expected seconds > 0", o.timeout_s);
+  if (o.plan_path.empty()) fail(ErrorCode::kMissingArgument, "live: give a plan file (lynxsim plan SCENARIO -o plan.yaml)");
+  if (o.iterations < 1) fail(ErrorCode::kInvalidOption, "--iterations {}: expected a whole number of iterations >= 1", o.iterations);
+  if (o.warmup < 0) fail(ErrorCode::kInvalidOption, "--warmup {}: expected a whole number of iterations >= 0", o.warmup);
+  if (!(o.host_scale > 0 && o.host_scale <= 1)) fail(ErrorCode::kInvalidOption, "--host-scale {}: expected a fraction in (0, 1]", o.host_scale);
+  if (!(o.timeout_s > 0)) fail(ErrorCode::kInvalidOption, "--timeout {}: expected seconds > 0", o.timeout_s);
   return true;
 }
 
@@ -67,7 +67,7 @@ int run_live_command(const std::vector<std::string>& argv, const BackendFactory&
     return 0;
   }
   std::unique_ptr<Backend> backend = make_backend(options);
-  if (!backend) fail("live: no backend '{}' in this program: {}", options.backend, missing_hint);
+  if (!backend) fail(ErrorCode::kNotInBuild, "live: no backend '{}' in this program: {}", options.backend, missing_hint);
   backend->prepare(ops);
   LiveRun run;
   run.plan_label = options.plan_path;

@@ -179,7 +179,7 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
   const std::int64_t gpus = static_cast<std::int64_t>(planned.parallel.tp) * planned.parallel.pp *
                             planned.parallel.dp;
   if (gpus > planned.hardware.gpus_per_node)
-    fail("{}: the plan needs {} GPUs (tp {} x pp {} x dp {}) over {} nodes of {}: live mode runs "
+    fail(ErrorCode::kNotModelled, "{}: the plan needs {} GPUs (tp {} x pp {} x dp {}) over {} nodes of {}: live mode runs "
          "on one node (the multi-node MPI bootstrap is not implemented)",
          plan_label, gpus, planned.parallel.tp, planned.parallel.pp, planned.parallel.dp,
          (gpus + planned.hardware.gpus_per_node - 1) / planned.hardware.gpus_per_node,

@@ -159,7 +159,7 @@ class Lexer {
         advance();
       }
     }
-    if (in_array) fail("{}:{}:{}: bash array is not closed with ')'", label_, line_, col_);
+    if (in_array) fail(ErrorCode::kBadLaunchLine, "{}:{}:{}: bash array is not closed with ')'", label_, line_, col_);
   }
 
   /// `> file`, `2>&1`, `< in`: not arguments; the rest of the command is dropped.
@@ -184,7 +184,7 @@ class Lexer {
       s += peek();
       advance();
     }
-    if (eof()) fail("{}: unterminated single quote", where);
+    if (eof()) fail(ErrorCode::kBadLaunchLine, "{}: unterminated single quote", where);
     advance();
     add_literal(s, true);
   }
@@ -212,7 +212,7 @@ class Lexer {
         advance();
       }
     }
-    if (eof()) fail("{}: unterminated double quote", where);
+    if (eof()) fail(ErrorCode::kBadLaunchLine, "{}: unterminated double quote", where);
     advance();
   }
 
@@ -263,7 +263,7 @@ class Lexer {
         inner += peek();
         advance();
       }
-      if (eof()) fail("{}:{}:{}: '${{' is not closed with '}}'", label_, line_, col_);
+      if (eof()) fail(ErrorCode::kBadLaunchLine, "{}:{}:{}: '${{' is not closed with '}}'", label_, line_, col_);
       advance();
       std::size_t n = 0;
       while (n < inner.size() && is_name_char(inner[n])) ++n;
@@ -471,7 +471,7 @@ std::vector<LaunchWord> launch_words(std::string_view text, const std::string& l
       const std::string& t = words[k].text;
       if (t.size() > 3 && t.compare(t.size() - 3, 3, ".py") == 0) {
         std::vector<LaunchWord> args(words.begin() + static_cast<std::ptrdiff_t>(k) + 1, words.end());
-        if (args.empty()) fail("{}: no arguments after the training script {}", words[k].origin, t);
+        if (args.empty()) fail(ErrorCode::kBadLaunchLine, "{}: no arguments after the training script {}", words[k].origin, t);
         return args;
       }
     }
@@ -479,7 +479,7 @@ std::vector<LaunchWord> launch_words(std::string_view text, const std::string& l
       bare.insert(bare.end(), words.begin(), words.end());
   }
   if (bare.empty())
-    fail(
+    fail(ErrorCode::kBadLaunchLine, 
         "{}: no Megatron-LM arguments found: expected a command running the training script "
         "(... pretrain_gpt.py --num-layers ...) or a list of arguments starting with --",
         label);

@@ -82,7 +82,7 @@ const std::map<std::string, std::string>& not_modelled() {
 }
 
 [[noreturn]] void refuse_not_modelled(const Given& g, const std::string& why) {
-  fail("{}: {}{}: not modelled by lynxsim yet: {}", g.origin, g.name,
+  fail(ErrorCode::kNotModelled, "{}: {}{}: not modelled by lynxsim yet: {}", g.origin, g.name,
        g.value ? " " + *g.value : std::string(), why);
 }
 
@@ -97,9 +97,9 @@ class Options {
       if (w.text.rfind("--", 0) != 0 || w.text.size() == 2) {
         if (taking_values) continue;
         if (!w.unresolved.empty())
-          fail("{}: {} cannot be resolved{}; {}", w.origin, w.unresolved,
+          fail(ErrorCode::kBadLaunchLine, "{}: {} cannot be resolved{}; {}", w.origin, w.unresolved,
                previous ? " (after " + previous->name + ")" : std::string(), kResolveHint);
-        fail("{}: unexpected word '{}'{}: Megatron-LM arguments are --name value, --name=value "
+        fail(ErrorCode::kBadLaunchLine, "{}: unexpected word '{}'{}: Megatron-LM arguments are --name value, --name=value "
              "or --flag", w.origin, w.text, previous ? " after " + previous->name : std::string());
       }
       Given g;
@@ -117,23 +117,23 @@ class Options {
       }
       taking_values = false;
       if (eq != std::string::npos) {
-        if (!known->second) fail("{}: {} is a flag and takes no value", w.origin, g.name);
+        if (!known->second) fail(ErrorCode::kBadLaunchLine, "{}: {} is a flag and takes no value", w.origin, g.name);
         g.value = w.text.substr(eq + 1);
         g.unresolved = w.unresolved;
       } else if (known->second) {
         if (k + 1 >= words.size() || words[k + 1].text.rfind("--", 0) == 0)
-          fail("{}: {} needs a value", w.origin, g.name);
+          fail(ErrorCode::kBadLaunchLine, "{}: {} needs a value", w.origin, g.name);
         ++k;
         g.value = words[k].text;
         g.unresolved = words[k].unresolved;
         g.origin = w.origin;
       } else if (!w.unresolved.empty()) {
-        fail("{}: {} cannot be resolved; {}", w.origin, w.unresolved, kResolveHint);
+        fail(ErrorCode::kBadLaunchLine, "{}: {} cannot be resolved; {}", w.origin, w.unresolved, kResolveHint);
       }
       const auto seen = given_.find(g.name);
       if (seen != given_.end()) {
         if (seen->second.value != g.value || !seen->second.unresolved.empty() || !g.unresolved.empty())
-          fail("{}: {} is given twice with different values ({} at {}, then {})", g.origin, g.name,
+          fail(ErrorCode::kContradictingArguments, "{}: {} is given twice with different values ({} at {}, then {})", g.origin, g.name,
                seen->second.value.value_or("flag"), seen->second.origin, g.value.value_or("flag"));
         previous = &seen->second;
         continue;
@@ -153,7 +153,7 @@ class Options {
 
   /// The value of a valued option (its unresolved variable is an error now).
   std::string text(const Given& g) const {
-    if (!g.unresolved.empty()) fail("{}: {}: {} cannot be resolved; {}", g.origin, g.name, g.unresolved, kResolveHint);
+    if (!g.unresolved.empty()) fail(ErrorCode::kBadLaunchLine, "{}: {}: {} cannot be resolved; {}", g.origin, g.name, g.unresolved, kResolveHint);
     return *g.value;
   }
   /// A positive integer value.
@@ -162,7 +162,7 @@ class Options {
     int v = 0;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (ec != std::errc() || end != t.data() + t.size() || v < 1)
-      fail("{}: {} {}: expected a positive integer", g.origin, g.name, t);
+      fail(ErrorCode::kWrongType, "{}: {} {}: expected a positive integer", g.origin, g.name, t);
     return v;
   }
   std::optional<int> integer(const std::string& name) const {
@@ -173,7 +173,7 @@ class Options {
   int required(const std::string& name, const char* alias = nullptr) const {
     const Given* g = get(name);
     if (g == nullptr && alias != nullptr) g = get(alias);
-    if (g == nullptr) fail("{}: {} is missing (Megatron-LM needs it)", label_, name);
+    if (g == nullptr) fail(ErrorCode::kMissingArgument, "{}: {} is missing (Megatron-LM needs it)", label_, name);
     return integer(*g);
   }
 
@@ -198,7 +198,7 @@ class Overrides {
     const auto seen = values_.find(key);
     if (seen != values_.end()) {
       if (seen->second.first != value)
-        fail("{}: contradicts {} (both set {}: {} vs {})", source, seen->second.second, key, value,
+        fail(ErrorCode::kContradictingArguments, "{}: contradicts {} (both set {}: {} vs {})", source, seen->second.second, key, value,
              seen->second.first);
       return;
     }
@@ -237,7 +237,7 @@ int map_vocab(const Options& o, Overrides& set, int tp) {
   const Given* size = o.get("--vocab-size");
   const Given* tokenizer = o.get("--tokenizer-type");
   if (size == nullptr && tokenizer != nullptr && o.text(*tokenizer) != "GPT2BPETokenizer")
-    fail("{}: {} {}: the vocabulary size comes from the tokenizer's files, which lynxsim does not "
+    fail(ErrorCode::kMissingArgument, "{}: {} {}: the vocabulary size comes from the tokenizer's files, which lynxsim does not "
          "read: give --vocab-size", tokenizer->origin, tokenizer->name, o.text(*tokenizer));
   const int divisible_by =
       o.integer("--make-vocab-size-divisible-by").value_or(kMegatronVocabDivisibleBy);
@@ -263,7 +263,7 @@ double probability(const Options& o, const Given& g) {
   double v = -1;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > 1)
-    fail("{}: {} {}: expected a probability between 0 and 1", g.origin, g.name, t);
+    fail(ErrorCode::kBadLaunchLine, "{}: {} {}: expected a probability between 0 and 1", g.origin, g.name, t);
   return v;
 }
 
@@ -323,7 +323,7 @@ void map_model(const Options& o, Overrides& set, int tp) {
     if (text == "RMSNorm")
       norm = NormKind::kRmsNorm;
     else if (text != "LayerNorm")
-      fail("{}: {} {}: expected LayerNorm or RMSNorm", norm_arg->origin, norm_arg->name, text);
+      fail(ErrorCode::kBadLaunchLine, "{}: {} {}: expected LayerNorm or RMSNorm", norm_arg->origin, norm_arg->name, text);
   }
   set_choice(set, "model.norm", norm, norm_arg, none + "--normalization (LayerNorm)", mapped.norm);
   PositionKind position = PositionKind::kLearned;
@@ -339,7 +339,7 @@ void map_model(const Options& o, Overrides& set, int tp) {
   // The deprecated flag Megatron-LM's validate_args turns into --position-embedding-type rope.
   if (const Given* g = o.get("--use-rotary-position-embeddings")) {
     if (position_arg != nullptr && position != PositionKind::kRotary)
-      fail("{}: {} contradicts {}: {} {}", g->origin, g->name, position_arg->origin,
+      fail(ErrorCode::kContradictingArguments, "{}: {} contradicts {}: {} {}", g->origin, g->name, position_arg->origin,
            position_arg->name, o.text(*position_arg));
     position = PositionKind::kRotary;
     if (position_arg == nullptr) position_arg = g;
@@ -361,7 +361,7 @@ void map_model(const Options& o, Overrides& set, int tp) {
   if (const Given* g = o.get("--max-position-embeddings")) {
     const int max_pos = o.integer(*g);
     if (max_pos < seq)
-      fail("{}: {} {} is less than the sequence length {}: Megatron-LM refuses it", g->origin,
+      fail(ErrorCode::kIncompatibleSettings, "{}: {} {} is less than the sequence length {}: Megatron-LM refuses it", g->origin,
            g->name, max_pos, seq);
     // Rotary embeddings have no table, so a longer maximum costs nothing.
     if (max_pos > seq && position == PositionKind::kLearned)
@@ -396,7 +396,7 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
     const int layers = o.required("--num-layers");
     const int per_chunk = o.integer(*g);
     if (layers % out.pp != 0 || (layers / out.pp) % per_chunk != 0)
-      fail("{}: {} {}: --num-layers {} does not split into pipeline stages of whole chunks of {} "
+      fail(ErrorCode::kIndivisibleLayout, "{}: {} {}: --num-layers {} does not split into pipeline stages of whole chunks of {} "
            "layers (pp {}): Megatron-LM refuses it",
            g->origin, g->name, per_chunk, layers, per_chunk, out.pp);
     chunks = layers / out.pp / per_chunk;
@@ -404,7 +404,7 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
   }
   if (const Given* g = o.get("--num-virtual-stages-per-pipeline-rank")) {
     if (chunk_source != nullptr && o.integer(*g) != chunks)
-      fail("{}: {} {} contradicts {} ({} chunks per GPU)", g->origin, g->name, o.integer(*g),
+      fail(ErrorCode::kContradictingArguments, "{}: {} {} contradicts {} ({} chunks per GPU)", g->origin, g->name, o.integer(*g),
            chunk_source->name, chunks);
     chunks = o.integer(*g);
     chunk_source = g;
@@ -448,11 +448,11 @@ void map_recompute(const Options& o, Overrides& set, std::vector<std::string>& n
   if (granularity != nullptr) {
     kind = o.text(*granularity);
     if (kind != "full" && kind != "selective")
-      fail("{}: {} {}: expected full or selective", granularity->origin, granularity->name, kind);
+      fail(ErrorCode::kUnknownChoice, "{}: {} {}: expected full or selective", granularity->origin, granularity->name, kind);
   }
   if (activations != nullptr) {
     if (granularity != nullptr && kind != "selective")
-      fail("{}: --recompute-activations (selective) contradicts {}: --recompute-granularity {}",
+      fail(ErrorCode::kContradictingArguments, "{}: --recompute-activations (selective) contradicts {}: --recompute-granularity {}",
            activations->origin, granularity->origin, kind);
     kind = "selective";
   }
@@ -461,19 +461,19 @@ void map_recompute(const Options& o, Overrides& set, std::vector<std::string>& n
   if (kind != "full") {
     for (const Given* g : {method, layers})
       if (g != nullptr)
-        fail("{}: {} needs --recompute-granularity full (Megatron-LM refuses it {})", g->origin,
+        fail(ErrorCode::kIncompatibleSettings, "{}: {} needs --recompute-granularity full (Megatron-LM refuses it {})", g->origin,
              g->name, kind == "none" ? "without a granularity" : "with selective granularity");
     return;
   }
   if (method == nullptr)
-    fail("{}: --recompute-granularity full needs --recompute-method uniform or block "
+    fail(ErrorCode::kMissingArgument, "{}: --recompute-granularity full needs --recompute-method uniform or block "
          "(Megatron-LM refuses it without)", granularity->origin);
   if (layers == nullptr)
-    fail("{}: --recompute-granularity full needs --recompute-num-layers (Megatron-LM refuses it "
+    fail(ErrorCode::kMissingArgument, "{}: --recompute-granularity full needs --recompute-num-layers (Megatron-LM refuses it "
          "without)", granularity->origin);
   const std::string m = o.text(*method);
   if (m != "uniform" && m != "block")
-    fail("{}: {} {}: expected uniform or block", method->origin, method->name, m);
+    fail(ErrorCode::kUnknownChoice, "{}: {} {}: expected uniform or block", method->origin, method->name, m);
   set.set("recompute.method", m, method, "");
   const int n = o.integer(*layers);
   set.set("recompute.num_layers", std::to_string(n), layers, "");
@@ -489,9 +489,9 @@ void map_kernels(const Options& o, Overrides& set, std::vector<std::string>& not
   const Given* bf16 = o.get("--bf16");
   const Given* fp16 = o.get("--fp16");
   if (bf16 != nullptr && fp16 != nullptr)
-    fail("{}: --fp16 contradicts --bf16 ({}): Megatron-LM refuses both", fp16->origin, bf16->origin);
+    fail(ErrorCode::kContradictingArguments, "{}: --fp16 contradicts --bf16 ({}): Megatron-LM refuses both", fp16->origin, bf16->origin);
   if (bf16 == nullptr && fp16 == nullptr)
-    fail("{}: neither --bf16 nor --fp16: fp32 training is not modelled by lynxsim yet (it "
+    fail(ErrorCode::kNotModelled, "{}: neither --bf16 nor --fp16: fp32 training is not modelled by lynxsim yet (it "
          "simulates 16-bit mixed precision); add --bf16 or --fp16", o.label());
 
   const Given* flash = o.get("--use-flash-attn");
@@ -504,7 +504,7 @@ void map_kernels(const Options& o, Overrides& set, std::vector<std::string>& not
                                   "flash-attn installed", g->origin));
     if (backend != "auto" && backend != "flash" && backend != "fused" && backend != "unfused" &&
         backend != "local")
-      fail("{}: {} {}: expected flash, fused, unfused, local or auto", g->origin, g->name, backend);
+      fail(ErrorCode::kUnknownChoice, "{}: {} {}: expected flash, fused, unfused, local or auto", g->origin, g->name, backend);
     set.set("model.flash_attention", backend == "unfused" || backend == "local" ? "false" : "true",
             g, "");
   }
@@ -538,7 +538,7 @@ std::map<std::string, std::string> parse_megatron_env(const std::vector<std::str
   for (const std::string& entry : entries) {
     const std::size_t eq = entry.find('=');
     if (eq == std::string::npos || eq == 0)
-      fail("--megatron-env {}: expected NAME=VALUE", entry);
+      fail(ErrorCode::kInvalidOption, "--megatron-env {}: expected NAME=VALUE", entry);
     env[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   return env;
@@ -563,7 +563,7 @@ MegatronScenario load_megatron_scenario(const MegatronRequest& request) {
   const MegatronArgs args =
       map_megatron_args(launch_words(request.text, request.label, request.env), request.label);
   if (request.profile.empty() == request.profile_file.empty())
-    fail("{}: give the hardware with --profile NAME (built-in: {}) or --profile-file FILE, one "
+    fail(ErrorCode::kMissingArgument, "{}: give the hardware with --profile NAME (built-in: {}) or --profile-file FILE, one "
          "of them", request.label, fmt::join(builtin_profile_names(), ", "));
   const HardwareSpec hardware = request.profile.empty()
                                     ? load_hardware_profile_file(request.profile_file)
@@ -571,11 +571,11 @@ MegatronScenario load_megatron_scenario(const MegatronRequest& request) {
   const int model_parallel = args.tp * args.pp;
   const int gpus = request.gpus > 0 ? request.gpus : model_parallel;
   if (gpus % model_parallel != 0)
-    fail("--gpus {}: not divisible by {} = {} GPUs per model replica", gpus, args.layout_source,
+    fail(ErrorCode::kIndivisibleLayout, "--gpus {}: not divisible by {} = {} GPUs per model replica", gpus, args.layout_source,
          model_parallel);
   const int per_node = hardware.gpus_per_node;
   if (gpus > per_node && gpus % per_node != 0)
-    fail("--gpus {}: not a whole number of nodes of {} GPUs (hardware profile {})", gpus, per_node,
+    fail(ErrorCode::kIndivisibleLayout, "--gpus {}: not a whole number of nodes of {} GPUs (hardware profile {})", gpus, per_node,
          hardware.profile);
   const int dp = gpus / model_parallel;
   const int nodes = gpus > per_node ? gpus / per_node : 1;
@@ -616,7 +616,7 @@ MegatronScenario load_megatron_scenario(const MegatronRequest& request) {
     out.warnings.insert(out.warnings.end(), args.notes.begin(), args.notes.end());
     return out;
   } catch (const Error& e) {
-    throw Error(name_the_argument(e.what(), request.label, sources));
+    throw Error(e.code(), name_the_argument(e.what(), request.label, sources));
   }
 }
 

@@ -120,9 +120,9 @@ struct Dims {
 
 /// Throws LayoutError for `keys` (in the order the message names them).
 template <typename... Args>
-[[noreturn]] void fail_layout(std::vector<std::string> keys, fmt::format_string<Args...> format,
+[[noreturn]] void fail_layout(ErrorCode code, std::vector<std::string> keys, fmt::format_string<Args...> format,
                               Args&&... args) {
-  throw LayoutError(std::move(keys), fmt::format(format, std::forward<Args>(args)...));
+  throw LayoutError(code, std::move(keys), fmt::format(format, std::forward<Args>(args)...));
 }
 
 /// Every function taking a ModelSpec needs it resolved (resolve_model / resolve_scenario).
@@ -149,7 +149,7 @@ void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
   auto require = [](std::optional<std::int64_t> product, std::vector<std::string> keys,
                     std::string_view what, std::string_view formula) {
     if (!product)
-      fail_layout(std::move(keys), "{} ({}) does not fit in 64-bit integers; make it smaller", what,
+      fail_layout(ErrorCode::kValueOverflow, std::move(keys), "{} ({}) does not fit in 64-bit integers; make it smaller", what,
                   formula);
   };
   require(try_product({kSizeHeadroom, s, b, widest}),
@@ -180,12 +180,12 @@ void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
 
 void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
   require_resolved(m);
-  if (p.tp < 1) fail_layout({"parallel.tp"}, "parallel.tp must be >= 1, got {}", p.tp);
+  if (p.tp < 1) fail_layout(ErrorCode::kOutOfRange, {"parallel.tp"}, "parallel.tp must be >= 1, got {}", p.tp);
   if (p.micro_batch < 1)
-    fail_layout({"parallel.micro_batch"}, "parallel.micro_batch must be >= 1, got {}",
+    fail_layout(ErrorCode::kOutOfRange, {"parallel.micro_batch"}, "parallel.micro_batch must be >= 1, got {}",
                 p.micro_batch);
   if (m.heads % p.tp != 0)
-    fail_layout({"model.heads", "parallel.tp"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.heads", "parallel.tp"},
                 "model.heads ({}) is not divisible by parallel.tp ({}): pick a tp that divides "
                 "the number of attention heads",
                 m.heads, p.tp);
@@ -194,24 +194,24 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
   // = divide(num_query_groups, tp world size), and divide() asserts divisibility. (It does not
   // replicate K/V heads when tp > kv_heads, as some inference engines do.)
   if (kv_heads_of(m) % p.tp != 0)
-    fail_layout({"model.kv_heads", "parallel.tp"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.kv_heads", "parallel.tp"},
                 "model.kv_heads ({}) is not divisible by parallel.tp ({}): Megatron-Core splits "
                 "the key/value heads over the TP ranks (num_query_groups_per_partition = "
                 "num_query_groups / tp); pick a tp that divides kv_heads",
                 kv_heads_of(m), p.tp);
   if (m.ffn_hidden % p.tp != 0)
-    fail_layout({"model.ffn_hidden", "parallel.tp"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.ffn_hidden", "parallel.tp"},
                 "model.ffn_hidden ({}) is not divisible by parallel.tp ({}): pick a tp that "
                 "divides ffn_hidden, or change ffn_hidden",
                 m.ffn_hidden, p.tp);
   if (m.vocab % p.tp != 0)
-    fail_layout({"model.vocab", "parallel.tp"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.vocab", "parallel.tp"},
                 "model.vocab ({}) is not divisible by parallel.tp ({}): pad the vocabulary to a "
                 "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
                 m.vocab, p.tp);
   check_sizes_fit(m, p);
   if (p.sequence_parallel && m.seq_len % p.tp != 0)
-    fail_layout({"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
                 "model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence "
                 "parallelism needs: change seq_len or tp, or turn off "
                 "parallel.sequence_parallel",
@@ -466,7 +466,7 @@ ModelSpec resolve_model(const ModelSpec& spec) {
   if (!spec.preset.empty()) {
     found = find_preset(spec.preset);
     if (found == nullptr)
-      fail_layout({"model.preset"}, "unknown model preset '{}' (known: {})", spec.preset,
+      fail_layout(ErrorCode::kUnknownChoice, {"model.preset"}, "unknown model preset '{}' (known: {})", spec.preset,
                   joined_preset_names());
     // Explicit non-zero (non-default) fields override the preset's shape and architecture.
     if (m.layers == 0) m.layers = found->layers;
@@ -476,7 +476,7 @@ ModelSpec resolve_model(const ModelSpec& spec) {
     if (m.ffn_hidden == 0) m.ffn_hidden = found->ffn;
     if (m.vocab == 0) m.vocab = found->vocab;
   } else if (m.layers == 0 || m.hidden == 0 || m.heads == 0) {
-    fail_layout({"model"},
+    fail_layout(ErrorCode::kMissingKey, {"model"},
                 "a custom model (no model.preset) needs model.layers, model.hidden and "
                 "model.heads (got layers {}, hidden {}, heads {}); or name a preset: {}",
                 m.layers, m.hidden, m.heads, joined_preset_names());
@@ -495,7 +495,7 @@ ModelSpec resolve_model(const ModelSpec& spec) {
   if (m.ffn_hidden == 0) {  // GPT convention: f = 4h
     const std::int64_t four_h = checked_product("model.ffn_hidden = 4 x model.hidden", {4, m.hidden});
     if (four_h > std::numeric_limits<int>::max())
-      fail_layout({"model.hidden"}, "model.hidden ({}) is too large: 4 x hidden = {} (ffn_hidden)",
+      fail_layout(ErrorCode::kOutOfRange, {"model.hidden"}, "model.hidden ({}) is too large: 4 x hidden = {} (ffn_hidden)",
                   m.hidden, four_h);
     m.ffn_hidden = static_cast<int>(four_h);
   }
@@ -507,16 +507,16 @@ ModelSpec resolve_model(const ModelSpec& spec) {
                                                               {"vocab", m.vocab}}};
   for (const auto& [field, value] : positive)
     if (value <= 0)
-      fail_layout({fmt::format("model.{}", field)}, "model.{} must be positive, got {}", field,
+      fail_layout(ErrorCode::kOutOfRange, {fmt::format("model.{}", field)}, "model.{} must be positive, got {}", field,
                   value);
   if (m.hidden % m.heads != 0)
-    fail_layout({"model.hidden", "model.heads"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.hidden", "model.heads"},
                 "model.hidden ({}) is not divisible by model.heads ({}): the head size must be "
                 "whole",
                 m.hidden, m.heads);
   // Megatron-LM's validate_args: num_attention_heads % num_query_groups == 0.
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
-    fail_layout({"model.kv_heads", "model.heads"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.kv_heads", "model.heads"},
                 "model.kv_heads ({}) does not divide model.heads ({}): every key/value head "
                 "serves the same number of query heads",
                 m.kv_heads, m.heads);
@@ -538,14 +538,14 @@ std::vector<std::string> preset_keys(const std::string& preset) {
 
 void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
-  if (p.pp < 1) fail_layout({"parallel.pp"}, "parallel.pp must be >= 1, got {}", p.pp);
+  if (p.pp < 1) fail_layout(ErrorCode::kOutOfRange, {"parallel.pp"}, "parallel.pp must be >= 1, got {}", p.pp);
   if (p.virtual_stages < 1)
-    fail_layout({"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",
+    fail_layout(ErrorCode::kOutOfRange, {"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",
                 p.virtual_stages);
   const std::int64_t chunks =
       checked_product("parallel.pp x parallel.virtual_stages", {p.pp, p.virtual_stages});
   if (m.layers % chunks != 0)
-    fail_layout({"model.layers", "parallel.pp", "parallel.virtual_stages"},
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.layers", "parallel.pp", "parallel.virtual_stages"},
                 "model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages "
                 "({} × {} = {}): every model chunk needs the same number of layers",
                 m.layers, p.pp, p.virtual_stages, chunks);

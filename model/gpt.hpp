@@ -19,8 +19,8 @@ namespace lynx::model {
 /// involved, in the order the message names them (resolve_scenario points at one of them).
 class LayoutError : public Error {
  public:
-  LayoutError(std::vector<std::string> keys, const std::string& message)
-      : Error(message), keys_(std::move(keys)) {}
+  LayoutError(ErrorCode code, std::vector<std::string> keys, const std::string& message)
+      : Error(code, message), keys_(std::move(keys)) {}
   /// The scenario keys involved, in the order the message names them.
   const std::vector<std::string>& keys() const { return keys_; }
 

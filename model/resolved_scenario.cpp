@@ -34,7 +34,7 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
     for (const std::string& key : e.keys())
       keys.push_back(source_key(origins, scenario.model.preset, key));
     const std::string key = origins.blame(keys);
-    fail("{}: key '{}': {}", origins.origin_of(key), key, e.what());
+    fail(e.code(), "{}: key '{}': {}", origins.origin_of(key), key, e.what());
   }
   return ResolvedScenario(std::move(scenario));
 }

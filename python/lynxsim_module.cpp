@@ -133,7 +133,7 @@ model::ResolvedScenario load_scenario(const py::object& path_arg,
                                       const py::object& overrides, const std::string& label) {
   const std::vector<std::string> sets = overrides_of(overrides);
   const std::optional<std::string> path = path_of(path_arg);
-  if (path && yaml) fail("load_scenario: give path or yaml, not both");
+  if (path && yaml) fail(ErrorCode::kConflictingOptions, "load_scenario: give path or yaml, not both");
   if (path) return model::load_scenario_file(*path, sets);
   if (yaml) return model::load_scenario_text(*yaml, label, sets);
   return model::default_scenario(sets);
@@ -145,7 +145,7 @@ model::ResolvedScenario load_megatron(const std::optional<std::string>& args,
                                       int gpus, const py::object& env, const py::object& overrides) {
   const std::optional<std::string> file = path_of(file_arg);
   if (args.has_value() == file.has_value())
-    fail("load_megatron: give args (a launch line) or file (a launch script), one of them");
+    fail(ErrorCode::kConflictingOptions, "load_megatron: give args (a launch line) or file (a launch script), one of them");
   megatron::MegatronRequest request;
   request.text = args ? *args : read_text_file(*file, "Megatron-LM launch script");
   request.label = args ? "--megatron-args" : *file;
@@ -235,7 +235,7 @@ py::list rows(const py::object& results) {
   }
   py::list out;
   for (const py::dict& result : items) {
-    if (!result.contains("stages")) fail("rows: a result dict (from simulate) has a 'stages' list");
+    if (!result.contains("stages")) fail(ErrorCode::kInvalidOption, "rows: a result dict (from simulate) has a 'stages' list");
     py::dict run;
     for (const auto& kv : result) {
       const std::string key = kv.first.cast<std::string>();
@@ -280,7 +280,7 @@ sweep::Grid grid_of(const py::object& grid) {
 /// points have no dict (as they have no row).
 py::list sweep_points(const py::object& grid_arg, int threads) {
   const sweep::Grid grid = grid_of(grid_arg);
-  if (threads < 0) fail("sweep: threads {}: expected >= 0 (0: all cores)", threads);
+  if (threads < 0) fail(ErrorCode::kInvalidOption, "sweep: threads {}: expected >= 0 (0: all cores)", threads);
   std::vector<std::pair<std::uint64_t, sweep::PointRun>> runs;
   {
     py::gil_scoped_release release;
@@ -315,7 +315,7 @@ py::list best_plans(const py::object& scenario, int gpus, int top, int threads) 
     request.scenario_path = *path_of(scenario);
   request.space.gpus = gpus;
   request.top = top;
-  if (threads < 0) fail("best: threads {}: expected >= 0 (0: all cores)", threads);
+  if (threads < 0) fail(ErrorCode::kInvalidOption, "best: threads {}: expected >= 0 (0: all cores)", threads);
   request.threads = threads;
   search::BestOutcome outcome;
   {
@@ -354,7 +354,11 @@ PYBIND11_MODULE(lynxsim, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyErr_SetString(error.ptr(), e.what());
+      // lynxsim.Error(message) with .code ("E104") and .code_name ("unknown-key").
+      py::object exception = py::reinterpret_borrow<py::object>(error.ptr())(e.what());
+      exception.attr("code") = error_code_id(e.code());
+      exception.attr("code_name") = error_code_info(e.code()).name;
+      PyErr_SetObject(error.ptr(), exception.ptr());
     }
   });
 

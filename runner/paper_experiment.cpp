@@ -31,7 +31,7 @@ void check_matched(const std::vector<std::string>& filter, const std::set<std::s
                    const char* option, const std::string& dir) {
   for (const auto& name : filter)
     if (!seen.count(name))
-      fail("{}: '{}' matches no paper scenario in '{}' (there are: {})", option, name, dir,
+      fail(ErrorCode::kInvalidOption, "{}: '{}' matches no paper scenario in '{}' (there are: {})", option, name, dir,
            fmt::join(seen, ", "));
 }
 
@@ -67,10 +67,10 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
   const auto& known = paper_strategies();
   for (const auto& s : selection.strategies)
     if (!wanted(known, s))
-      fail("--strategies: unknown strategy '{}' (expected some of: {})", s, fmt::join(known, ", "));
+      fail(ErrorCode::kInvalidOption, "--strategies: unknown strategy '{}' (expected some of: {})", s, fmt::join(known, ", "));
   const auto& strategies = selection.strategies.empty() ? known : selection.strategies;
   const std::string& dir = selection.scenario_dir;
-  if (!fs::is_directory(dir)) fail("--scenarios: '{}' is not a folder", dir);
+  if (!fs::is_directory(dir)) fail(ErrorCode::kInvalidOption, "--scenarios: '{}' is not a folder", dir);
 
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir))
@@ -81,7 +81,7 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
   for (const auto& file : files) {
     const std::string stem = file.stem().string();
     const auto dash = stem.find('-');
-    if (dash == std::string::npos) fail("{}: paper scenario names are CLUSTER-MODEL.yaml", file.string());
+    if (dash == std::string::npos) fail(ErrorCode::kInvalidOption, "{}: paper scenario names are CLUSTER-MODEL.yaml", file.string());
     const std::string cluster = stem.substr(0, dash);
     const Scenario sc = model::load_scenario_file(file.string()).scenario();
     seen_clusters.insert(cluster);
@@ -91,7 +91,7 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
   }
   check_matched(selection.clusters, seen_clusters, "--clusters", dir);
   check_matched(selection.models, seen_models, "--models", dir);
-  if (scenarios.empty()) fail("no paper scenario in '{}' matches --models / --clusters", dir);
+  if (scenarios.empty()) fail(ErrorCode::kInvalidOption, "no paper scenario in '{}' matches --models / --clusters", dir);
   // Smallest model first, within each cluster.
   std::stable_sort(scenarios.begin(), scenarios.end(), [](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first < b.first;

@@ -20,7 +20,7 @@ ReportFormat parse_report_format(const std::string& text) {
   if (text == "table") return ReportFormat::kTable;
   if (text == "csv") return ReportFormat::kCsv;
   if (text == "json") return ReportFormat::kJson;
-  fail("--format: unknown format '{}' (expected table, csv or json)", text);
+  fail(ErrorCode::kInvalidOption, "--format: unknown format '{}' (expected table, csv or json)", text);
 }
 
 namespace {

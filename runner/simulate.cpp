@@ -71,7 +71,7 @@ void set_rates(SimResult& r, const Scenario& sc, TimePs makespan_ps, double exec
 /// sim.mode fast: fixed strategies and plan files, composed from cached steps (fast/).
 SimRun simulate_fast_mode(const Scenario& sc, const SimOptions& options) {
   if (options.keep_trace_data)
-    fail("--trace needs sim.mode exact: fast mode (sim.mode: fast) simulates no full timeline");
+    fail(ErrorCode::kIncompatibleSettings, "--trace needs sim.mode exact: fast mode (sim.mode: fast) simulates no full timeline");
   const ParallelSpec& p = sc.parallel;
   const RecomputeKind kind = sc.recompute.strategy;
   SimRun run;

@@ -61,7 +61,7 @@ void check_work_bounded(const Scenario& sc, bool one_gpu_per_stage) {
           : "simulate a smaller parallel.global_batch, or use sim.exploit_symmetry on a cluster "
             "with NVSwitch nodes";
   if (w.tasks > sc.sim.max_tasks)
-    fail(
+    fail(ErrorCode::kWorkTooLarge, 
         "{}: key 'sim.max_tasks': the simulation would build about {:.3g} tasks ({}), more than "
         "sim.max_tasks = {} (about {:.1f} GiB and {:.0f} s of CPU); {}, or raise sim.max_tasks for a "
         "deliberately huge run",
@@ -70,7 +70,7 @@ void check_work_bounded(const Scenario& sc, bool one_gpu_per_stage) {
   const std::uint64_t usable = usable_memory_bytes();
   const bool graph_dominates = w.gpus_in_topology * kTopologyBytesPerGpu > w.bytes / 2;
   if (static_cast<std::uint64_t>(w.bytes) > usable)
-    fail(
+    fail(ErrorCode::kWorkTooLarge, 
         "{}: the simulation would need about {:.1f} GiB ({:.3g} tasks x {} B: {}; and {} GPUs "
         "in the link graph x {} B), more than the {:.1f} GiB of memory this machine lets it use; "
         "{}",

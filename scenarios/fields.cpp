@@ -53,7 +53,7 @@ FieldDesc integer_field(std::string key, FieldPlace place, int min_value, int ma
   f.set = [access, min_value, max_value](Scenario& s, std::string_view text) {
     const std::int64_t value = units::parse_integer(text);
     if (value < min_value || value > max_value)
-      fail("must be between {} and {}, got {}", min_value, max_value, value);
+      fail(ErrorCode::kOutOfRange, "must be between {} and {}, got {}", min_value, max_value, value);
     access(s) = static_cast<int>(value);
   };
   f.get = [access](const Scenario& s) { return std::to_string(access(s)); };
@@ -90,13 +90,13 @@ FieldDesc choice_field(std::string key, FieldPlace place,
         return;
       }
     }
-    fail("'{}' is not one of: {}", text, fmt::join(choices, ", "));
+    fail(ErrorCode::kUnknownChoice, "'{}' is not one of: {}", text, fmt::join(choices, ", "));
   };
   f.get = [access, map](const Scenario& s) {
     for (const auto& [word, value] : map) {
       if (value == access(s)) return word;
     }
-    fail("internal: value of a choice field has no name");
+    fail(ErrorCode::kInternal, "internal: value of a choice field has no name");
   };
   return f;
 }
@@ -160,7 +160,7 @@ FieldDesc number_field(std::string key, FieldPlace place, std::string meaning, A
   f.lower_bound = ">= 0";
   f.set = [access](Scenario& s, std::string_view text) {
     const double value = units::parse_number(text);
-    if (value < 0.0) fail("must be >= 0, got {}", text);
+    if (value < 0.0) fail(ErrorCode::kOutOfRange, "must be >= 0, got {}", text);
     access(s) = value;
   };
   f.get = [access](const Scenario& s) { return units::format_number(access(s)); };
@@ -174,7 +174,7 @@ FieldDesc ratio_field(std::string key, FieldPlace place, std::string meaning, Ac
   f.lower_bound = "> 0, <= 1";
   f.set = [access](Scenario& s, std::string_view text) {
     const double value = units::parse_ratio(text);
-    if (value <= 0.0) fail("must be > 0, got '{}'", text);
+    if (value <= 0.0) fail(ErrorCode::kOutOfRange, "must be > 0, got '{}'", text);
     access(s) = value;
   };
   f.get = [access](const Scenario& s) { return units::format_number(access(s)); };

@@ -92,7 +92,7 @@ auto with_one_line_errors(Read&& read) {
   try {
     return read();
   } catch (const Error& e) {
-    throw Error(one_line(e.what()));
+    throw Error(e.code(), one_line(e.what()));
   }
 }
 
@@ -184,13 +184,13 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
     const YAML::Node key_node = it->first;  // copies: the iterator yields temporaries
     const YAML::Node value = it->second;
     const std::string key_origin = position(out.label, key_node.Mark());
-    if (!key_node.IsScalar()) fail("{}: keys must be plain words", key_origin);
+    if (!key_node.IsScalar()) fail(ErrorCode::kWrongShape, "{}: keys must be plain words", key_origin);
     const std::string key = prefix.empty() ? key_node.Scalar() : prefix + "." + key_node.Scalar();
-    if (!seen.insert(key).second) fail("{}: key '{}': given twice", key_origin, key);
+    if (!seen.insert(key).second) fail(ErrorCode::kDuplicateKey, "{}: key '{}': given twice", key_origin, key);
     if (keys.leaves.count(key) != 0) {
-      if (value.IsNull()) fail("{}: key '{}': no value given", key_origin, key);
+      if (value.IsNull()) fail(ErrorCode::kMissingKey, "{}: key '{}': no value given", key_origin, key);
       if (!value.IsScalar()) {
-        fail("{}: key '{}': expected a single value, got {}", key_origin, key, node_kind(value));
+        fail(ErrorCode::kWrongShape, "{}: key '{}': expected a single value, got {}", key_origin, key, node_kind(value));
       }
       const std::string value_origin =
           value.Mark().is_null() ? key_origin : position(out.label, value.Mark());
@@ -199,12 +199,12 @@ void collect(const YAML::Node& node, const std::string& prefix, const KeySet& ke
       out.origins.set_section(key, key_origin);
       if (value.IsNull()) continue;  // an empty section
       if (!value.IsMap()) {
-        fail("{}: key '{}': expected a section of keys (a map), got {}", key_origin, key,
+        fail(ErrorCode::kWrongShape, "{}: key '{}': expected a section of keys (a map), got {}", key_origin, key,
              node_kind(value));
       }
       collect(value, key, keys, out);
     } else {
-      fail("{}: unknown key '{}'{}", key_origin, key, suggestion(key, keys));
+      fail(ErrorCode::kUnknownKey, "{}: unknown key '{}'{}", key_origin, key, suggestion(key, keys));
     }
   }
 }
@@ -215,11 +215,11 @@ FileValues read_values(std::string_view text, const std::string& label, const Ke
   const YAML::Node root = load_single_document(std::string(text), label);
   if (root.IsNull()) return out;
   if (!root.IsMap())
-    fail("{}:1:1: expected a map of keys at the top, got {}", label, node_kind(root));
+    fail(ErrorCode::kWrongShape, "{}:1:1: expected a map of keys at the top, got {}", label, node_kind(root));
   try {
     collect(root, "", keys, out);
   } catch (const YAML::Exception& e) {
-    fail("{}: malformed YAML: {}", position(label, e.mark), e.msg);
+    fail(ErrorCode::kMalformedYaml, "{}: malformed YAML: {}", position(label, e.mark), e.msg);
   }
   return out;
 }
@@ -230,27 +230,27 @@ void apply_overrides(const std::vector<std::string>& overrides, const KeySet& ke
   for (const std::string& override_text : overrides) {
     const std::string origin = fmt::format("{}: --set {}", values.label, override_text);
     const std::size_t equals = override_text.find('=');
-    if (equals == std::string::npos) fail("{}: expected key.path=value", origin);
+    if (equals == std::string::npos) fail(ErrorCode::kInvalidOption, "{}: expected key.path=value", origin);
     std::string key = override_text.substr(0, equals);
     key.erase(0, key.find_first_not_of(" \t"));
     key.erase(key.find_last_not_of(" \t") + 1);
     if (keys.sections.count(key) != 0) {
-      fail("{}: key '{}' is a section; set one of its fields, e.g. '{}.{}'", origin, key, key,
+      fail(ErrorCode::kWrongShape, "{}: key '{}' is a section; set one of its fields, e.g. '{}.{}'", origin, key, key,
            last_component(*std::find_if(
                keys.leaves.begin(), keys.leaves.end(),
                [&](const std::string& leaf) { return leaf.rfind(key + ".", 0) == 0; })));
     }
     if (keys.leaves.count(key) == 0) {
-      fail("{}: unknown key '{}'{}", origin, key, suggestion(key, keys));
+      fail(ErrorCode::kUnknownKey, "{}: unknown key '{}'{}", origin, key, suggestion(key, keys));
     }
     YAML::Node value;
     try {
       value = YAML::Load(override_text.substr(equals + 1));
     } catch (const YAML::Exception& e) {
-      fail("{}: key '{}': malformed value: {}", origin, key, e.msg);
+      fail(ErrorCode::kMalformedYaml, "{}: key '{}': malformed value: {}", origin, key, e.msg);
     }
     if (value.IsMap() || value.IsSequence()) {
-      fail("{}: key '{}': expected a single value, got {}", origin, key, node_kind(value));
+      fail(ErrorCode::kWrongShape, "{}: key '{}': expected a single value, got {}", origin, key, node_kind(value));
     }
     values.assign(key, value.IsNull() ? std::string() : value.Scalar(), origin, true);
   }
@@ -268,7 +268,7 @@ void apply_values(const std::vector<FieldDesc>& table, FileKind kind, const File
     try {
       field.set(scenario, it->second.text);
     } catch (const Error& e) {
-      fail("{}: key '{}': {}", it->second.origin, key, e.what());
+      fail(e.code(), "{}: key '{}': {}", it->second.origin, key, e.what());
     }
   }
 }
@@ -285,7 +285,7 @@ void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeyS
                     const std::string& key_prefix) {
   auto fail_at = [&](const std::string& key, const std::string& message) {
     const std::string full_key = known_key(keys, key_prefix + key);
-    fail("{}: key '{}': {}", values.origin_of(full_key), full_key, message);
+    fail(ErrorCode::kBadHardware, "{}: key '{}': {}", values.origin_of(full_key), full_key, message);
   };
   auto require_positive = [&](const std::string& key, bool positive) {
     if (!positive) fail_at(key, "not set; a hardware profile must give it (> 0)");
@@ -350,7 +350,7 @@ void require_every_field(const std::vector<FieldDesc>& table, const FileValues& 
     if (values.values.count(field.profile_key()) == 0) missing.push_back(field.profile_key());
   }
   if (missing.empty()) return;
-  fail(
+  fail(ErrorCode::kIncompleteProfile, 
       "{}:1:1: hardware profile lacks {} of its {} fields: {}; give them, or start from a "
       "built-in profile with 'base: NAME' and give only what differs (built-in profiles: {})",
       values.label, missing.size(), fields, fmt::join(missing, ", "), builtin_names_text());
@@ -366,12 +366,12 @@ HardwareSpec read_profile(std::string_view text, const std::string& label, int d
   Scenario holder;
   if (const Assignment* base = values.given("base")) {
     if (depth >= kMaxBaseDepth)
-      fail("{}: key 'base': profiles name each other as base more than {} deep (a cycle?)",
+      fail(ErrorCode::kInternal, "{}: key 'base': profiles name each other as base more than {} deep (a cycle?)",
            base->origin, kMaxBaseDepth);
     try {
       holder.hardware = builtin_profile(base->text, depth + 1);
     } catch (const Error& e) {
-      fail("{}: key 'base': {}", base->origin, e.what());
+      fail(e.code(), "{}: key 'base': {}", base->origin, e.what());
     }
     if (values.values.count("source") == 0) {
       std::vector<std::string> overridden;
@@ -409,7 +409,7 @@ HardwareSpec builtin_profile(const std::string& name, int depth) {
       hint = fmt::format("; did you mean '{}'?", known);
     }
   }
-  fail("unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
+  fail(ErrorCode::kUnknownProfile, "unknown hardware profile '{}' (built-in profiles: {}){}", name, builtin_names_text(), hint);
 }
 
 /// True when the scenario writes every profile field under hardware. itself, as the resolved
@@ -427,7 +427,7 @@ HardwareSpec base_hardware(const FileValues& values) {
   const Assignment* profile = values.given("hardware.profile");
   const Assignment* profile_file = values.given("hardware.profile_file");
   if (profile != nullptr && profile_file != nullptr) {
-    fail(
+    fail(ErrorCode::kIncompatibleSettings, 
         "{}: key 'hardware.profile_file': give either hardware.profile or "
         "hardware.profile_file, not both",
         profile_file->origin);
@@ -444,7 +444,7 @@ HardwareSpec base_hardware(const FileValues& values) {
     try {
       return builtin_hardware_profile(profile->text);
     } catch (const Error& e) {
-      fail("{}: key 'hardware.profile': {}", profile->origin, e.what());
+      fail(e.code(), "{}: key 'hardware.profile': {}", profile->origin, e.what());
     }
   }
   if (profile_file != nullptr) {
@@ -455,13 +455,13 @@ HardwareSpec base_hardware(const FileValues& values) {
     try {
       text = read_text_file(path.string(), "hardware profile");
     } catch (const Error& e) {
-      fail("{}: key 'hardware.profile_file': {}", profile_file->origin, e.what());
+      fail(e.code(), "{}: key 'hardware.profile_file': {}", profile_file->origin, e.what());
     }
     HardwareSpec hw = read_profile(text, path.string());
     hw.profile_file = path.string();
     return hw;
   }
-  fail(
+  fail(ErrorCode::kMissingKey, 
       "{}: key 'hardware.profile': no hardware given; set hardware.profile to a built-in "
       "profile ({}) or hardware.profile_file to a profile file",
       values.origin_of("hardware.profile"), builtin_names_text());
@@ -553,7 +553,7 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const std::int64_t batch_divisor =
       checked_product("parallel.micro_batch x parallel.dp", {p.micro_batch, p.dp});
   if (p.global_batch % batch_divisor != 0) {
-    fail("{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
+    fail(ErrorCode::kIndivisibleLayout, "{}: key 'parallel.global_batch': {} is not divisible by micro_batch * dp = {} * {} = {}",
          origins.origin_of("parallel.global_batch"), p.global_batch, p.micro_batch, p.dp,
          batch_divisor);
   }
@@ -561,7 +561,7 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const std::int64_t gpus_present = checked_product(
       "hardware.nodes x hardware.gpus_per_node", {s.hardware.nodes, s.hardware.gpus_per_node});
   if (gpus_needed > gpus_present) {
-    fail(
+    fail(ErrorCode::kTooManyGpus, 
         "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
         "(hardware.nodes {} x hardware.gpus_per_node {})",
         origins.origin_of(
@@ -569,20 +569,20 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         p.pp, p.dp, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
   }
   if (p.virtual_stages > 1 && p.schedule != ScheduleKind::kInterleaved) {
-    fail(
+    fail(ErrorCode::kIncompatibleSettings, 
         "{}: key 'parallel.virtual_stages': {} model chunks per GPU need schedule "
         "'interleaved'",
         origins.origin_of("parallel.virtual_stages"), p.virtual_stages);
   }
   if (p.schedule == ScheduleKind::kZbH1 && s.sim.mode == SimMode::kFast) {
     const std::string key = origins.blame({"parallel.schedule", "sim.mode"});
-    fail(
+    fail(ErrorCode::kIncompatibleSettings,
         "{}: key '{}': parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole "
         "backward steps; it has no deferred weight-gradient passes)",
         origins.origin_of(key), key);
   }
   if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
-    fail(
+    fail(ErrorCode::kIncompatibleSettings, 
         "{}: key 'parallel.schedule': the interleaved schedule needs parallel.virtual_stages "
         ">= 2",
         origins.origin_of(origins.blame({"parallel.schedule", "parallel.virtual_stages"})));
@@ -596,7 +596,7 @@ void check_scenario_ranges(const Scenario& scenario, const std::string& label) {
     try {
       field.set(copy, field.get(scenario));
     } catch (const Error& e) {
-      fail("{}: key '{}': {}", label, field.scenario_key(), e.what());
+      fail(e.code(), "{}: key '{}': {}", label, field.scenario_key(), e.what());
     }
   }
 }
@@ -707,7 +707,7 @@ std::string scenario_fields_markdown(std::string_view prefix) {
       for (const std::string& key : keys.leaves) top.insert(key.substr(0, key.find('.')));
       hint = fmt::format(" (top-level keys: {})", fmt::join(top, ", "));
     }
-    fail("no scenario or profile field is '{}' or lies under it{}", prefix, hint);
+    fail(ErrorCode::kUnknownKey, "no scenario or profile field is '{}' or lies under it{}", prefix, hint);
   }
   return fields_table_markdown(matching);
 }

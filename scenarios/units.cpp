@@ -135,7 +135,7 @@ std::optional<U128> scale(U128 mantissa, int exp10, int pow2, unsigned divisor) 
 
 [[noreturn]] void fail_expected(const QuantityKind& kind, std::string_view text,
                                 std::string_view why) {
-  fail("expected a {} like '{}'{}, got '{}' (units: {})", kind.name, kind.example, why, text,
+  fail(ErrorCode::kWrongUnit, "expected a {} like '{}'{}, got '{}' (units: {})", kind.name, kind.example, why, text,
        kind.help);
 }
 
@@ -146,7 +146,7 @@ U128 parse_quantity(std::string_view original, const QuantityKind& kind,
                     const std::vector<std::pair<std::string_view, int>>& extra_units = {}) {
   const std::string_view text = trim(original);
   if (!text.empty() && text.front() == '-') {
-    fail("expected a non-negative {}, got '{}'", kind.name, original);
+    fail(ErrorCode::kOutOfRange, "expected a non-negative {}, got '{}'", kind.name, original);
   }
   const std::optional<Decimal> number = read_decimal(text);
   if (!number) fail_expected(kind, original, "");
@@ -169,9 +169,9 @@ U128 parse_quantity(std::string_view original, const QuantityKind& kind,
 
   const std::optional<U128> value =
       scale(number->mantissa, number->exp10 + matched->pow10, matched->pow2, matched->divisor);
-  if (!value || *value > kind.max_value) fail("{} '{}' is too large", kind.name, original);
+  if (!value || *value > kind.max_value) fail(ErrorCode::kOutOfRange, "{} '{}' is too large", kind.name, original);
   if (bound == Bound::kPositive && *value == 0) {
-    fail("expected a positive {}, got '{}'", kind.name, original);
+    fail(ErrorCode::kOutOfRange, "expected a positive {}, got '{}'", kind.name, original);
   }
   return *value;
 }
@@ -260,9 +260,9 @@ std::int64_t parse_integer(std::string_view original) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec == std::errc::result_out_of_range) fail("integer '{}' is out of range", original);
+  if (ec == std::errc::result_out_of_range) fail(ErrorCode::kOutOfRange, "integer '{}' is out of range", original);
   if (text.empty() || ec != std::errc() || ptr != end) {
-    fail("expected an integer, got '{}'", original);
+    fail(ErrorCode::kWrongType, "expected an integer, got '{}'", original);
   }
   return value;
 }
@@ -273,7 +273,7 @@ double parse_number(std::string_view original) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    fail("expected a number, got '{}'", original);
+    fail(ErrorCode::kWrongType, "expected a number, got '{}'", original);
   }
   return value;
 }
@@ -289,11 +289,11 @@ double parse_ratio(std::string_view original) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    fail("expected a ratio like '0.8' or '80%', got '{}'", original);
+    fail(ErrorCode::kWrongType, "expected a ratio like '0.8' or '80%', got '{}'", original);
   }
   value /= divide_by;
   if (value < 0.0 || value > 1.0) {
-    fail("expected a ratio between 0 and 1 (or 0% to 100%), got '{}'", original);
+    fail(ErrorCode::kOutOfRange, "expected a ratio between 0 and 1 (or 0% to 100%), got '{}'", original);
   }
   return value;
 }
@@ -302,7 +302,7 @@ bool parse_bool(std::string_view original) {
   const std::string_view text = trim(original);
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
-  fail("expected true or false, got '{}'", original);
+  fail(ErrorCode::kWrongType, "expected true or false, got '{}'", original);
 }
 
 std::string format_size(std::uint64_t bytes) {
@@ -314,7 +314,7 @@ std::string format_bandwidth(std::uint64_t bytes_per_s) {
 }
 
 std::string format_time(TimePs time_ps) {
-  if (time_ps < 0) fail("cannot write a negative time ({} ps)", time_ps);
+  if (time_ps < 0) fail(ErrorCode::kInternal, "cannot write a negative time ({} ps)", time_ps);
   const auto value = static_cast<std::uint64_t>(time_ps);
   std::vector<std::string> candidates;
   for (const auto& [spelling, pow10] : std::array<std::pair<std::string_view, int>, 5>{

@@ -59,14 +59,14 @@ YAML::Node load_single_document(const std::string& text, const std::string& labe
     documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     // yaml-cpp's message may quote the offending character, a line break too: one_line
-    if (e.mark.is_null()) fail("{}:1:1: malformed YAML: {}", label, one_line(e.msg));
-    fail("{}:{}:{}: malformed YAML: {}", label, e.mark.line + 1, e.mark.column + 1,  // 0-based
+    if (e.mark.is_null()) fail(ErrorCode::kMalformedYaml, "{}:1:1: malformed YAML: {}", label, one_line(e.msg));
+    fail(ErrorCode::kMalformedYaml, "{}:{}:{}: malformed YAML: {}", label, e.mark.line + 1, e.mark.column + 1,  // 0-based
          one_line(e.msg));
   }
   for (std::size_t i = 1; i < documents.size(); ++i) {
     if (documents[i].IsNull()) continue;  // a trailing `---` with nothing after it
     const YAML::Mark mark = documents[i].Mark();
-    fail("{}:{}:{}: a second YAML document (after '---') would be ignored: keep one document per "
+    fail(ErrorCode::kExtraDocument, "{}:{}:{}: a second YAML document (after '---') would be ignored: keep one document per "
          "file", label, mark.line + 1, mark.column + 1);
   }
   return documents.empty() ? YAML::Node() : documents.front();

@@ -88,12 +88,12 @@ std::vector<PipeStep> zb_h1_stage(int stages, int stage, int micro_batches) {
 std::vector<std::vector<PipeStep>> pipeline_order(ScheduleKind kind, int stages, int micro_batches,
                                                   int chunks) {
   if (stages < 1 || micro_batches < 1 || chunks < 1)
-    fail("pipeline needs >= 1 stage, micro-batch and chunk (got {}, {}, {})", stages,
+    fail(ErrorCode::kInternal, "pipeline needs >= 1 stage, micro-batch and chunk (got {}, {}, {})", stages,
          micro_batches, chunks);
   if (kind != ScheduleKind::kInterleaved && chunks != 1)
-    fail("parallel.virtual_stages = {} needs parallel.schedule: interleaved", chunks);
+    fail(ErrorCode::kIncompatibleSettings, "parallel.virtual_stages = {} needs parallel.schedule: interleaved", chunks);
   if (kind == ScheduleKind::kInterleaved && micro_batches % stages != 0)
-    fail("interleaved 1F1B needs the number of micro-batches per pipeline ({}) to be a multiple "
+    fail(ErrorCode::kIndivisibleLayout, "interleaved 1F1B needs the number of micro-batches per pipeline ({}) to be a multiple "
          "of parallel.pp ({})",
          micro_batches, stages);
   std::vector<std::vector<PipeStep>> order(static_cast<size_t>(stages));

@@ -895,7 +895,7 @@ BuiltProgram Builder::build() {
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   if (sc_.sim.comm_standin_bw_bytes_per_s > 0) {
     if (p_.pp != 1 || p_.dp != 1)
-      fail("sim.comm_standin.bw: the one-GPU stand-in for communication needs pp = 1 and dp = 1, got pp {} and dp {}",
+      fail(ErrorCode::kIncompatibleSettings, "sim.comm_standin.bw: the one-GPU stand-in for communication needs pp = 1 and dp = 1, got pp {} and dp {}",
            p_.pp, p_.dp);
     standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
   }
@@ -971,7 +971,7 @@ BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const 
                            const Workload& workload) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
-    fail("plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
+    fail(ErrorCode::kPlanMismatch, "plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
   return Builder(sc, plan, topo, workload).build();
 }
 

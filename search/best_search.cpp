@@ -68,9 +68,9 @@ bool faster(double a_s, std::uint64_t a_index, double b_s, std::uint64_t b_index
 
 BestOutcome run_best(const BestRequest& request) {
   const WallClock::time_point start = WallClock::now();
-  if (request.top < 1) fail("--top {}: expected at least 1 plan", request.top);
+  if (request.top < 1) fail(ErrorCode::kInvalidOption, "--top {}: expected at least 1 plan", request.top);
   const int gpus = request.space.gpus;
-  if (gpus < 1) fail("--gpus {}: expected a whole number of GPUs >= 1", gpus);
+  if (gpus < 1) fail(ErrorCode::kInvalidOption, "--gpus {}: expected a whole number of GPUs >= 1", gpus);
   const std::string label = request.scenario_path.empty() ? "<yaml>" : request.scenario_path;
   const std::string base_text = request.scenario_path.empty()
                                     ? request.scenario_text
@@ -149,8 +149,8 @@ BestOutcome run_best(const BestRequest& request) {
               });
   }
   if (out.invalid == candidates.size()) {
-    if (out.invalid_reasons.empty()) fail("best: the search space is empty");
-    fail("best: no layout of {} GPUs is valid for this scenario; the first candidate ({}) fails "
+    if (out.invalid_reasons.empty()) fail(ErrorCode::kNoValidLayout, "best: the search space is empty");
+    fail(ErrorCode::kNoValidLayout, "best: no layout of {} GPUs is valid for this scenario; the first candidate ({}) fails "
          "with: {}", gpus, out.invalid_reasons.front().first_values,
          out.invalid_reasons.front().first_message);
   }
@@ -258,7 +258,7 @@ BestOutcome run_best(const BestRequest& request) {
   rank_pass(checkmate, "best: ranking checkmate (fast mode)");
   out.rank_seconds = seconds_since(rank_start);
   if (fits.empty())
-    fail("best: no plan fits in GPU memory on {} GPUs ({} candidates out of memory, {} pruned by "
+    fail(ErrorCode::kNothingFits, "best: no plan fits in GPU memory on {} GPUs ({} candidates out of memory, {} pruned by "
          "the memory bound, {} invalid)", gpus, out.oom, out.memory_pruned, out.invalid);
 
   // Phase 3: exact mode for the K fastest, and those within the margin of the K-th (≤ 3·K).
@@ -299,7 +299,7 @@ BestOutcome run_best(const BestRequest& request) {
     progress.finish();
   }
   out.confirm_seconds = seconds_since(confirm_start);
-  if (confirmed.empty()) fail("best: every plan fast mode ranked first is out of memory in exact mode");
+  if (confirmed.empty()) fail(ErrorCode::kNothingFits, "best: every plan fast mode ranked first is out of memory in exact mode");
   std::sort(confirmed.begin(), confirmed.end(), [](const RankedPlan& a, const RankedPlan& b) {
     return faster(a.exact.result.iteration_time_s, a.index, b.exact.result.iteration_time_s, b.index);
   });

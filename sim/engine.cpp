@@ -6,13 +6,13 @@
 namespace lynx::sim {
 
 std::uint32_t Engine::new_slot() {
-  if (slot_count_ >= kMaxSlots) fail("event engine: more than {} events pending at once", kMaxSlots);
+  if (slot_count_ >= kMaxSlots) fail(ErrorCode::kWorkTooLarge, "event engine: more than {} events pending at once", kMaxSlots);
   if ((slot_count_ & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
   return slot_count_++;
 }
 
 void Engine::fail_sequence_exhausted() {
-  fail("event engine: more than {} events scheduled in one run", kMaxSequence);
+  fail(ErrorCode::kWorkTooLarge, "event engine: more than {} events scheduled in one run", kMaxSequence);
 }
 
 void Engine::push(const Entry& entry) {
@@ -192,7 +192,7 @@ bool Engine::run_until(TimePs limit_ps) {
 }
 
 void Engine::fail_in_past(TimePs time_ps) const {
-  fail("event scheduled in the past: at {} ps while the clock reads {} ps", time_ps, now_ps_);
+  fail(ErrorCode::kInternal, "event scheduled in the past: at {} ps while the clock reads {} ps", time_ps, now_ps_);
 }
 
 }  // namespace lynx::sim

@@ -32,9 +32,9 @@ constexpr Int128 kKernelProgressPerPs = kKernelUnitsPerPs * kPpm;
 /// ceil(a * b / divisor) for a, b >= 0 and divisor > 0, as a time; throws lynx::Error on overflow.
 TimePs ceil_mul_div_time(Int128 a, Int128 b, Int128 divisor) {
   Int128 product = 0;
-  if (__builtin_mul_overflow(a, b, &product)) fail("simulated time overflow while rescheduling a completion");
+  if (__builtin_mul_overflow(a, b, &product)) fail(ErrorCode::kTimeOverflow, "simulated time overflow while rescheduling a completion");
   const Int128 quotient = product / divisor + (product % divisor != 0 ? 1 : 0);
-  if (quotient > static_cast<Int128>(INT64_MAX)) fail("simulated time overflow while rescheduling a completion");
+  if (quotient > static_cast<Int128>(INT64_MAX)) fail(ErrorCode::kTimeOverflow, "simulated time overflow while rescheduling a completion");
   return static_cast<TimePs>(quotient);
 }
 
@@ -198,81 +198,81 @@ class Execution {
   void validate() const {
     const std::size_t num_gpus = machine_.gpus.size();
     const std::size_t num_tasks = program_.tasks.size();
-    if (num_tasks > static_cast<std::size_t>(INT32_MAX)) fail("program has too many tasks: {}", num_tasks);
+    if (num_tasks > static_cast<std::size_t>(INT32_MAX)) fail(ErrorCode::kWorkTooLarge, "program has too many tasks: {}", num_tasks);
     if (!program_.issue_ps.empty() && program_.issue_ps.size() != num_tasks)
-      fail("program has issue times for {} tasks, it has {}", program_.issue_ps.size(), num_tasks);
+      fail(ErrorCode::kInternal, "program has issue times for {} tasks, it has {}", program_.issue_ps.size(), num_tasks);
     for (std::size_t t = 0; t < program_.issue_ps.size(); ++t)
-      if (program_.issue_ps[t] < 0) fail("{}: negative issue time {}", task_label(static_cast<TaskId>(t)), program_.issue_ps[t]);
+      if (program_.issue_ps[t] < 0) fail(ErrorCode::kInternal, "{}: negative issue time {}", task_label(static_cast<TaskId>(t)), program_.issue_ps[t]);
     if (!program_.static_bytes_per_gpu.empty() && program_.static_bytes_per_gpu.size() != num_gpus) {
-      fail("program has static bytes for {} GPUs, the machine has {}", program_.static_bytes_per_gpu.size(), num_gpus);
+      fail(ErrorCode::kInternal, "program has static bytes for {} GPUs, the machine has {}", program_.static_bytes_per_gpu.size(), num_gpus);
     }
     for (std::size_t g = 0; g < program_.static_bytes_per_gpu.size(); ++g) {
-      if (program_.static_bytes_per_gpu[g] < 0) fail("gpu {}: negative static bytes {}", g, program_.static_bytes_per_gpu[g]);
+      if (program_.static_bytes_per_gpu[g] < 0) fail(ErrorCode::kInternal, "gpu {}: negative static bytes {}", g, program_.static_bytes_per_gpu[g]);
     }
     for (std::size_t g = 0; g < num_gpus; ++g) {
       const double factor = machine_.gpus[g].contention_factor;
       if (!std::isfinite(factor) || factor < 0.0 || factor > 1e6) {
-        fail("gpu {} '{}': contention factor {} is not in [0, 1e6]", g, machine_.gpus[g].name, factor);
+        fail(ErrorCode::kInternal, "gpu {} '{}': contention factor {} is not in [0, 1e6]", g, machine_.gpus[g].name, factor);
       }
     }
     for (std::size_t i = 0; i < program_.path_links.size(); ++i) {
       const LinkId link = program_.path_links[i];
       if (link < 0 || static_cast<std::size_t>(link) >= machine_.links.size()) {
-        fail("path_links[{}] = {} is not a link (machine has {})", i, link, machine_.links.size());
+        fail(ErrorCode::kInternal, "path_links[{}] = {} is not a link (machine has {})", i, link, machine_.links.size());
       }
     }
     for (std::size_t f = 0; f < program_.flows.size(); ++f) {
       const Flow& flow = program_.flows[f];
       if (std::uint64_t{flow.first_link} + flow.num_links > program_.path_links.size()) {
-        fail("flow {}: path [{}, +{}) is outside path_links ({})", f, flow.first_link, flow.num_links,
+        fail(ErrorCode::kInternal, "flow {}: path [{}, +{}) is outside path_links ({})", f, flow.first_link, flow.num_links,
              program_.path_links.size());
       }
       for (std::uint32_t k = 0; k < flow.num_links && flow.bytes > 0; ++k) {
         const LinkId link = program_.path_links[flow.first_link + k];
         if (machine_.links[static_cast<std::size_t>(link)].bw_bytes_per_s == 0) {
-          fail("flow {}: {} bytes over link {} '{}' of zero bandwidth", f, flow.bytes, link,
+          fail(ErrorCode::kInternal, "flow {}: {} bytes over link {} '{}' of zero bandwidth", f, flow.bytes, link,
                machine_.links[static_cast<std::size_t>(link)].name);
         }
-        if (machine_.links[static_cast<std::size_t>(link)].latency_ps < 0) fail("link {}: negative latency", link);
+        if (machine_.links[static_cast<std::size_t>(link)].latency_ps < 0) fail(ErrorCode::kInternal, "link {}: negative latency", link);
       }
     }
     for (std::size_t t = 0; t < num_tasks; ++t) {
       const Task& task = program_.tasks[t];
       if (task.gpu < 0 || static_cast<std::size_t>(task.gpu) >= num_gpus) {
-        fail("task {}: gpu {} is not on the machine ({} GPUs)", t, task.gpu, num_gpus);
+        fail(ErrorCode::kInternal, "task {}: gpu {} is not on the machine ({} GPUs)", t, task.gpu, num_gpus);
       }
       const GpuDesc& gpu = machine_.gpus[static_cast<std::size_t>(task.gpu)];
       if (task.stream < 0 || static_cast<std::size_t>(task.stream) >= gpu.stream_names.size()) {
-        fail("task {}: stream {} is not a stream of gpu {} '{}' ({} streams)", t, task.stream, task.gpu, gpu.name,
+        fail(ErrorCode::kInternal, "task {}: stream {} is not a stream of gpu {} '{}' ({} streams)", t, task.stream, task.gpu, gpu.name,
              gpu.stream_names.size());
       }
       const TaskId id = static_cast<TaskId>(t);
       if (!program_.names.empty() && task.name >= program_.names.size()) {
-        fail("{}: name index {} out of range ({} names)", task_label(id), task.name, program_.names.size());
+        fail(ErrorCode::kInternal, "{}: name index {} out of range ({} names)", task_label(id), task.name, program_.names.size());
       }
-      if (task.work_ps < 0) fail("{}: negative work_ps {}", task_label(id), task.work_ps);
-      if (task.kind == TaskKind::kMarker && task.work_ps != 0) fail("{}: a marker takes zero time", task_label(id));
-      if (task.kind != TaskKind::kComm && task.num_flows != 0) fail("{}: only comm tasks carry flows", task_label(id));
+      if (task.work_ps < 0) fail(ErrorCode::kInternal, "{}: negative work_ps {}", task_label(id), task.work_ps);
+      if (task.kind == TaskKind::kMarker && task.work_ps != 0) fail(ErrorCode::kInternal, "{}: a marker takes zero time", task_label(id));
+      if (task.kind != TaskKind::kComm && task.num_flows != 0) fail(ErrorCode::kInternal, "{}: only comm tasks carry flows", task_label(id));
       if (std::uint64_t{task.first_dep} + task.num_deps > program_.deps.size()) {
-        fail("{}: deps [{}, +{}) outside Program::deps ({})", task_label(id), task.first_dep, task.num_deps,
+        fail(ErrorCode::kInternal, "{}: deps [{}, +{}) outside Program::deps ({})", task_label(id), task.first_dep, task.num_deps,
              program_.deps.size());
       }
       for (std::uint32_t k = 0; k < task.num_deps; ++k) {
         const TaskId dep = program_.deps[task.first_dep + k];
-        if (dep < 0 || static_cast<std::size_t>(dep) >= num_tasks) fail("{}: depends on task {}, which does not exist", task_label(id), dep);
+        if (dep < 0 || static_cast<std::size_t>(dep) >= num_tasks) fail(ErrorCode::kInternal, "{}: depends on task {}, which does not exist", task_label(id), dep);
       }
       if (std::uint64_t{task.first_flow} + task.num_flows > program_.flows.size()) {
-        fail("{}: flows [{}, +{}) outside Program::flows ({})", task_label(id), task.first_flow, task.num_flows,
+        fail(ErrorCode::kInternal, "{}: flows [{}, +{}) outside Program::flows ({})", task_label(id), task.first_flow, task.num_flows,
              program_.flows.size());
       }
       if (std::uint64_t{task.first_mem} + task.num_mem > program_.mem.size()) {
-        fail("{}: memory effects [{}, +{}) outside Program::mem ({})", task_label(id), task.first_mem, task.num_mem,
+        fail(ErrorCode::kInternal, "{}: memory effects [{}, +{}) outside Program::mem ({})", task_label(id), task.first_mem, task.num_mem,
              program_.mem.size());
       }
       for (std::uint32_t k = 0; k < task.num_mem; ++k) {
         const MemEffect& effect = program_.mem[task.first_mem + k];
         if (effect.tag >= program_.tags.size()) {
-          fail("{}: memory tag {} out of range ({} tags)", task_label(id), effect.tag, program_.tags.size());
+          fail(ErrorCode::kInternal, "{}: memory tag {} out of range ({} tags)", task_label(id), effect.tag, program_.tags.size());
         }
       }
     }
@@ -540,7 +540,7 @@ class Execution {
       const MemEffect& effect = program_.mem[task.first_mem + k];
       if (effect.at_end != at_end) continue;
       if (effect.bytes < 0 && tracker.tag_bytes(effect.tag) + effect.bytes < 0) {
-        fail("{} frees {} bytes of memory tag '{}' at {} ps, but the tag holds only {} bytes on that GPU "
+        fail(ErrorCode::kInternal, "{} frees {} bytes of memory tag '{}' at {} ps, but the tag holds only {} bytes on that GPU "
              "(malformed program: free without a matching alloc)",
              task_label(t), -effect.bytes, program_.tags[effect.tag], engine_.now(), tracker.tag_bytes(effect.tag));
       }
@@ -1160,7 +1160,7 @@ class Execution {
     const Task& task = program_.tasks[static_cast<std::size_t>(current)];
     std::string how = "dependencies and stream order";
     if (task.group >= 0) how = fmt::format("dependencies, stream order and collective group {}", task.group);
-    fail("program cannot finish: {} never starts; it waits, through {}, on itself (a cycle, or a collective "
+    fail(ErrorCode::kInternal, "program cannot finish: {} never starts; it waits, through {}, on itself (a cycle, or a collective "
          "group whose members can never be ready together); {} of {} tasks ended",
          task_label(current), how, ended_tasks_, num_tasks);
   }

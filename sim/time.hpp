@@ -36,17 +36,17 @@ inline constexpr std::string_view kSimulatedClock =
 inline TimePs checked_add(TimePs a, TimePs b, std::string_view what = "simulated time") {
   TimePs sum = 0;
   if (__builtin_add_overflow(a, b, &sum))
-    fail("simulated time overflow (2^63 ps, 106 days) in {}: {} ps + {} ps", what, a, b);
+    fail(ErrorCode::kTimeOverflow, "simulated time overflow (2^63 ps, 106 days) in {}: {} ps + {} ps", what, a, b);
   return sum;
 }
 
 /// Time to move `bytes` at `bw_bytes_per_s`: ceil(bytes * 1e12 / bw) in 128-bit integers,
 /// so it is exact and never 0 for a non-zero size.
 inline TimePs transfer_time_ps(std::uint64_t bytes, std::uint64_t bw_bytes_per_s) {
-  if (bw_bytes_per_s == 0) fail("transfer of {} bytes over a link with zero bandwidth", bytes);
+  if (bw_bytes_per_s == 0) fail(ErrorCode::kBadHardware, "transfer of {} bytes over a link with zero bandwidth", bytes);
   const UInt128 scaled = static_cast<UInt128>(bytes) * kPsPerS;
   const UInt128 t = (scaled + bw_bytes_per_s - 1) / bw_bytes_per_s;
-  if (t > static_cast<UInt128>(INT64_MAX)) fail("transfer time of {} bytes at {} B/s overflows 2^63 ps (106 days): a link "
+  if (t > static_cast<UInt128>(INT64_MAX)) fail(ErrorCode::kTimeOverflow, "transfer time of {} bytes at {} B/s overflows 2^63 ps (106 days): a link "
                                                  "bandwidth (hardware.node.*.bw) is too small",
                                                  bytes, bw_bytes_per_s);
   return static_cast<TimePs>(t);

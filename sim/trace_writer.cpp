@@ -155,17 +155,17 @@ class TraceWriter {
   void check_inputs() const {
     if (result_.task_start_ps.size() != program_.tasks.size() || result_.task_end_ps.size() != program_.tasks.size() ||
         result_.flow_end_ps.size() != program_.flows.size()) {
-      fail("trace: the result does not belong to this program ({} tasks, {} flows in the result; {} and {} in the program)",
+      fail(ErrorCode::kInternal, "trace: the result does not belong to this program ({} tasks, {} flows in the result; {} and {} in the program)",
            result_.task_start_ps.size(), result_.flow_end_ps.size(), program_.tasks.size(), program_.flows.size());
     }
     if (!options_.gpus.empty() && options_.gpus.size() != machine_.gpus.size())
-      fail("trace: the GPU selection has {} entries for {} GPUs", options_.gpus.size(), machine_.gpus.size());
-    if (options_.from_ps > options_.to_ps) fail("trace: the time window ends before it starts");
+      fail(ErrorCode::kInternal, "trace: the GPU selection has {} entries for {} GPUs", options_.gpus.size(), machine_.gpus.size());
+    if (options_.from_ps > options_.to_ps) fail(ErrorCode::kInternal, "trace: the time window ends before it starts");
   }
 
   /// Whether GPU `gpu`'s tracks are written.
   bool gpu_kept(GpuId gpu) const {
-    if (gpu < 0 || static_cast<std::size_t>(gpu) >= machine_.gpus.size()) fail("trace: unknown GPU {}", gpu);
+    if (gpu < 0 || static_cast<std::size_t>(gpu) >= machine_.gpus.size()) fail(ErrorCode::kInternal, "trace: unknown GPU {}", gpu);
     return options_.gpus.empty() || options_.gpus[static_cast<std::size_t>(gpu)];
   }
   bool in_window(TimePs start_ps, TimePs end_ps) const {
@@ -199,7 +199,7 @@ class TraceWriter {
         for (std::uint32_t l = 0; l < flow.num_links; ++l) {
           const LinkId link = program_.path_links[flow.first_link + l];
           if (link < 0 || static_cast<std::size_t>(link) >= machine_.links.size())
-            fail("trace: flow uses unknown link {}", link);
+            fail(ErrorCode::kInternal, "trace: flow uses unknown link {}", link);
           link_slices_.push_back({t, f, link});
           intervals.push_back({static_cast<std::size_t>(link), start, end});
         }
@@ -215,7 +215,7 @@ class TraceWriter {
     for (std::size_t a = 0; a < annotations_.size(); ++a) {
       const TraceSpan& span = annotations_[a];
       if (span.gpu < 0 || static_cast<std::size_t>(span.gpu) >= machine_.gpus.size())
-        fail("trace: annotation '{}' on unknown GPU {}", span.name, span.gpu);
+        fail(ErrorCode::kInternal, "trace: annotation '{}' on unknown GPU {}", span.name, span.gpu);
       if (!gpu_kept(span.gpu) || !in_window(span.start_ps, span.end_ps)) continue;
       kept_annotations_.push_back(a);
       intervals.push_back({static_cast<std::size_t>(span.gpu), span.start_ps, span.end_ps});

@@ -245,7 +245,7 @@ LynxPlanner::LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, co
     : sc_(sc), p_(sc.parallel), w_(w), inputs_(std::move(inputs)) {
   const RecomputeKind k = sc.recompute.strategy;
   if (k != RecomputeKind::kLynxHeu && k != RecomputeKind::kLynxOpt && k != RecomputeKind::kCheckmate)
-    fail("internal: LynxPlanner for strategy '{}'", recompute_kind_name(k));
+    fail(ErrorCode::kInternal, "internal: LynxPlanner for strategy '{}'", recompute_kind_name(k));
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   chunks_ = p_.virtual_stages;
   virtual_stages_ = p_.pp * chunks_;

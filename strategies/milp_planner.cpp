@@ -32,7 +32,7 @@ using Candidates = std::vector<std::vector<int>>;
 class CbcModelHandle {
  public:
   CbcModelHandle() : model_(Cbc_newModel()) {
-    if (model_ == nullptr) fail("milp planner: CBC could not create a model");
+    if (model_ == nullptr) fail(ErrorCode::kSystemFailure, "milp planner: CBC could not create a model");
   }
   ~CbcModelHandle() { Cbc_deleteModel(model_); }
   CbcModelHandle(const CbcModelHandle&) = delete;
@@ -59,22 +59,22 @@ struct SolverRun {
 double to_ns(TimePs ps) { return static_cast<double>(ps) * 1e-3; }
 
 void validate(const StageProblem& p, const MilpOptions& options) {
-  if (p.layers < 1) fail("milp planner: stage {} has {} layers (need >= 1)", p.stage, p.layers);
-  if (p.options.empty()) fail("milp planner: stage {} has no layer options", p.stage);
+  if (p.layers < 1) fail(ErrorCode::kInternal, "milp planner: stage {} has {} layers (need >= 1)", p.stage, p.layers);
+  if (p.options.empty()) fail(ErrorCode::kInternal, "milp planner: stage {} has no layer options", p.stage);
   if (p.window_ps.size() != static_cast<size_t>(p.layers))
-    fail("milp planner: stage {} has {} windows for {} layers", p.stage, p.window_ps.size(),
+    fail(ErrorCode::kInternal, "milp planner: stage {} has {} windows for {} layers", p.stage, p.window_ps.size(),
          p.layers);
   if (p.in_flight < 1)
-    fail("milp planner: stage {} has in_flight = {} (need >= 1)", p.stage, p.in_flight);
+    fail(ErrorCode::kInternal, "milp planner: stage {} has in_flight = {} (need >= 1)", p.stage, p.in_flight);
   for (size_t i = 0; i < p.options.size(); ++i) {
     const LayerOption& o = p.options[i];
     if (o.kept_bytes < 0 || o.transient_bytes < 0 || o.recompute_ps < 0 || o.overlapped_ps < 0)
-      fail("milp planner: option {} ('{}') has a negative size or time", i, o.label);
+      fail(ErrorCode::kInternal, "milp planner: option {} ('{}') has a negative size or time", i, o.label);
   }
   for (size_t l = 0; l < p.window_ps.size(); ++l)
-    if (p.window_ps[l] < 0) fail("milp planner: layer {} has a negative window", l);
+    if (p.window_ps[l] < 0) fail(ErrorCode::kInternal, "milp planner: layer {} has a negative window", l);
   if (options.node_limit < 1)
-    fail("milp planner: node limit {} is not a positive number", options.node_limit);
+    fail(ErrorCode::kOutOfRange, "milp planner: node limit {} is not a positive number", options.node_limit);
 }
 
 /// Per layer, the allowed options that no other allowed option beats or ties in all of
@@ -84,7 +84,7 @@ Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
   for (size_t i = 0; i < p.options.size(); ++i)
     if (allow_overlap || !p.options[i].overlapped) allowed.push_back(static_cast<int>(i));
   if (allowed.empty())
-    fail("milp planner: stage {} has no on-demand option (checkmate needs one)", p.stage);
+    fail(ErrorCode::kInternal, "milp planner: stage {} has no on-demand option (checkmate needs one)", p.stage);
 
   Candidates candidates(static_cast<size_t>(p.layers));
   for (int l = 0; l < p.layers; ++l) {

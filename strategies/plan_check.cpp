@@ -152,7 +152,7 @@ std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Sc
 void validate_plan(const RecomputePlan& plan, const Scenario& sc,
                    const std::vector<model::Op>& layer_ops, const std::string& plan_label) {
   if (const auto problem = find_plan_problem(plan, sc, layer_ops))
-    fail("{}: key '{}': {}", plan_label, plan_key(*problem), problem->what);
+    fail(ErrorCode::kPlanUnbuildable, "{}: key '{}': {}", plan_label, plan_key(*problem), problem->what);
 }
 
 const std::vector<std::string>& plan_scenario_keys() {
@@ -183,7 +183,7 @@ void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
     LYNX_CHECK(field != table.end(), "plan key '{}' is not a scenario field", key);
     const std::string va = field->get(a);
     const std::string vb = field->get(b);
-    if (va != vb) fail("{}: made for {} {}, {} has {}", plan_label, key, va, scenario_label, vb);
+    if (va != vb) fail(ErrorCode::kPlanMismatch, "{}: made for {} {}, {} has {}", plan_label, key, va, scenario_label, vb);
   }
 }
 
@@ -193,7 +193,7 @@ model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::strin
   for (const std::string& o : overrides) {
     const std::string_view key = trim(std::string_view(o).substr(0, o.find('=')));
     if (key == "recompute" || key.starts_with("recompute."))
-      fail("--set {}: not allowed with --plan: {} fixes every recompute decision (a {} plan); drop "
+      fail(ErrorCode::kConflictingOptions, "--set {}: not allowed with --plan: {} fixes every recompute decision (a {} plan); drop "
            "--plan to plan again, or drop this --set to run the plan",
            o, plan_label, file.plan.strategy);
   }

@@ -180,11 +180,11 @@ class Reader {
  public:
   explicit Reader(const std::string& file) : file_(file) {}
 
-  [[noreturn]] void fail_at(const YAML::Node& node, const std::string& key,
+  [[noreturn]] void fail_at(ErrorCode code, const YAML::Node& node, const std::string& key,
                             const std::string& what) const {
     const YAML::Mark m = node.Mark();
-    if (m.is_null()) fail("{}: key '{}': {}", file_, key, what);
-    fail("{}:{}:{}: key '{}': {}", file_, m.line + 1, m.column + 1, key, what);
+    if (m.is_null()) fail(code, "{}: key '{}': {}", file_, key, what);
+    fail(code, "{}:{}:{}: key '{}': {}", file_, m.line + 1, m.column + 1, key, what);
   }
 
   /// `node` as a T, or an error naming what it holds instead.
@@ -196,12 +196,12 @@ class Reader {
       } catch (const YAML::Exception&) {
       }
     }
-    fail_at(node, key, fmt::format("expected {}, got {}", type_text<T>(), describe(node)));
+    fail_at(ErrorCode::kWrongType, node, key, fmt::format("expected {}, got {}", type_text<T>(), describe(node)));
   }
 
   YAML::Node required(const YAML::Node& map, const char* key, const std::string& where) const {
     const YAML::Node n = map[key];
-    if (!n) fail_at(map, join_key(where, key), "missing");
+    if (!n) fail_at(ErrorCode::kMissingKey, map, join_key(where, key), "missing");
     return n;
   }
 
@@ -211,22 +211,22 @@ class Reader {
   }
 
   void list(const YAML::Node& node, const std::string& key, const char* of) const {
-    if (!node.IsSequence()) fail_at(node, key, fmt::format("expected a list of {}, got {}", of, describe(node)));
+    if (!node.IsSequence()) fail_at(ErrorCode::kWrongShape, node, key, fmt::format("expected a list of {}, got {}", of, describe(node)));
   }
 
   void check_keys(const YAML::Node& map, const std::vector<std::string>& known,
                   const std::string& where) const {
     if (!map.IsMap())
-      fail_at(map, where, fmt::format("expected a mapping, got {}", describe(map)));
+      fail_at(ErrorCode::kWrongShape, map, where, fmt::format("expected a mapping, got {}", describe(map)));
     std::vector<std::string> seen;
     for (const auto& kv : map) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : describe(kv.first);
       // yaml-cpp keeps both copies of a repeated key and lookups see the first: refuse it.
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        fail_at(kv.first, join_key(where, escaped(key)), "given twice");
+        fail_at(ErrorCode::kDuplicateKey, kv.first, join_key(where, escaped(key)), "given twice");
       seen.push_back(key);
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-      fail_at(kv.first, join_key(where, escaped(key)),
+      fail_at(ErrorCode::kUnknownKey, kv.first, join_key(where, escaped(key)),
               fmt::format("unknown key (known: {})", fmt::join(known, ", ")));
     }
   }
@@ -265,7 +265,7 @@ class Reader {
   Scenario scenario(const std::string& text, const YAML::Node& root) const {
     const YAML::Node node = required(root, "scenario", "");
     if (!node.IsMap())
-      fail_at(node, "scenario",
+      fail_at(ErrorCode::kWrongShape, node, "scenario",
               fmt::format("expected the resolved scenario the plan was made for (a mapping, as "
                           "`lynxsim show` prints it), got {}", describe(node)));
     // Read and resolved like a scenario file: errors carry the plan file's own positions.
@@ -277,13 +277,13 @@ class Reader {
     const YAML::Node index = required(l, "layer", at);
     const int layer_index = value<int>(index, at + ".layer");
     if (layer_index != expected_layer)
-      fail_at(index, at + ".layer",
+      fail_at(ErrorCode::kPlanUnbuildable, index, at + ".layer",
               fmt::format("is {}, expected {} (first_layer + position in the list)", layer_index,
                           expected_layer));
     const YAML::Node mode_node = required(l, "mode", at);
     const auto mode = value<std::string>(mode_node, at + ".mode");
     if (mode != "keep" && mode != "demand" && mode != "overlap")
-      fail_at(mode_node, at + ".mode", fmt::format("{} is not one of: keep, demand, overlap", describe(mode_node)));
+      fail_at(ErrorCode::kUnknownChoice, mode_node, at + ".mode", fmt::format("{} is not one of: keep, demand, overlap", describe(mode_node)));
     const Action action = mode == "overlap" ? Action::kOverlap : Action::kRecompute;
     LayerDecision d;
     const YAML::Node drop = required(l, "drop", at);
@@ -293,13 +293,13 @@ class Reader {
       const auto& names = model::kOpGroupNames;
       const auto it = std::find_if(names.begin(), names.end(), [&](const char* n) { return name == n; });
       if (it == names.end())
-        fail_at(g, at + ".drop", fmt::format("unknown group {} (post, proj, core, mlp)", describe(g)));
+        fail_at(ErrorCode::kUnknownChoice, g, at + ".drop", fmt::format("unknown group {} (post, proj, core, mlp)", describe(g)));
       Action& slot = d.group[static_cast<size_t>(it - names.begin())];
-      if (slot != Action::kKeep) fail_at(g, at + ".drop", fmt::format("group '{}' is listed twice", name));
+      if (slot != Action::kKeep) fail_at(ErrorCode::kDuplicateKey, g, at + ".drop", fmt::format("group '{}' is listed twice", name));
       slot = action;
     }
     if ((mode == "keep") != (drop.size() == 0))
-      fail_at(mode_node, at + ".mode",
+      fail_at(ErrorCode::kPlanUnbuildable, mode_node, at + ".mode",
               drop.size() == 0 ? fmt::format("'{}' needs groups to drop (drop: [] goes with mode keep)", mode)
                                : std::string("'keep' goes with an empty drop list"));
     if (const YAML::Node w = l["window"]) {
@@ -307,7 +307,7 @@ class Reader {
       const auto it = std::find_if(kWindows.begin(), kWindows.end(),
                                    [&](Window k) { return name == window_name(k); });
       if (it == kWindows.end())
-        fail_at(w, at + ".window",
+        fail_at(ErrorCode::kUnknownChoice, w, at + ".window",
                 fmt::format("{} is not one of: bwd-tp, pp-wait, fwd-tp, none", describe(w)));
       d.window = *it;
     }
@@ -323,7 +323,7 @@ class Reader {
       check_keys(s, {"virtual_stage", "first_layer", "layers"}, at);
       const YAML::Node vs = required(s, "virtual_stage", at);
       if (value<std::int64_t>(vs, at + ".virtual_stage") != static_cast<std::int64_t>(k))
-        fail_at(vs, at + ".virtual_stage",
+        fail_at(ErrorCode::kPlanUnbuildable, vs, at + ".virtual_stage",
                 fmt::format("is {}, expected {} (stages are listed in order)", vs.Scalar(), k));
       StagePlan sp;
       sp.first_layer = value<int>(required(s, "first_layer", at), at + ".first_layer");
@@ -394,17 +394,17 @@ PlanFile read_plan_text(const std::string& text, const std::string& file) {
   const YAML::Node root = load_single_document(text, file);
   const Reader r(file);
   if (!root.IsMap())
-    fail("{}: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, "
+    fail(ErrorCode::kNotAPlan, "{}: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, "
          "got {}", file, describe(root));
   r.check_keys(root, {"lynxsim_plan", "strategy", "provenance", "scenario", "stages"}, "");
   const YAML::Node version = r.required(root, "lynxsim_plan", "");
   const int v = r.value<int>(version, "lynxsim_plan");
   if (v == 1)
-    r.fail_at(version, "lynxsim_plan",
+    r.fail_at(ErrorCode::kPlanVersion, version, "lynxsim_plan",
               "format 1 (plans without their scenario) is no longer read; make the plan again with "
               "`lynxsim plan`");
   if (v != kPlanFormatVersion)
-    r.fail_at(version, "lynxsim_plan",
+    r.fail_at(ErrorCode::kPlanVersion, version, "lynxsim_plan",
               fmt::format("unsupported version {} (this lynxsim reads {})", v, kPlanFormatVersion));
   PlanFile out;
   out.plan.strategy = r.value<std::string>(r.required(root, "strategy", ""), "strategy");
@@ -414,7 +414,7 @@ PlanFile read_plan_text(const std::string& text, const std::string& file) {
   r.stages(stages, out.plan);
   const auto problem = find_plan_problem(
       out.plan, out.scenario, model::layer_ops(out.scenario.model, out.scenario.parallel));
-  if (problem) r.fail_at(r.node_of(stages, *problem), plan_key(*problem), problem->what);
+  if (problem) r.fail_at(ErrorCode::kPlanUnbuildable, r.node_of(stages, *problem), plan_key(*problem), problem->what);
   return out;
 }
 

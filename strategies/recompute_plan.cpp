@@ -103,7 +103,7 @@ RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
           break;
         }
         default:
-          fail("recompute.strategy '{}' needs a planner (not available in this build)",
+          fail(ErrorCode::kNotInBuild, "recompute.strategy '{}' needs a planner (not available in this build)",
                recompute_kind_name(recompute.strategy));
       }
     }

@@ -72,7 +72,7 @@ class Parser {
  private:
   template <typename... Args>
   [[noreturn]] void error(const Token& at, fmt::format_string<Args...> format, Args&&... args) {
-    fail("{}: where '{}': {} (at character {})", origin_, text_,
+    fail(ErrorCode::kBadExpression, "{}: where '{}': {} (at character {})", origin_, text_,
          fmt::format(format, std::forward<Args>(args)...), at.column + 1);
   }
 
@@ -250,7 +250,7 @@ struct Evaluator {
 
   template <typename... Args>
   [[noreturn]] void error(fmt::format_string<Args...> format, Args&&... args) const {
-    fail("{}: where '{}': {}", filter.origin(), filter.text(), fmt::format(format, std::forward<Args>(args)...));
+    fail(ErrorCode::kBadExpression, "{}: where '{}': {}", filter.origin(), filter.text(), fmt::format(format, std::forward<Args>(args)...));
   }
 
   bool truth(const Filter::Node& n) const {
@@ -326,7 +326,7 @@ Filter Filter::parse(const std::string& text, const std::string& origin,
   Filter f;
   f.text_ = text;
   f.origin_ = origin;
-  if (text.find_first_not_of(" \t") == std::string::npos) fail("{}: where: empty expression", origin);
+  if (text.find_first_not_of(" \t") == std::string::npos) fail(ErrorCode::kBadExpression, "{}: where: empty expression", origin);
   Parser parser(f.text_, f.origin_, is_key, f.keys_);
   f.root_ = parser.parse();
   return f;

@@ -64,7 +64,7 @@ const std::map<std::string, FieldDesc>& fields_by_key() {
                                                            : message.find(';', at));
     if (section != std::string::npos) hint = "; it is a section: give one of its keys";
   }
-  fail("{}: unknown key '{}' in axes{}", origin, key, hint);
+  fail(ErrorCode::kUnknownKey, "{}: unknown key '{}' in axes{}", origin, key, hint);
 }
 
 /// `text` as an override value that the override parser reads back as exactly `text`.
@@ -85,13 +85,13 @@ struct Number {
 };
 
 Number number_at(const YAML::Node& node, const std::string& origin, const std::string& what) {
-  if (!node.IsScalar()) fail("{}: {}: expected a number", origin, what);
+  if (!node.IsScalar()) fail(ErrorCode::kWrongType, "{}: {}: expected a number", origin, what);
   const std::string& text = node.Scalar();
   Number n;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, n.value);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(n.value))
-    fail("{}: {}: expected a number, got '{}'", origin, what, text);
+    fail(ErrorCode::kWrongType, "{}: {}: expected a number, got '{}'", origin, what, text);
   n.integral = text.find_first_of(".eE") == std::string::npos;
   return n;
 }
@@ -109,28 +109,28 @@ std::vector<std::string> range_values(const YAML::Node& node, const std::string&
     const YAML::Node k = it->first;
     const std::string name = k.IsScalar() ? k.Scalar() : std::string();
     if (name != "from" && name != "to" && name != "step" && name != "times")
-      fail("{}: axis '{}': unknown key '{}' in a range (expected from, to and step or times)",
+      fail(ErrorCode::kUnknownKey, "{}: axis '{}': unknown key '{}' in a range (expected from, to and step or times)",
            position(label, k.Mark()), key, name);
     given[name] = it->second;
   }
   const std::string origin = position(label, node.Mark());
   for (const char* needed : {"from", "to"})
-    if (given.count(needed) == 0) fail("{}: axis '{}': a range needs '{}'", origin, key, needed);
+    if (given.count(needed) == 0) fail(ErrorCode::kMissingKey, "{}: axis '{}': a range needs '{}'", origin, key, needed);
   if ((given.count("step") != 0) == (given.count("times") != 0))
-    fail("{}: axis '{}': a range needs exactly one of 'step' (arithmetic) or 'times' (geometric)",
+    fail(ErrorCode::kBadRange, "{}: axis '{}': a range needs exactly one of 'step' (arithmetic) or 'times' (geometric)",
          origin, key);
   const Number from = number_at(given["from"], origin, fmt::format("axis '{}': from", key));
   const Number to = number_at(given["to"], origin, fmt::format("axis '{}': to", key));
   std::vector<std::string> values;
   auto add = [&](double x, bool integral) {
     if (values.size() >= kMaxRangeValues)
-      fail("{}: axis '{}': the range has more than {} values", origin, key, kMaxRangeValues);
+      fail(ErrorCode::kWorkTooLarge, "{}: axis '{}': the range has more than {} values", origin, key, kMaxRangeValues);
     values.push_back(number_text(x, integral));
   };
   if (given.count("step") != 0) {
     const Number step = number_at(given["step"], origin, fmt::format("axis '{}': step", key));
     if (step.value == 0 || (to.value - from.value) * step.value < 0)
-      fail("{}: axis '{}': step {} does not lead from {} to {}", origin, key, step.value,
+      fail(ErrorCode::kBadRange, "{}: axis '{}': step {} does not lead from {} to {}", origin, key, step.value,
            from.value, to.value);
     const bool integral = from.integral && to.integral && step.integral;
     const double slack = 1e-9 * std::abs(step.value);
@@ -142,7 +142,7 @@ std::vector<std::string> range_values(const YAML::Node& node, const std::string&
   } else {
     const Number times = number_at(given["times"], origin, fmt::format("axis '{}': times", key));
     if (times.value <= 1 || from.value <= 0 || to.value < from.value)
-      fail("{}: axis '{}': a geometric range needs times > 1 and 0 < from <= to", origin, key);
+      fail(ErrorCode::kBadRange, "{}: axis '{}': a geometric range needs times > 1 and 0 < from <= to", origin, key);
     const bool integral = from.integral && times.integral;
     for (double x = from.value; x <= to.value * (1 + 1e-12); x *= times.value) add(x, integral);
   }
@@ -153,7 +153,7 @@ std::vector<std::string> range_values(const YAML::Node& node, const std::string&
 Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::string& label) {
   Axis axis;
   axis.origin = position(label, key_node.Mark());
-  if (!key_node.IsScalar()) fail("{}: axis keys must be plain words", axis.origin);
+  if (!key_node.IsScalar()) fail(ErrorCode::kWrongShape, "{}: axis keys must be plain words", axis.origin);
   axis.key = key_node.Scalar();
   const auto field = fields_by_key().find(axis.key);
   if (field == fields_by_key().end()) unknown_key(axis.origin, axis.key);
@@ -162,7 +162,7 @@ Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::s
     for (const YAML::Node& item : value) {
       const std::string origin = position(label, item.Mark());
       if (!item.IsScalar() || item.IsNull())
-        fail("{}: axis '{}': expected single values in the list", origin, axis.key);
+        fail(ErrorCode::kWrongShape, "{}: axis '{}': expected single values in the list", origin, axis.key);
       texts.emplace_back(item.Scalar(), origin);
     }
   } else if (value.IsMap()) {
@@ -171,21 +171,21 @@ Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::s
   } else if (value.IsScalar() && !value.IsNull()) {
     texts.emplace_back(value.Scalar(), position(label, value.Mark()));
   } else {
-    fail("{}: axis '{}': expected a list of values or a range {{from, to, step}}", axis.origin,
+    fail(ErrorCode::kWrongShape, "{}: axis '{}': expected a list of values or a range {{from, to, step}}", axis.origin,
          axis.key);
   }
-  if (texts.empty()) fail("{}: axis '{}': no values", axis.origin, axis.key);
+  if (texts.empty()) fail(ErrorCode::kBadRange, "{}: axis '{}': no values", axis.origin, axis.key);
   std::set<std::string> seen;
   for (const auto& [text, origin] : texts) {
     Scenario scratch;
     try {
       field->second.set(scratch, text);
     } catch (const Error& e) {
-      fail("{}: axis '{}': value '{}': {}", origin, axis.key, text, e.what());
+      fail(e.code(), "{}: axis '{}': value '{}': {}", origin, axis.key, text, e.what());
     }
     std::string canonical = field->second.get(scratch);
     if (!seen.insert(canonical).second)
-      fail("{}: axis '{}': value '{}' is given twice", origin, axis.key, text);
+      fail(ErrorCode::kDuplicateKey, "{}: axis '{}': value '{}' is given twice", origin, axis.key, text);
     axis.overrides.push_back(axis.key + "=" + override_value(text));
     axis.values.push_back(std::move(canonical));
   }
@@ -237,7 +237,7 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
   Grid grid;
   grid.label = label;
   const YAML::Node root = load_single_document(std::string(text), label);
-  if (!root.IsMap()) fail("{}:1:1: a sweep grid is a map with base, axes and where", label);
+  if (!root.IsMap()) fail(ErrorCode::kWrongShape, "{}:1:1: a sweep grid is a map with base, axes and where", label);
   std::string base_file_text;
   bool have_base = false;
   // Top-level keys in file order, with where each starts (the inline base ends at the next).
@@ -249,7 +249,7 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
     const auto& [key_node, value] = entries[i];
     const std::string origin = position(label, key_node.Mark());
     const std::string key = key_node.IsScalar() ? key_node.Scalar() : std::string();
-    if (!seen.insert(key).second) fail("{}: key '{}': given twice", origin, key);
+    if (!seen.insert(key).second) fail(ErrorCode::kDuplicateKey, "{}: key '{}': given twice", origin, key);
     if (key == "base") {
       have_base = true;
       if (value.IsScalar() && !value.IsNull()) {
@@ -259,7 +259,7 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
         try {
           base_file_text = read_text_file(grid.base_label, "base scenario");
         } catch (const Error& e) {
-          fail("{}: key 'base': {}", position(label, value.Mark()), e.what());
+          fail(e.code(), "{}: key 'base': {}", position(label, value.Mark()), e.what());
         }
         grid.base_text = base_file_text;
       } else if (value.IsMap()) {
@@ -270,16 +270,16 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
         grid.base_label = label;
         grid.base_text = inline_base_text(text, begin, end);
       } else {
-        fail("{}: key 'base': expected a scenario file (a path relative to the grid) or a "
+        fail(ErrorCode::kWrongShape, "{}: key 'base': expected a scenario file (a path relative to the grid) or a "
              "scenario (a map)", origin);
       }
     } else if (key == "axes") {
       if (value.IsNull()) continue;
-      if (!value.IsMap()) fail("{}: key 'axes': expected a map of scenario keys to values", origin);
+      if (!value.IsMap()) fail(ErrorCode::kWrongShape, "{}: key 'axes': expected a map of scenario keys to values", origin);
       for (auto it = value.begin(); it != value.end(); ++it) {
         Axis axis = read_axis(it->first, it->second, label);
         if (!axis_keys.insert(axis.key).second)
-          fail("{}: axis '{}': given twice", axis.origin, axis.key);
+          fail(ErrorCode::kDuplicateKey, "{}: axis '{}': given twice", axis.origin, axis.key);
         grid.axes.push_back(std::move(axis));
       }
     } else if (key == "where") {
@@ -292,20 +292,20 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
       for (const YAML::Node& item : expressions) {
         const std::string at = position(label, item.Mark());
         if (!item.IsScalar() || item.IsNull())
-          fail("{}: key 'where': expected an expression or a list of them", at);
+          fail(ErrorCode::kWrongShape, "{}: key 'where': expected an expression or a list of them", at);
         grid.filters.push_back(Filter::parse(item.Scalar(), at, [](const std::string& k) {
           return fields_by_key().count(k) != 0;
         }));
       }
     } else {
-      fail("{}: unknown key '{}' in the sweep grid (expected base, axes, where)", origin, key);
+      fail(ErrorCode::kUnknownKey, "{}: unknown key '{}' in the sweep grid (expected base, axes, where)", origin, key);
     }
   }
-  if (!have_base) fail("{}:1:1: key 'base': missing; give a scenario file or an inline scenario", label);
+  if (!have_base) fail(ErrorCode::kMissingKey, "{}:1:1: key 'base': missing; give a scenario file or an inline scenario", label);
   std::uint64_t points = 1;
   for (const Axis& axis : grid.axes) {
     if (points > kMaxGridPoints / axis.values.size())
-      fail("{}: the grid has more than {} points", axis.origin, kMaxGridPoints);
+      fail(ErrorCode::kWorkTooLarge, "{}: the grid has more than {} points", axis.origin, kMaxGridPoints);
     points *= axis.values.size();
   }
   grid.hash = hash_hex({text, base_file_text});
@@ -315,7 +315,7 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
     read_scenario_text(grid.base_text, grid.base_label, grid.overrides(0));
   } catch (const Error& e) {
     const std::string message = e.what();
-    if (message.find(": --set ") == std::string::npos) fail("{}", message);
+    if (message.find(": --set ") == std::string::npos) fail(e.code(), "{}", message);
   }
   return grid;
 }

@@ -28,7 +28,7 @@ constexpr int kOutcomeTag = 7;
 constexpr std::size_t kHeaderBytes = 10;  ///< of an outcome message, before its text
 
 void check_mpi(int status, const char* call) {
-  if (status != MPI_SUCCESS) fail("MPI: {} failed (error {})", call, status);
+  if (status != MPI_SUCCESS) fail(ErrorCode::kSystemFailure, "MPI: {} failed (error {})", call, status);
 }
 #endif
 
@@ -63,12 +63,12 @@ Ranks::Ranks() {
   // srun without an MPI plugin starts tasks that each see a job of one: refuse, or every task
   // would run the whole sweep and write the same file.
   if (size_ == 1 && announced > 1)
-    fail("the launcher started {} processes but MPI sees each alone; with Slurm use "
+    fail(ErrorCode::kLauncherMismatch, "the launcher started {} processes but MPI sees each alone; with Slurm use "
          "srun --mpi=pmix (or pmi2)",
          announced);
 #else
   if (announced > 1)
-    fail("this lynxsim was built without MPI, but a launcher started {} processes: each would "
+    fail(ErrorCode::kLauncherMismatch, "this lynxsim was built without MPI, but a launcher started {} processes: each would "
          "run the whole sweep; rebuild with MPI (libopenmpi-dev) or run one process",
          announced);
 #endif

@@ -168,7 +168,7 @@ SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ost
       outcome = ranks.receive(owner(i), i);
     }
     if (outcome.kind == PointOutcome::Kind::kValid)
-      fail("-o {}: point {} is valid but has no row, though later points have rows: the file "
+      fail(ErrorCode::kOutputMismatch, "-o {}: point {} is valid but has no row, though later points have rows: the file "
            "was not written by this sweep; remove it or choose another -o",
            request.output_path, i);
     count(summary, reasons, grid, i, outcome);

@@ -45,7 +45,7 @@ OutputFormat output_format_for(const std::string& path) {
   const std::string extension = fs::path(path).extension().string();
   if (extension == ".csv") return OutputFormat::kCsv;
   if (extension == ".jsonl") return OutputFormat::kJsonLines;
-  fail("-o {}: expected a .csv or .jsonl file (the format follows the extension)", path);
+  fail(ErrorCode::kInvalidOption, "-o {}: expected a .csv or .jsonl file (the format follows the extension)", path);
 }
 
 RowWriter::RowWriter(const Grid& grid, OutputFormat format) : grid_(grid), format_(format) {
@@ -55,7 +55,7 @@ RowWriter::RowWriter(const Grid& grid, OutputFormat format) : grid_(grid), forma
     const bool clash = axis.key == "point" ||
                        std::any_of(fields_.begin(), fields_.end(),
                                    [&](const runner::ResultField* f) { return axis.key == f->name; });
-    if (clash) fail("{}: axis '{}': the name of a result column; it cannot be an axis", axis.origin, axis.key);
+    if (clash) fail(ErrorCode::kIncompatibleSettings, "{}: axis '{}': the name of a result column; it cannot be an axis", axis.origin, axis.key);
   }
 }
 
@@ -161,9 +161,9 @@ ExistingRows read_existing_rows(const std::string& path, const RowWriter& writer
   ExistingRows existing;
   std::error_code ec;
   if (!fs::exists(path, ec)) return existing;
-  if (!fs::is_regular_file(path, ec)) fail("-o {}: not a regular file", path);
+  if (!fs::is_regular_file(path, ec)) fail(ErrorCode::kNotRegularFile, "-o {}: not a regular file", path);
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("-o {}: cannot read it to resume", path);
+  if (!in) fail(ErrorCode::kReadFailed, "-o {}: cannot read it to resume", path);
   const std::string header = writer.header();
   std::string start(header.size(), '\0');
   in.read(start.data(), static_cast<std::streamsize>(header.size()));
@@ -171,7 +171,7 @@ ExistingRows read_existing_rows(const std::string& path, const RowWriter& writer
   if (start != header) {
     // A file cut inside its header holds no row yet: start it again.
     if (start.size() < header.size() && header.compare(0, start.size(), start) == 0) return existing;
-    fail("-o {}: the file holds another sweep (its header differs from this grid's: another "
+    fail(ErrorCode::kOutputMismatch, "-o {}: the file holds another sweep (its header differs from this grid's: another "
          "grid or base scenario, lynxsim version or column set); remove it or choose another "
          "file",
          path);
@@ -195,7 +195,7 @@ ExistingRows read_existing_rows(const std::string& path, const RowWriter& writer
     if (!number || !ascending || index >= grid.point_count() ||
         line.compare(0, expected.size(), expected) != 0 || line.size() == expected.size() ||
         (line[expected.size()] != ',' && line[expected.size()] != '}'))
-      fail("{}:{}: not a row of this sweep in point order; remove the file or choose another -o",
+      fail(ErrorCode::kOutputMismatch, "{}:{}: not a row of this sweep in point order; remove the file or choose another -o",
            path, line_number);
     existing.points.push_back(index);
     existing.keep_bytes += line.size() + 1;
@@ -208,24 +208,24 @@ OutputStream::OutputStream(const std::string& path, const RowWriter& writer, con
   if (existing.resume) {
     std::error_code ec;
     fs::resize_file(path, existing.keep_bytes, ec);
-    if (ec) fail("-o {}: cannot cut off its partial last row: {}", path, ec.message());
+    if (ec) fail(ErrorCode::kWriteFailed, "-o {}: cannot cut off its partial last row: {}", path, ec.message());
     out_.open(path, std::ios::binary | std::ios::app);
   } else {
     out_.open(path, std::ios::binary | std::ios::trunc);
   }
-  if (!out_) fail("-o {}: cannot open it for writing", path);
+  if (!out_) fail(ErrorCode::kWriteFailed, "-o {}: cannot open it for writing", path);
   if (!existing.resume) write(writer.header());
 }
 
 void OutputStream::write(const std::string& text) {
   out_ << text;
   out_.flush();
-  if (!out_) fail("-o {}: cannot write it (disk full?)", path_);
+  if (!out_) fail(ErrorCode::kWriteFailed, "-o {}: cannot write it (disk full?)", path_);
 }
 
 void OutputStream::close() {
   out_.close();
-  if (out_.fail()) fail("-o {}: cannot write it (disk full?)", path_);
+  if (out_.fail()) fail(ErrorCode::kWriteFailed, "-o {}: cannot write it (disk full?)", path_);
 }
 
 }  // namespace lynx::sweep

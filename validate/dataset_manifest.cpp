@@ -18,13 +18,13 @@ std::string at(const std::string& label, const YAML::Node& node) {
 
 std::string scalar(const YAML::Node& node, const std::string& label, const std::string& key) {
   if (!node.IsScalar() || node.Scalar().empty())
-    fail("{}: key '{}': expected a non-empty text value", at(label, node), key);
+    fail(ErrorCode::kWrongType, "{}: key '{}': expected a non-empty text value", at(label, node), key);
   return node.Scalar();
 }
 
 std::vector<std::string> scalar_list(const YAML::Node& node, const std::string& label,
                                      const std::string& key) {
-  if (!node.IsSequence()) fail("{}: key '{}': expected a list", at(label, node), key);
+  if (!node.IsSequence()) fail(ErrorCode::kWrongType, "{}: key '{}': expected a list", at(label, node), key);
   std::vector<std::string> out;
   for (const YAML::Node& item : node) out.push_back(scalar(item, label, key));
   return out;
@@ -36,7 +36,7 @@ std::string resolved(const std::string& path, const std::string& folder) {
 }
 
 Dataset parse_entry(const YAML::Node& node, const std::string& label, const std::string& folder) {
-  if (!node.IsMap()) fail("{}: a data set must be a map (name, file, profiles, ...)", at(label, node));
+  if (!node.IsMap()) fail(ErrorCode::kWrongShape, "{}: a data set must be a map (name, file, profiles, ...)", at(label, node));
   Dataset d;
   bool has_name = false, has_file = false, has_profiles = false;
   for (const auto& kv : node) {
@@ -53,21 +53,21 @@ Dataset parse_entry(const YAML::Node& node, const std::string& label, const std:
     } else if (key == "profiles") {
       for (std::string& p : scalar_list(value, label, key))
         d.profiles.push_back(is_profile_file(p) ? resolved(p, folder) : p);
-      if (d.profiles.empty()) fail("{}: key 'profiles': give at least one profile", at(label, value));
+      if (d.profiles.empty()) fail(ErrorCode::kMissingKey, "{}: key 'profiles': give at least one profile", at(label, value));
       has_profiles = true;
     } else if (key == "recompute") {
       d.recompute = scalar(value, label, key);
     } else if (key == "set") {
       d.overrides = scalar_list(value, label, key);
     } else {
-      fail("{}: unknown key '{}' in a data set (expected name, file, source, profiles, "
+      fail(ErrorCode::kUnknownKey, "{}: unknown key '{}' in a data set (expected name, file, source, profiles, "
            "recompute, set)",
            at(label, kv.first), key);
     }
   }
   for (const auto& [present, key] : {std::pair{has_name, "name"}, std::pair{has_file, "file"},
                                      std::pair{has_profiles, "profiles"}})
-    if (!present) fail("{}: the data set has no '{}'", at(label, node), key);
+    if (!present) fail(ErrorCode::kMissingKey, "{}: the data set has no '{}'", at(label, node), key);
   return d;
 }
 
@@ -80,19 +80,19 @@ bool is_profile_file(const std::string& profile) {
 std::vector<Dataset> parse_dataset_manifest(std::string_view text, const std::string& label,
                                             const std::string& folder) {
   const YAML::Node root = load_single_document(std::string(text), label);
-  if (!root.IsMap()) fail("{}: expected a map with the key 'datasets'", label);
+  if (!root.IsMap()) fail(ErrorCode::kWrongShape, "{}: expected a map with the key 'datasets'", label);
   std::vector<Dataset> out;
   bool has_datasets = false;
   for (const auto& kv : root) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
     if (key != "datasets")
-      fail("{}: unknown key '{}' (expected datasets)", at(label, kv.first), key);
+      fail(ErrorCode::kUnknownKey, "{}: unknown key '{}' (expected datasets)", at(label, kv.first), key);
     if (!kv.second.IsSequence() || kv.second.size() == 0)
-      fail("{}: key 'datasets': expected a non-empty list of data sets", at(label, kv.second));
+      fail(ErrorCode::kWrongType, "{}: key 'datasets': expected a non-empty list of data sets", at(label, kv.second));
     for (const YAML::Node& entry : kv.second) out.push_back(parse_entry(entry, label, folder));
     has_datasets = true;
   }
-  if (!has_datasets) fail("{}: no 'datasets' list", label);
+  if (!has_datasets) fail(ErrorCode::kMissingKey, "{}: no 'datasets' list", label);
   return out;
 }
 

@@ -121,7 +121,7 @@ const FitParameter& fittable_parameter(const std::string& key) {
     if (p.key == key) return p;
   std::vector<std::string> known;
   for (const FitParameter& p : fittable_parameters()) known.push_back(p.key);
-  fail("unknown fit parameter '{}' (known: {})", key, fmt::join(known, ", "));
+  fail(ErrorCode::kInvalidOption, "unknown fit parameter '{}' (known: {})", key, fmt::join(known, ", "));
 }
 
 std::vector<std::string> default_fit_keys() {
@@ -139,16 +139,16 @@ double round_significant(double value, int digits) {
 FitResult fit_hardware(const Scenario& base, const std::vector<MeasuredRun>& runs,
                        const std::vector<std::size_t>& train, const std::string& file_label,
                        const FitOptions& options, const Progress& progress) {
-  if (train.empty()) fail("fit: no training rows");
+  if (train.empty()) fail(ErrorCode::kInsufficientData, "fit: no training rows");
   if (options.keys.empty() || options.keys.size() > 5)
-    fail("fit: choose 1 to 5 parameters, got {}", options.keys.size());
+    fail(ErrorCode::kInvalidOption, "fit: choose 1 to 5 parameters, got {}", options.keys.size());
   if (options.sweeps < 1 || options.golden_steps < 1 || options.inner_stride < 1)
-    fail("fit: sweeps, golden_steps and inner_stride must be >= 1");
+    fail(ErrorCode::kInvalidOption, "fit: sweeps, golden_steps and inner_stride must be >= 1");
   std::vector<const FitParameter*> params;
   for (const std::string& key : options.keys) {
     const FitParameter& p = fittable_parameter(key);
     if (std::find(params.begin(), params.end(), &p) != params.end())
-      fail("fit: parameter '{}' given twice", key);
+      fail(ErrorCode::kInvalidOption, "fit: parameter '{}' given twice", key);
     params.push_back(&p);
   }
 

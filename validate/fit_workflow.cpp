@@ -89,7 +89,7 @@ FitWorkflowResult run_fit_workflow(const FitWorkflowInput& input, const StagePro
 HardwareSpec fitted_profile(const FitWorkflowInput& input, const FitWorkflowResult& result,
                             const std::string& name) {
   if (result.folds.size() != 2)
-    fail("the fitted profile's source reports the held-out check: run it (no --skip-folds)");
+    fail(ErrorCode::kConflictingOptions, "the fitted profile's source reports the held-out check: run it (no --skip-folds)");
   const FitResult& fit = result.final_fit;
   HardwareSpec hw = fit.hardware;
   hw.profile = name;

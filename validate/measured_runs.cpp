@@ -108,12 +108,12 @@ std::string setting_key(const std::string& name, const std::string& where, std::
     std::string aliases;
     for (const auto& [alias, target] : row_setting_aliases())
       aliases += (aliases.empty() ? "" : ", ") + alias;
-    fail("{}: column {} '{}' is not a known column (core: {}{}; settings: a scenario key as "
+    fail(ErrorCode::kBadCsvHeader, "{}: column {} '{}' is not a known column (core: {}{}; settings: a scenario key as "
          "`lynxsim fields` lists them, or {})",
          where, column + 1, name, core, kSecondsColumn, aliases);
   }
   if (const auto why = refused_setting(key, it->second))
-    fail("{}: column {} '{}' cannot be a settings column: {}", where, column + 1, name, *why);
+    fail(ErrorCode::kBadCsvHeader, "{}: column {} '{}' cannot be a settings column: {}", where, column + 1, name, *why);
   return key;
 }
 
@@ -125,10 +125,10 @@ Layout header_layout(std::string_view row, const std::string& where) {
   for (std::size_t c = 0; c < names.size(); ++c) {
     const std::string name(names[c]);
     layout.names.push_back(name);
-    if (name.empty()) fail("{}: column {} of the header has no name", where, c + 1);
+    if (name.empty()) fail(ErrorCode::kBadCsvHeader, "{}: column {} of the header has no name", where, c + 1);
     if (name == kCore[kCoreInts].name || name == kSecondsColumn) {
       if (time)
-        fail("{}: columns {} and {} both give the measured time: give one of {} and {}", where,
+        fail(ErrorCode::kBadCsvHeader, "{}: columns {} and {} both give the measured time: give one of {} and {}", where,
              *time + 1, c + 1, kCore[kCoreInts].name, kSecondsColumn);
       time = c;
       layout.time_to_ms = name == kSecondsColumn ? 1000.0 : 1.0;
@@ -137,7 +137,7 @@ Layout header_layout(std::string_view row, const std::string& where) {
     bool core = false;
     for (std::size_t k = 0; k < kCoreInts; ++k) {
       if (name != kCore[k].name) continue;
-      if (ints[k]) fail("{}: columns {} and {} are both '{}'", where, *ints[k] + 1, c + 1, name);
+      if (ints[k]) fail(ErrorCode::kBadCsvHeader, "{}: columns {} and {} are both '{}'", where, *ints[k] + 1, c + 1, name);
       ints[k] = c;
       core = true;
     }
@@ -145,19 +145,19 @@ Layout header_layout(std::string_view row, const std::string& where) {
     const std::string key = setting_key(name, where, c);
     for (const auto& [other, other_key] : layout.settings)
       if (other_key == key)
-        fail("{}: columns {} '{}' and {} '{}' both set {}", where, other + 1, layout.names[other],
+        fail(ErrorCode::kBadCsvHeader, "{}: columns {} '{}' and {} '{}' both set {}", where, other + 1, layout.names[other],
              c + 1, name, key);
     layout.settings.emplace_back(c, key);
   }
   for (std::size_t k = 0; k < kCoreInts; ++k) {
     if (!ints[k])
-      fail("{}: the header has no '{}' column (a first line whose first field is not a number "
+      fail(ErrorCode::kBadCsvHeader, "{}: the header has no '{}' column (a first line whose first field is not a number "
            "is the header)",
            where, kCore[k].name);
     layout.ints[k] = *ints[k];
   }
   if (!time)
-    fail("{}: the header has no measured time: add a column {} or {}", where,
+    fail(ErrorCode::kBadCsvHeader, "{}: the header has no measured time: add a column {} or {}", where,
          kCore[kCoreInts].name, kSecondsColumn);
   layout.time = *time;
   return layout;
@@ -169,7 +169,7 @@ int positive_int(std::string_view field, const std::string& where, std::size_t c
   int value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (ec != std::errc() || end != field.data() + field.size() || value <= 0)
-    fail("{}: column {} ({}): '{}' is not a positive integer", where, column + 1, name, field);
+    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is not a positive integer", where, column + 1, name, field);
   return value;
 }
 
@@ -180,7 +180,7 @@ double positive_number(std::string_view field, const std::string& where, std::si
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (ec != std::errc() || end != field.data() + field.size() || !std::isfinite(value) ||
       value <= 0)
-    fail("{}: column {} ({}): '{}' is not a positive number", where, column + 1, name, field);
+    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is not a positive number", where, column + 1, name, field);
   return value;
 }
 
@@ -188,7 +188,7 @@ MeasuredRun parse_row(std::string_view row, const Layout& layout, const std::str
                       int line) {
   const std::vector<std::string_view> fields = split_fields(row);
   if (fields.size() != layout.names.size())
-    fail("{}: expected {} comma-separated columns, got {}", where, layout.names.size(),
+    fail(ErrorCode::kBadCsvRow, "{}: expected {} comma-separated columns, got {}", where, layout.names.size(),
          fields.size());
   MeasuredRun run;
   run.line = line;
@@ -202,7 +202,7 @@ MeasuredRun parse_row(std::string_view row, const Layout& layout, const std::str
                                      layout.names[layout.time]) *
                      layout.time_to_ms;
   if (!std::isfinite(run.iteration_ms))
-    fail("{}: column {} ({}): '{}' is too large", where, layout.time + 1,
+    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is too large", where, layout.time + 1,
          layout.names[layout.time], fields[layout.time]);
   for (const auto& [c, key] : layout.settings) {
     if (fields[c].empty()) continue;  // this row keeps the default
@@ -210,16 +210,16 @@ MeasuredRun parse_row(std::string_view row, const Layout& layout, const std::str
     try {
       row_setting_field(key).set(scratch, fields[c]);
     } catch (const Error& e) {
-      fail("{}: column {} ({}): {}", where, c + 1, layout.names[c], e.what());
+      fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): {}", where, c + 1, layout.names[c], e.what());
     }
     run.settings.push_back({key, layout.names[c], std::string(fields[c])});
   }
   if (try_product({run.tp, run.dp, run.pp}) != run.gpus)
-    fail("{}: tp · dp · pp = {} · {} · {} does not equal the {} GPUs of the row", where, run.tp,
+    fail(ErrorCode::kInconsistentCsvRow, "{}: tp · dp · pp = {} · {} · {} does not equal the {} GPUs of the row", where, run.tp,
          run.dp, run.pp, run.gpus);
   if (run.global_batch % checked_product(fmt::format("{}: micro batch · dp", where),
                                          {run.micro_batch, run.dp}) != 0)
-    fail("{}: global batch {} is not divisible by micro batch · dp = {} · {}", where,
+    fail(ErrorCode::kInconsistentCsvRow, "{}: global batch {} is not divisible by micro batch · dp = {} · {}", where,
          run.global_batch, run.micro_batch, run.dp);
   return run;
 }
@@ -252,7 +252,7 @@ const FieldDesc& row_setting_field(const std::string& key) {
   const auto& fields = scenario_fields_by_key();
   const auto it = fields.find(key);
   if (it == fields.end() || refused_setting(key, it->second))
-    fail("'{}' is not a scenario key a measured row may set", key);
+    fail(ErrorCode::kBadCsvHeader, "'{}' is not a scenario key a measured row may set", key);
   return it->second;
 }
 
@@ -278,7 +278,7 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
     runs.push_back(parse_row(row, *layout, where, line));
   }
   if (runs.empty())
-    fail("{}: no measured rows (only blank or '#' lines{})", file_label, header ? " and the header" : "");
+    fail(ErrorCode::kEmptyCsv, "{}: no measured rows (only blank or '#' lines{})", file_label, header ? " and the header" : "");
   return runs;
 }
 

@@ -12,8 +12,8 @@ namespace {
 
 void check_pairs(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
   if (a.size() != b.size())
-    fail("{}: {} predicted values but {} measured values", what, a.size(), b.size());
-  if (a.empty()) fail("{}: no values", what);
+    fail(ErrorCode::kInternal, "{}: {} predicted values but {} measured values", what, a.size(), b.size());
+  if (a.empty()) fail(ErrorCode::kInternal, "{}: no values", what);
 }
 
 std::vector<double> percentage_errors(const std::vector<double>& predicted,
@@ -28,7 +28,7 @@ std::vector<double> percentage_errors(const std::vector<double>& predicted,
 }  // namespace
 
 double absolute_percentage_error(double predicted, double measured) {
-  if (!(measured > 0.0)) fail("percentage error against a non-positive measurement {}", measured);
+  if (!(measured > 0.0)) fail(ErrorCode::kInternal, "percentage error against a non-positive measurement {}", measured);
   return 100.0 * std::abs(predicted - measured) / measured;
 }
 
@@ -51,7 +51,7 @@ double mean_absolute_log_error(const std::vector<double>& predicted,
   double sum = 0;
   for (std::size_t i = 0; i < predicted.size(); ++i) {
     if (!(predicted[i] > 0.0) || !(measured[i] > 0.0))
-      fail("mean absolute log error: non-positive value (predicted {}, measured {})", predicted[i],
+      fail(ErrorCode::kInternal, "mean absolute log error: non-positive value (predicted {}, measured {})", predicted[i],
            measured[i]);
     sum += std::abs(std::log(predicted[i] / measured[i]));
   }
@@ -59,9 +59,9 @@ double mean_absolute_log_error(const std::vector<double>& predicted,
 }
 
 double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y) {
-  if (x.size() != y.size()) fail("Kendall tau: {} x values but {} y values", x.size(), y.size());
+  if (x.size() != y.size()) fail(ErrorCode::kInternal, "Kendall tau: {} x values but {} y values", x.size(), y.size());
   const std::size_t n = x.size();
-  if (n < 2) fail("Kendall tau needs at least 2 pairs, got {}", n);
+  if (n < 2) fail(ErrorCode::kInsufficientData, "Kendall tau needs at least 2 pairs, got {}", n);
   std::int64_t concordant = 0, discordant = 0, tied_x = 0, tied_y = 0;
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = i + 1; j < n; ++j) {
@@ -79,7 +79,7 @@ double kendall_tau_b(const std::vector<double>& x, const std::vector<double>& y)
   const auto pairs = static_cast<std::int64_t>(n * (n - 1) / 2);
   const double denominator = std::sqrt(static_cast<double>(pairs - tied_x) *
                                        static_cast<double>(pairs - tied_y));
-  if (denominator == 0.0) fail("Kendall tau is undefined: one of the inputs is constant");
+  if (denominator == 0.0) fail(ErrorCode::kInsufficientData, "Kendall tau is undefined: one of the inputs is constant");
   return static_cast<double>(concordant - discordant) / denominator;
 }
 

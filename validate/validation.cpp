@@ -59,7 +59,7 @@ Scenario validation_base_scenario(const BaseOptions& options) {
     try {
       row_setting_field("recompute.strategy").set(scratch, options.recompute);
     } catch (const Error& e) {
-      fail("--recompute: {}", e.what());
+      fail(ErrorCode::kInvalidOption, "--recompute: {}", e.what());
     }
     overrides.push_back("recompute.strategy=" + options.recompute);
   }
@@ -101,7 +101,7 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
     try {
       row_setting_field(setting.key).set(sc, setting.value);
     } catch (const Error& e) {
-      fail("{}:{}: column {}: {}", file_label, run.line, setting.column, e.what());
+      fail(ErrorCode::kBadCsvRow, "{}:{}: column {}: {}", file_label, run.line, setting.column, e.what());
     }
     schedule_given = schedule_given || setting.key == "parallel.schedule";
   }
@@ -112,7 +112,7 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   const std::int64_t available = checked_product(
       "hardware.nodes x hardware.gpus_per_node", {sc.hardware.nodes, sc.hardware.gpus_per_node});
   if (run.gpus > available)
-    fail("{}:{}: the row uses {} GPUs, the simulated cluster has {} ({} node(s) × {})", file_label,
+    fail(ErrorCode::kTooManyGpus, "{}:{}: the row uses {} GPUs, the simulated cluster has {} ({} node(s) × {})", file_label,
          run.line, run.gpus, available, sc.hardware.nodes, sc.hardware.gpus_per_node);
   return sc;
 }
@@ -121,7 +121,7 @@ namespace {
 
 RowResult simulate_row(const Scenario& base, const std::vector<MeasuredRun>& runs,
                        std::size_t index, const std::string& file_label) {
-  if (index >= runs.size()) fail("row index {} is out of range ({} rows)", index, runs.size());
+  if (index >= runs.size()) fail(ErrorCode::kInternal, "row index {} is out of range ({} rows)", index, runs.size());
   const MeasuredRun& run = runs[index];
   const model::ResolvedScenario sc = model::resolve_scenario(
       scenario_for_run(base, run, file_label), fmt::format("{}:{}", file_label, run.line));
@@ -129,7 +129,7 @@ RowResult simulate_row(const Scenario& base, const std::vector<MeasuredRun>& run
   try {
     sim = runner::simulate(sc);
   } catch (const Error& e) {
-    fail("{}:{}: {}", file_label, run.line, e.what());
+    fail(e.code(), "{}:{}: {}", file_label, run.line, e.what());
   }
   RowResult row;
   row.index = index;
@@ -146,7 +146,7 @@ std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<Mea
                                      const std::vector<std::size_t>& indices,
                                      const std::string& file_label, const Progress& progress,
                                      unsigned threads) {
-  if (threads < 1) fail("simulate_runs: threads must be >= 1");
+  if (threads < 1) fail(ErrorCode::kInvalidOption, "simulate_runs: threads must be >= 1");
   std::vector<RowResult> out(indices.size());
   std::vector<std::exception_ptr> errors(indices.size());
   std::mutex progress_mutex;
@@ -175,7 +175,7 @@ std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<Mea
     } catch (const std::system_error& e) {
       // Not std::terminate: join the threads already started, then report.
       for (std::thread& th : pool) th.join();
-      fail("cannot start {} simulation threads ({}); use fewer with --threads", workers, e.what());
+      fail(ErrorCode::kSystemFailure, "cannot start {} simulation threads ({}); use fewer with --threads", workers, e.what());
     }
     work(0, workers);
     for (std::thread& th : pool) th.join();
@@ -186,7 +186,7 @@ std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<Mea
 }
 
 Summary summarize(const std::vector<RowResult>& rows) {
-  if (rows.size() < 2) fail("a summary needs at least 2 rows, got {}", rows.size());
+  if (rows.size() < 2) fail(ErrorCode::kInsufficientData, "a summary needs at least 2 rows, got {}", rows.size());
   std::vector<double> predicted, measured;
   Summary s;
   s.rows = rows.size();
@@ -248,7 +248,7 @@ std::vector<CategoryError> errors_by_category(const std::vector<RowResult>& rows
 }
 
 std::vector<std::size_t> fold_rows(std::size_t row_count, int fold) {
-  if (fold != 0 && fold != 1) fail("fold must be 0 or 1, got {}", fold);
+  if (fold != 0 && fold != 1) fail(ErrorCode::kInternal, "fold must be 0 or 1, got {}", fold);
   std::vector<std::size_t> rows;
   for (std::size_t i = static_cast<std::size_t>(fold); i < row_count; i += 2) rows.push_back(i);
   return rows;

@@ -32,7 +32,7 @@ void write_row(std::ostream& out, const RowResult& r, const char* prefix) {
 ValidationFormat parse_validation_format(const std::string& text) {
   if (text == "table") return ValidationFormat::kTable;
   if (text == "csv") return ValidationFormat::kCsv;
-  fail("--format: unknown format '{}' (expected table or csv)", text);
+  fail(ErrorCode::kInvalidOption, "--format: unknown format '{}' (expected table or csv)", text);
 }
 
 std::string settings_text(const MeasuredRun& run) {

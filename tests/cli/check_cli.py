@@ -62,7 +62,7 @@ def case_errors(b, tmp):
     # The README's promise: a layout error names the --set override that caused it.
     err = run(b, "run", "scenarios/paper/pcie-gpt-13b.yaml", "--set", "model.layers=41",
               expect=1).stderr.strip()
-    check(err == "lynxsim: error: scenarios/paper/pcie-gpt-13b.yaml: --set model.layers=41: "
+    check(err == "lynxsim: error E301 (indivisible-layout): scenarios/paper/pcie-gpt-13b.yaml: --set model.layers=41: "
           "key 'model.layers': model.layers (41) is not divisible by parallel.pp × "
           "parallel.virtual_stages (4 × 1 = 4): every model chunk needs the same number of layers",
           f"layout error names the override: {err}")
@@ -350,22 +350,23 @@ def case_silent_inputs(b, tmp):
     with open(two, "w") as f:
         f.write("name: x\nhardware: {profile: dgx-a100-80gb}\n---\nparallel: {tp: 4}\n")
     err = run(b, "run", two, expect=1).stderr.strip()
-    check(err == f"lynxsim: error: {two}:4:1: a second YAML document (after '---') would be "
+    check(err == f"lynxsim: error E102 (extra-yaml-document): {two}:4:1: a second YAML document (after '---') would be "
           "ignored: keep one document per file", f"second document: {err}")
     csv_path = "validate/data/vtrain_single_node.csv"
-    for args, has in ((["--threads", "-1"], "--threads: -1 is not between 1 and 256"),
-                      (["--threads", "100000"], "--threads: 100000 is not between 1 and 256"),
-                      (["--worst", "-1"], "--worst: -1 is negative"),
-                      (["--inner-stride", "0"], "--inner-stride: 0 is not >= 1"),
+    invalid, conflicting = "E802 (invalid-option-value)", "E804 (conflicting-options)"
+    for args, has in ((["--threads", "-1"], f"{invalid}: --threads: -1 is not between 1 and 256"),
+                      (["--threads", "100000"], f"{invalid}: --threads: 100000 is not between 1 and 256"),
+                      (["--worst", "-1"], f"{invalid}: --worst: -1 is negative"),
+                      (["--inner-stride", "0"], f"{invalid}: --inner-stride: 0 is not >= 1"),
                       (["--profile", "dgx-a100-80gb", "--profile-file", "x.yaml"],
-                       "--profile dgx-a100-80gb and --profile-file x.yaml: give one of them"),
-                      (["--recompute", "fulll"], "--recompute: 'fulll' is not one of: none, full, "
+                       f"{conflicting}: --profile dgx-a100-80gb and --profile-file x.yaml: give one of them"),
+                      (["--recompute", "fulll"], f"{invalid}: --recompute: 'fulll' is not one of: none, full, "
                        "selective, checkmate, lynx-heu, lynx-opt"),
-                      (["--report", "m.yaml"], "--report m.yaml: a CSV does not go with --report "
+                      (["--report", "m.yaml"], f"{conflicting}: --report m.yaml: a CSV does not go with --report "
                        "(the manifest names each data set's file, profiles and recompute setting; the report "
                        "is markdown)")):
         err = run(b, "validate", csv_path, *args, expect=1).stderr.strip()
-        check(err == "lynxsim: error: " + has, f"validate {' '.join(args)}: {err}")
+        check(err == "lynxsim: error " + has, f"validate {' '.join(args)}: {err}")
 
 
 def case_validate_report(b, tmp):
@@ -386,11 +387,11 @@ def case_validate_report(b, tmp):
         check(f"Worst 2 rows on `{profile}`" in out, f"worst rows of {profile}")
     check("| recompute=full |" in out, "the row's settings in the worst rows")
     err = run(b, "validate", "--report", manifest, "--format", "csv", expect=1).stderr.strip()
-    check(err.startswith(f"lynxsim: error: --report {manifest}: --format does not go with --report"), err)
+    check(err.startswith(f"lynxsim: error E804 (conflicting-options): --report {manifest}: --format does not go with --report"), err)
     with open(manifest, "w") as f:
         f.write("datasets:\n  - name: toy\n    file: toy.csv\n    profile: [x]\n")
     err = run(b, "validate", "--report", manifest, expect=1).stderr.strip()
-    check(err.startswith(f"lynxsim: error: {manifest}:4:5: unknown key 'profile'"), err)
+    check(err.startswith(f"lynxsim: error E104 (unknown-key): {manifest}:4:5: unknown key 'profile'"), err)
 
 
 def case_megatron_args(b, tmp):

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """Hostile inputs to the lynxsim command line, one case of cases.json per CTest test.
 
-Each case runs lynxsim under an address-space limit (1 GiB by default), so a run that would
-reach for gigabytes dies with bad_alloc instead of passing, and checks the exit status, that the
-one-line message names the key or file (`expect`), that nothing aborted or reported an internal
-error, and prints the wall time and peak RSS (issue 14's target: <= 1 s, <= 256 MiB; time is
-reported, not asserted).
+Each case runs lynxsim under an address-space limit (1 GiB by default, or the case's
+`limit_mib`), so a run that would reach for gigabytes dies with bad_alloc instead of passing, and
+checks the exit status, the error code (`code`: the line reads "lynxsim: error CODE (name): "),
+that the one-line message names the key or file (`expect`), that nothing aborted or reported an
+internal error, and prints the wall time and peak RSS (issue 14's target: <= 1 s, <= 256 MiB;
+time is reported, not asserted). `env` adds environment variables. tests/errors/cases.json (one
+case per error code) runs through this script too, with --cases.
 
-Usage: run_hostile.py LYNXSIM CASE [--limit-mib N]    (CASE "all": every case, one line each)
+Usage: run_hostile.py LYNXSIM CASE [--limit-mib N] [--cases FILE]   (CASE "all": every case)
+A case with `limit_mib` needs the limit: with --limit-mib 0 (sanitizer builds) it is skipped
+(exit status 77).
 """
 import json
 import os
@@ -20,12 +24,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_cases():
-    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as f:
+SKIPPED = 77
+
+
+def load_cases(path):
+    with open(path, encoding="utf-8") as f:
         return {c["name"]: c for c in json.load(f)}
 
 
-def run_limited(argv, limit_bytes):
+def run_limited(argv, limit_bytes, env):
     """(returncode, output, wall seconds, peak RSS MiB) of argv under RLIMIT_AS."""
     def limit():
         # 0: no address-space limit (sanitizer builds reserve terabytes of shadow address space).
@@ -33,7 +40,7 @@ def run_limited(argv, limit_bytes):
             resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=limit)
+                            preexec_fn=limit, env=env)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
@@ -63,7 +70,8 @@ def run_case(binary, case, limit_bytes):
                 return f"edit: '{e['from']}' not in {e['file']}", None
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text.replace(e["from"], e["to"], 1))
-        rc, out, wall, rss = run_limited([binary, *map(sub, case["args"])], limit_bytes)
+        env = dict(os.environ, **{k: sub(v) for k, v in case.get("env", {}).items()})
+        rc, out, wall, rss = run_limited([binary, *map(sub, case["args"])], limit_bytes, env)
         stats = (rc, wall, rss)
         expected_rc = case.get("exit", "nonzero")
         if rc < 0:
@@ -72,7 +80,7 @@ def run_case(binary, case, limit_bytes):
             return f"exited 0, expected an error: {out[-500:]}", stats
         if expected_rc != "nonzero" and rc != expected_rc:
             return f"exited {rc}, expected {expected_rc}: {out[-500:]}", stats
-        for bad in ("bad_alloc", "internal", "terminate called", "Aborted"):
+        for bad in ("bad_alloc", "internal", "terminate called", "Aborted", "Segmentation"):
             if bad in out:
                 return f"output contains '{bad}': {out[-500:]}", stats
         if expected_rc == "nonzero":
@@ -80,6 +88,8 @@ def run_case(binary, case, limit_bytes):
             if len(errors) != 1:
                 return f"expected one 'lynxsim: error' line, got {len(errors)}: {out[-500:]}", stats
             out = errors[0]
+            if "code" in case and not out.startswith(f"lynxsim: error {case['code']} ("):
+                return f"expected error code {case['code']}: {out[-500:]}", stats
         for want in case.get("expect", []):
             if sub(want) not in out:
                 return f"message lacks '{sub(want)}': {out[-500:]}", stats
@@ -89,20 +99,30 @@ def run_case(binary, case, limit_bytes):
 def main():
     args = sys.argv[1:]
     limit_mib = 1024
+    cases_path = os.path.join(HERE, "cases.json")
     if "--limit-mib" in args:
         i = args.index("--limit-mib")
         limit_mib = int(args[i + 1])
         del args[i:i + 2]
+    if "--cases" in args:
+        i = args.index("--cases")
+        cases_path = args[i + 1]
+        del args[i:i + 2]
     if len(args) != 2:
         sys.exit(__doc__)
     binary, name = args
-    cases = load_cases()
+    cases = load_cases(cases_path)
     names = list(cases) if name == "all" else [name]
     failed = False
     for n in names:
         if n not in cases:
             sys.exit(f"unknown case '{n}' (cases: {', '.join(cases)})")
-        problem, stats = run_case(binary, cases[n], limit_mib << 20)
+        if "limit_mib" in cases[n] and limit_mib == 0:
+            print(f"{n:28s} skipped: it needs an address-space limit")
+            if name != "all":
+                sys.exit(SKIPPED)
+            continue
+        problem, stats = run_case(binary, cases[n], cases[n].get("limit_mib", limit_mib) << 20)
         rc, wall, rss = stats if stats else (None, 0.0, 0.0)
         print(f"{n:28s} exit {rc}  {wall:6.3f} s  {rss:7.1f} MiB peak RSS  "
               f"{'FAIL: ' + problem if problem else 'ok'}")

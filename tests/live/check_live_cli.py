@@ -66,9 +66,10 @@ def case_host_fit(b, tmp):
 def case_errors(b, tmp):
     plan = make_plan(b, tmp)
     p = run(b, "live", "--dry-run", os.path.join(tmp, "missing.yaml"), expect=1)
-    check(p.stderr.startswith("lynxsim: error:") and p.stderr.count("\n") == 1, f"one-line error: {p.stderr}")
+    check(p.stderr.startswith("lynxsim: error E701 (file-not-found):") and p.stderr.count("\n") == 1,
+          f"one-line error: {p.stderr}")
     p = run(b, "live", plan, "--backend", "host", "--iterations", "0", expect=1)
-    check("--iterations 0" in p.stderr, f"iterations refused: {p.stderr}")
+    check("E802 (invalid-option-value): --iterations 0" in p.stderr, f"iterations refused: {p.stderr}")
     p = run(b, "live", plan, "--backend", "nope", expect=1)
     check("no backend 'nope'" in p.stderr, f"unknown backend: {p.stderr}")
     p = run(b, "live", plan, "--set", "recompute.strategy=none", "--dry-run", expect=1)

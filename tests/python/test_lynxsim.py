@@ -102,6 +102,7 @@ class Errors(unittest.TestCase):
         with self.assertRaises(lynxsim.Error) as e:
             lynxsim.load_scenario("no/such/file.yaml")
         self.assertIn("no/such/file.yaml", str(e.exception))
+        self.assertEqual(e.exception.code, "E701")
         with self.assertRaises(lynxsim.Error):
             lynxsim.load_scenario(yaml="model: {preset: gpt-1.3b}\nparallel: {tp: 2\n")
 
@@ -109,11 +110,13 @@ class Errors(unittest.TestCase):
         cli = subprocess.run([CLI, "run", PCIE_13B, "--set", "model.layers=41"],
                              capture_output=True, text=True)
         self.assertEqual(cli.returncode, 1)
-        prefix = "lynxsim: error: "
+        prefix = "lynxsim: error E301 (indivisible-layout): "
         self.assertTrue(cli.stderr.startswith(prefix), cli.stderr)
         with self.assertRaises(lynxsim.Error) as e:
             lynxsim.load_scenario(PCIE_13B, overrides={"model.layers": 41})
         self.assertEqual(str(e.exception), cli.stderr[len(prefix):].strip())
+        self.assertEqual(e.exception.code, "E301")
+        self.assertEqual(e.exception.code_name, "indivisible-layout")
 
     def test_megatron_refusal(self):
         with self.assertRaises(lynxsim.Error) as e:

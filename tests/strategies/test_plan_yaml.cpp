@@ -6,6 +6,7 @@
 #include "scenarios/scenario_loader.hpp"
 #include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
+#include "tests/error_of.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -418,4 +419,11 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     const SimRun slow = simulate(scenario_for_plan(back, "p.yaml", "", {"hardware.node.nvlink.bw=10GB/s"}), options);
     CHECK(slow.result.iteration_time_s > planned.result.iteration_time_s);
   }
+}
+
+TEST_CASE("a planner strategy without its planner is not-in-build (E305)") {
+  // Every build tools/setup.sh makes has the planners, so no command line reaches this: the
+  // fixed-strategy path is what a build without CBC falls back to for lynx-opt.
+  CHECK(test::code_of([] { (void)plan_fixed_strategy(RecomputeSpec{RecomputeKind::kLynxOpt}, {2}); }) ==
+        ErrorCode::kNotInBuild);
 }

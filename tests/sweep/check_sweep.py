@@ -53,7 +53,7 @@ def write_grid(tmp, text=GRID):
 
 def one_line_error(p, *needles):
     err = p.stderr.strip()
-    if err.count("\n") != 0 or not err.startswith("lynxsim: error: ") or any(n not in err for n in needles):
+    if err.count("\n") != 0 or not err.startswith("lynxsim: error E") or any(n not in err for n in needles):
         sys.exit(f"FAIL: expected one error line with {needles}, got:\n{p.stderr}")
 
 
