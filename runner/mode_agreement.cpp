@@ -51,8 +51,7 @@ ModeComparison compare_modes(const std::string& config) {
   const SimRun exact = simulate(model::default_scenario(overrides));
   c.exact_seconds = seconds_since(t);
   c.exact = exact.result;
-  for (const auto& stage : exact.plan.stages)
-    for (const auto& layer : stage.layers) c.overlapped = c.overlapped || layer.overlapped();
+  c.overlapped = strategies::overlaps_recompute(exact.plan);
   overrides.back() = "sim.mode=fast";
   SimOptions options;
   options.plan = &exact.plan;

@@ -156,9 +156,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
       const fast::FastResult f = fast::simulate_fast(sc, candidate, workload, fast::StepCache::shared());
       bool fast_oom = false;
       for (const fast::FastStage& s : f.stages) fast_oom = fast_oom || s.oom;
-      const bool memory_exact = std::none_of(candidate.stages.begin(), candidate.stages.end(), [](const auto& st) {
-        return std::any_of(st.layers.begin(), st.layers.end(), [](const auto& d) { return d.overlapped(); });
-      });
+      const bool memory_exact = !strategies::overlaps_recompute(candidate);
       if (cannot_win(f.makespan_ps, fast_oom, memory_exact, best.makespan_ps, best.oom)) {
         ++out.fast_screened;
         continue;

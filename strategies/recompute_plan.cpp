@@ -46,6 +46,12 @@ std::vector<int> recompute_ops(const std::vector<model::Op>& ops, const LayerDec
   return order;
 }
 
+bool overlaps_recompute(const RecomputePlan& plan) {
+  return std::any_of(plan.stages.begin(), plan.stages.end(), [](const StagePlan& st) {
+    return std::any_of(st.layers.begin(), st.layers.end(), [](const LayerDecision& d) { return d.overlapped(); });
+  });
+}
+
 bool same_decisions(const RecomputePlan& a, const RecomputePlan& b) { return a.stages == b.stages; }
 
 std::vector<int> uniform_partition(int layers, int virtual_stages) {

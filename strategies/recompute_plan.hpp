@@ -72,6 +72,10 @@ struct RecomputePlan {
 /// builder then builds the same programs, so one engine run stands for both.
 bool same_decisions(const RecomputePlan& a, const RecomputePlan& b);
 
+/// Whether any layer of `plan` recomputes overlapped (Lynx): its allocation times then depend
+/// on the timeline, so fast mode's peak memory is within a bound rather than exact.
+bool overlaps_recompute(const RecomputePlan& plan);
+
 /// Uniform layer split over pp·v virtual stages (layers must divide evenly: checked earlier).
 std::vector<int> uniform_partition(int layers, int virtual_stages);
 
