@@ -103,8 +103,8 @@ struct CudaBackend::State {
     for (auto& c : comms)
       for (ncclComm_t comm : c)
         if (comm) (void)ncclCommDestroy(comm);
-    for (int r : local) {
-      const Rank& rk = ranks[static_cast<std::size_t>(r)];
+    for (const Rank& rk : ranks) {
+      if (rk.start.empty() && rk.base == nullptr) continue;  // another node's, or prepare failed first
       (void)cudaSetDevice(rk.device);
       for (cudaEvent_t e : rk.start)
         if (e) (void)cudaEventDestroy(e);
