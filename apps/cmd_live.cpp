@@ -4,9 +4,11 @@
 #include "apps/cli.hpp"
 #include "common/error.hpp"
 #include "live/live_command.hpp"
+#include "sweep/ranks.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -28,7 +30,10 @@ std::string cuda_live_program() {
 int cmd_live(const std::vector<std::string>& argv) {
   live::LiveOptions options;
   if (!live::parse_live_options(argv, options)) return 0;
+  // lynxsim joins no MPI job for live mode: the processes a launcher started are lynxsim-live's.
+  const live::LaunchContext launch{std::max(1, sweep::launcher_size()), live::mpi_in_build()};
   if (!options.dry_run && options.backend == "cuda") {
+    live::check_live_launch(options, launch);  // refused starts are refused here too, GPU or not
     const std::string program = cuda_live_program();
     if (program.empty())
       fail(ErrorCode::kNotInBuild, "live: this lynxsim has no CUDA backend (lynxsim-live is built when CMake finds CUDA and NCCL); "
@@ -41,8 +46,9 @@ int cmd_live(const std::vector<std::string>& argv) {
     ::execv(program.c_str(), raw.data());
     fail(ErrorCode::kSystemFailure, "live: cannot run {}: {}", program, std::error_code(errno, std::generic_category()).message());
   }
+  live::InProcessExchange alone;
   return live::run_live_command(argv, live::make_host_backend,
-                                "lynxsim runs --backend host; the CUDA backend is lynxsim-live");
+                                "lynxsim runs --backend host; the CUDA backend is lynxsim-live", alone, launch);
 }
 
 }  // namespace lynx::apps

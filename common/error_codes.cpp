@@ -176,9 +176,11 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
      "keep one of them",
      "--megatron-args:1:132: --fp16 contradicts --bf16 (--megatron-args:1:125): Megatron-LM refuses both", ""},
     {ErrorCode::kLauncherMismatch, "launcher-mismatch",
-     "a launcher (mpirun, srun) started several processes that this lynxsim cannot join into one "
-     "job: it was built without MPI, or srun has no MPI plugin",
-     "rebuild with MPI (libopenmpi-dev), use srun --mpi=pmix, or run one process",
+     "the processes started are not the job needed: several that this lynxsim cannot join into one "
+     "(built without MPI, or srun without an MPI plugin), or, for a live plan over N nodes, not one "
+     "process per node",
+     "rebuild with MPI (libopenmpi-dev), use srun --mpi=pmix, start a live plan over N nodes as "
+     "mpirun -np N --map-by node lynxsim-live PLAN.yaml, or run one process",
      "the launcher started 2 processes but MPI sees each alone; with Slurm use srun --mpi=pmix (or pmi2)", ""},
     {ErrorCode::kWorkTooLarge, "work-too-large",
      "a simulation, grid or cluster estimated above what lynxsim builds (sim.max_tasks, the "

@@ -7,9 +7,11 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/gpu_kernels.hpp"
 #include "gpu/gpu_runtime.hpp"
+#include "live/bootstrap_plan.hpp"
 #include "live/buffer_ledger.hpp"
 #include "live/cpu_reference.hpp"
 #include "live/dry_run.hpp"
+#include "live/measured_gather.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -84,32 +86,38 @@ struct Rank {
 }  // namespace
 
 struct CudaBackend::State {
-  std::vector<Rank> ranks;
-  /// Per OpStream communicator: one NCCL communicator per member (member order).
+  BootstrapPlan plan;
+  InProcessExchange alone;
+  IdExchange* exchange = &alone;
+  std::vector<int> local;   ///< the ranks this process runs (plan.process_ranks of its node)
+  std::vector<Rank> ranks;  ///< per rank of the plan; set up for `local` only
+  /// Per plan group (OpStream::comms first, so op.comm indexes it, then the pipeline pairs):
+  /// one NCCL communicator per member (member order; null for members on other nodes).
   std::vector<std::vector<ncclComm_t>> comms;
-  /// Per directed pair (src, dst): a 2-rank communicator, [0] on src, [1] on dst.
-  std::map<std::pair<int, int>, std::vector<ncclComm_t>> pairs;
+  /// Directed pipeline pair (src, dst) -> its group: [0] on src, [1] on dst.
+  std::map<std::pair<int, int>, int> pairs;
   std::string device_name;
   std::size_t num_ops = 0;
 
   ~State() {
     for (auto& c : comms)
-      for (ncclComm_t comm : c) (void)ncclCommDestroy(comm);
-    for (auto& [key, c] : pairs)
-      for (ncclComm_t comm : c) (void)ncclCommDestroy(comm);
-    for (Rank& r : ranks) {
-      (void)cudaSetDevice(r.device);
-      for (cudaEvent_t e : r.start)
+      for (ncclComm_t comm : c)
+        if (comm) (void)ncclCommDestroy(comm);
+    for (const Rank& rk : ranks) {
+      if (rk.start.empty() && rk.base == nullptr) continue;  // another node's, or prepare failed first
+      (void)cudaSetDevice(rk.device);
+      for (cudaEvent_t e : rk.start)
         if (e) (void)cudaEventDestroy(e);
-      for (cudaEvent_t e : r.end)
+      for (cudaEvent_t e : rk.end)
         if (e) (void)cudaEventDestroy(e);
-      if (r.base) (void)cudaEventDestroy(r.base);
+      if (rk.base) (void)cudaEventDestroy(rk.base);
     }
   }
   std::vector<ncclComm_t> all_comms() const {
     std::vector<ncclComm_t> out;
-    for (const auto& c : comms) out.insert(out.end(), c.begin(), c.end());
-    for (const auto& [key, c] : pairs) out.insert(out.end(), c.begin(), c.end());
+    for (const auto& c : comms)
+      for (ncclComm_t comm : c)
+        if (comm) out.push_back(comm);
     return out;
   }
 };
@@ -185,17 +193,34 @@ void CudaBackend::prepare(const OpStream& ops) {
   state_ = std::make_unique<State>();
   State& st = *state_;
   st.num_ops = ops.ops.size();
+  if (options_.exchange) st.exchange = options_.exchange;
+  IdExchange& exchange = *st.exchange;
+  const int me = exchange.process();
+  st.plan = plan_bootstrap(ops);
+  LYNX_CHECK(exchange.processes() == st.plan.processes, "{} processes for {} nodes (check_launch runs first)",
+             exchange.processes(), st.plan.processes);
+  st.local = st.plan.process_ranks.at(static_cast<std::size_t>(me));
+  const auto device_of = [&](int r) { return st.plan.rank_device.at(static_cast<std::size_t>(r)); };
   const int ranks = static_cast<int>(ops.gpu_names.size());
+  const ParallelSpec& par = ops.scenario.parallel;
+  // Up front on every node (any failure ends the whole job): its GPUs, then their memory.
   int visible = 0;
   if (const cudaError_t status = cudaGetDeviceCount(&visible); status != cudaSuccess)
     fail(ErrorCode::kSystemFailure, "live: no CUDA GPU can be used here ({}: {}); `lynxsim live --dry-run` and `--backend host` need none",
          cudaGetErrorName(status), cudaGetErrorString(status));
-  if (ranks > visible)
-    fail(ErrorCode::kTooManyGpus, "live: the plan needs {} GPUs (tp {} x pp {} x dp {}), {} visible", ranks, ops.scenario.parallel.tp,
-         ops.scenario.parallel.pp, ops.scenario.parallel.dp, visible);
+  int devices_used = 0;
+  for (int r : st.local) devices_used = std::max(devices_used, device_of(r) + 1);
+  if (devices_used > visible && st.plan.processes == 1)
+    fail(ErrorCode::kTooManyGpus, "live: the plan needs {} GPUs (tp {} x pp {} x dp {}), {} visible", ranks, par.tp, par.pp,
+         par.dp, visible);
+  if (devices_used > visible)
+    fail(ErrorCode::kTooManyGpus, "live: node {} runs {} of the plan's {} GPUs (tp {} x pp {} x dp {}, {} per node) on devices "
+         "0-{}, {} visible",
+         me, st.local.size(), ranks, par.tp, par.pp, par.dp, ops.scenario.hardware.gpus_per_node, devices_used - 1, visible);
   cudaDeviceProp prop{};
-  LYNX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  LYNX_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_of(st.local.front())));
   st.device_name = fmt::format("{} x{}", prop.name, ranks);
+  if (st.plan.processes > 1) st.device_name += fmt::format(" ({} nodes)", st.plan.processes);
 
   // Work-buffer sizes: the largest operands of any op of a rank (elements of 2 bytes).
   struct Sizes {
@@ -233,7 +258,7 @@ void CudaBackend::prepare(const OpStream& ops) {
   const std::int64_t reserve = static_cast<std::int64_t>(ops.scenario.hardware.memory_reserve_bytes);
 
   // Refuse up front what cannot fit, with numbers.
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : st.local) {
     const Sizes& z = sizes[static_cast<std::size_t>(r)];
     const std::int64_t hidden = ops.scenario.model.hidden;
     const auto outputs = static_cast<std::size_t>(std::count(z.kernel_streams.begin(), z.kernel_streams.end(), true));
@@ -244,25 +269,25 @@ void CudaBackend::prepare(const OpStream& ops) {
     const std::int64_t static_bytes = std::max<std::int64_t>(0, ops.static_bytes[static_cast<std::size_t>(r)] - reserve);
     const std::int64_t activations = ops.predicted_peak_bytes[static_cast<std::size_t>(r)] - ops.static_bytes[static_cast<std::size_t>(r)];
     std::size_t free_bytes = 0, total_bytes = 0;
-    LYNX_CUDA_CHECK(cudaSetDevice(r));
+    LYNX_CUDA_CHECK(cudaSetDevice(device_of(r)));
     LYNX_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const std::int64_t need = static_bytes + activations + work;
     if (need > static_cast<std::int64_t>(free_bytes))
       fail(ErrorCode::kSystemFailure, "live: rank {} (GPU {}) needs {:.2f} GiB (static {:.2f} GiB without the {:.2f} GiB reserve, activation "
            "peak {:.2f} GiB, work buffers {:.2f} GiB), {:.2f} GiB free of {:.2f} GiB",
-           r, r, to_gib(need), to_gib(static_bytes), to_gib(reserve), to_gib(activations), to_gib(work),
+           r, device_of(r), to_gib(need), to_gib(static_bytes), to_gib(reserve), to_gib(activations), to_gib(work),
            to_gib(static_cast<std::int64_t>(free_bytes)), to_gib(static_cast<std::int64_t>(total_bytes)));
   }
 
-  LYNX_CUDA_CHECK(cudaSetDevice(0));
+  LYNX_CUDA_CHECK(cudaSetDevice(device_of(st.local.front())));
   check_kernels_against_cpu();
 
   st.ranks.resize(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : st.local) {
     Rank& rk = st.ranks[static_cast<std::size_t>(r)];
     const Sizes& z = sizes[static_cast<std::size_t>(r)];
-    rk.device = r;
-    LYNX_CUDA_CHECK(cudaSetDevice(r));
+    rk.device = device_of(r);
+    LYNX_CUDA_CHECK(cudaSetDevice(rk.device));
     for (std::size_t s = 0; s < num_streams; ++s) rk.streams.emplace_back();
     const cudaStream_t s0 = rk.streams[0].get();
     for (std::size_t s = 0; s < num_streams; ++s) rk.cublas.push_back(std::make_unique<gpu::CublasHandle>(rk.streams[s].get()));
@@ -295,7 +320,7 @@ void CudaBackend::prepare(const OpStream& ops) {
     const std::int64_t static_bytes = std::max<std::int64_t>(0, ops.static_bytes[static_cast<std::size_t>(r)] - reserve);
     rk.static_memory = gpu::DeviceBuffer(static_cast<std::size_t>(static_bytes));
     LYNX_CUDA_CHECK(cudaMemsetAsync(rk.static_memory.get(), 1, static_cast<std::size_t>(static_bytes), s0));
-    LYNX_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&rk.pool, r));
+    LYNX_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&rk.pool, rk.device));
     std::uint64_t keep = UINT64_MAX;  // keep freed pool memory mapped: no re-mapping inside an iteration
     LYNX_CUDA_CHECK(cudaMemPoolSetAttribute(rk.pool, cudaMemPoolAttrReleaseThreshold, &keep));
     rk.start.assign(ops.ops.size(), nullptr);
@@ -308,19 +333,38 @@ void CudaBackend::prepare(const OpStream& ops) {
     LYNX_CUDA_CHECK(cudaStreamSynchronize(s0));
   }
 
-  // NCCL: one communicator per OpStream communicator, one per directed pipeline pair.
-  for (const Communicator& c : ops.comms) {
-    std::vector<ncclComm_t> comms(c.ranks.size());
-    LYNX_NCCL_CHECK(ncclCommInitAll(comms.data(), static_cast<int>(c.ranks.size()), c.ranks.data()));
-    st.comms.push_back(std::move(comms));
+  // NCCL: one communicator per OpStream communicator and per directed pipeline pair, in the
+  // plan's one order on every process. Each id comes from its owner's ncclGetUniqueId through
+  // the exchange (in this process for one node); the members on this node join with
+  // ncclCommInitRank, together in one group (one thread drives several GPUs). One node takes
+  // the same path: ncclCommInitAll is exactly this with every member local.
+  static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "NCCL_UNIQUE_ID_BYTES changed");
+  check_same_as_process0(exchange, ops.sim.result.event_fingerprint, "the op stream's event fingerprint");
+  const std::vector<NcclIdBytes> ids = exchange_ids(exchange, st.plan, [] {
+    ncclUniqueId id;
+    LYNX_NCCL_CHECK(ncclGetUniqueId(&id));
+    NcclIdBytes bytes;
+    std::memcpy(bytes.data(), &id, sizeof id);
+    return bytes;
+  });
+  st.comms.assign(st.plan.groups.size(), {});
+  for (const int g : st.plan.groups_of(me)) {
+    const CommGroup& group = st.plan.groups[static_cast<std::size_t>(g)];
+    ncclUniqueId id;
+    std::memcpy(&id, ids[static_cast<std::size_t>(g)].data(), sizeof id);
+    std::vector<ncclComm_t>& members = st.comms[static_cast<std::size_t>(g)];
+    members.assign(group.ranks.size(), nullptr);
+    LYNX_NCCL_CHECK(ncclGroupStart());
+    for (std::size_t m = 0; m < group.ranks.size(); ++m) {
+      const int r = group.ranks[m];
+      if (st.plan.rank_process[static_cast<std::size_t>(r)] != me) continue;
+      LYNX_CUDA_CHECK(cudaSetDevice(device_of(r)));
+      LYNX_NCCL_CHECK(ncclCommInitRank(&members[m], static_cast<int>(group.ranks.size()), id, static_cast<int>(m)));
+    }
+    LYNX_NCCL_CHECK(ncclGroupEnd());
   }
-  for (const LiveOp& op : ops.ops) {
-    if (op.launch != LaunchKind::kSend || st.pairs.count({op.rank, op.peer})) continue;
-    std::vector<ncclComm_t> comms(2);
-    const int devices[2] = {op.rank, op.peer};
-    LYNX_NCCL_CHECK(ncclCommInitAll(comms.data(), 2, devices));
-    st.pairs[{op.rank, op.peer}] = std::move(comms);
-  }
+  for (std::size_t g = st.plan.num_collective_groups; g < st.plan.groups.size(); ++g)
+    st.pairs[{st.plan.groups[g].ranks[0], st.plan.groups[g].ranks[1]}] = static_cast<int>(g);
 }
 
 namespace {
@@ -333,7 +377,10 @@ int member_index(const Communicator& c, int rank) {
 
 /// Enqueues what `op` launches on stream `s` of rank `rk`.
 void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<std::vector<ncclComm_t>>& comms,
-            const std::map<std::pair<int, int>, std::vector<ncclComm_t>>& pairs, std::uint64_t seed) {
+            const std::map<std::pair<int, int>, int>& pairs, std::uint64_t seed) {
+  const auto pair = [&](int src, int dst, int member) {
+    return comms.at(static_cast<std::size_t>(pairs.at({src, dst}))).at(static_cast<std::size_t>(member));
+  };
   const auto si = static_cast<std::size_t>(op.stream);
   const cudaStream_t s = rk.streams[si].get();
   switch (op.launch) {
@@ -413,12 +460,12 @@ void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<s
     }
     case LaunchKind::kSend: {
       const std::size_t elements = std::max<std::size_t>(op.bytes / 2, 1);
-      LYNX_NCCL_CHECK(ncclSend(rk.comm_send.get(), elements, ncclBfloat16, 1, pairs.at({op.rank, op.peer})[0], s));
+      LYNX_NCCL_CHECK(ncclSend(rk.comm_send.get(), elements, ncclBfloat16, 1, pair(op.rank, op.peer, 0), s));
       return;
     }
     case LaunchKind::kRecv: {
       const std::size_t elements = std::max<std::size_t>(op.bytes / 2, 1);
-      LYNX_NCCL_CHECK(ncclRecv(rk.comm_recv.get(), elements, ncclBfloat16, 0, pairs.at({op.peer, op.rank})[1], s));
+      LYNX_NCCL_CHECK(ncclRecv(rk.comm_recv.get(), elements, ncclBfloat16, 0, pair(op.peer, op.rank, 1), s));
       return;
     }
     case LaunchKind::kStandinCopy:
@@ -438,7 +485,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
   LYNX_CHECK(state_ && state_->num_ops == ops.ops.size(), "run_iteration before prepare");
   State& st = *state_;
   const int ranks = static_cast<int>(st.ranks.size());
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : st.local) {
     Rank& rk = st.ranks[static_cast<std::size_t>(r)];
     rk.ledger = std::make_unique<BufferLedger>(ops.static_bytes[static_cast<std::size_t>(r)], ops.tags.size());
     LYNX_CUDA_CHECK(cudaSetDevice(rk.device));
@@ -447,6 +494,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
   }
   std::mutex error_mutex;
   std::exception_ptr error;
+  st.exchange->barrier();  // every node starts enqueueing together: one time origin, roughly
   const WallClock::time_point started = WallClock::now();
   // Per (rank, stream): the end event of its last op, to poll for completion.
   std::vector<std::vector<cudaEvent_t>> last(static_cast<std::size_t>(ranks),
@@ -497,7 +545,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
     }
   };
   std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) threads.emplace_back(enqueue_rank, r);
+  for (int r : st.local) threads.emplace_back(enqueue_rank, r);
   for (std::thread& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 
@@ -510,7 +558,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
     st.pairs.clear();
   };
   const WallClock::time_point enqueued = WallClock::now();
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : st.local) {
     LYNX_CUDA_CHECK(cudaSetDevice(st.ranks[static_cast<std::size_t>(r)].device));
     for (std::size_t s = 0; s < ops.stream_names.size(); ++s) {
       const cudaEvent_t e = last[static_cast<std::size_t>(r)][s];
@@ -541,7 +589,9 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
   Measured m;
   m.op_start_s.assign(ops.ops.size(), 0);
   m.op_end_s.assign(ops.ops.size(), 0);
-  for (int r = 0; r < ranks; ++r) {
+  m.peak_bytes.assign(static_cast<std::size_t>(ranks), 0);
+  m.memory_timeline.resize(static_cast<std::size_t>(ranks));
+  for (int r : st.local) {
     Rank& rk = st.ranks[static_cast<std::size_t>(r)];
     LYNX_CUDA_CHECK(cudaSetDevice(rk.device));
     for (int index : ops.rank_ops[static_cast<std::size_t>(r)]) {
@@ -555,7 +605,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
     }
     std::uint64_t used_high = 0;
     LYNX_CUDA_CHECK(cudaMemPoolGetAttribute(rk.pool, cudaMemPoolAttrUsedMemHigh, &used_high));
-    m.peak_bytes.push_back(ops.static_bytes[static_cast<std::size_t>(r)] + static_cast<std::int64_t>(used_high));
+    m.peak_bytes[static_cast<std::size_t>(r)] = ops.static_bytes[static_cast<std::size_t>(r)] + static_cast<std::int64_t>(used_high);
     // The memory counter in device time: allocations at their op's start, frees at its end.
     std::vector<std::pair<double, std::int64_t>> changes;
     for (int index : ops.rank_ops[static_cast<std::size_t>(r)]) {
@@ -565,11 +615,11 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
     std::stable_sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::pair<double, std::int64_t>> timeline{{0.0, ops.static_bytes[static_cast<std::size_t>(r)]}};
     for (const auto& [at, bytes] : changes) timeline.emplace_back(at, timeline.back().second + bytes);
-    m.memory_timeline.push_back(std::move(timeline));
+    m.memory_timeline[static_cast<std::size_t>(r)] = std::move(timeline);
     // What the plan left allocated (none for a whole iteration) goes back to the pool.
     for (void* p : rk.ledger->held()) LYNX_CUDA_CHECK(cudaFreeAsync(p, rk.streams[0].get()));
   }
-  return m;
+  return gather_measured(*st.exchange, ops, st.plan, std::move(m));  // every rank's, on process 0
 }
 
 }  // namespace lynx::live

@@ -4,9 +4,12 @@
 /// cross-stream dependencies as CUDA events, cuBLAS bf16 GEMMs of the planned shapes, the
 /// project's kernels on random data, activations from the stream-ordered pool
 /// (cudaMallocAsync / cudaFreeAsync), NCCL collectives per communicator and send/recv per
-/// directed rank pair; every op timed with CUDA events. No device-wide synchronisation: the
+/// directed rank pair; every op timed with CUDA events. Over several nodes, one process per
+/// node runs that node's ranks; the communicators are created in the bootstrap plan's order
+/// (ids from their owners through the IdExchange, ncclCommInitRank per local member). No device-wide synchronisation: the
 /// end of an iteration is polled per stream with NCCL's async error check and a timeout.
 #include "live/backend.hpp"
+#include "live/id_exchange.hpp"
 
 #include <memory>
 
@@ -14,6 +17,10 @@ namespace lynx::live {
 
 struct CudaOptions {
   double timeout_s = 120;  ///< a stream not done this long after its last op was enqueued fails
+  /// The processes of the run, one per node (null: this one alone, a one-node plan). This
+  /// process runs the ranks live/bootstrap_plan.hpp gives its node; run_iteration returns
+  /// every rank's measurements on process 0.
+  IdExchange* exchange = nullptr;
 };
 
 class CudaBackend final : public Backend {

@@ -1,6 +1,7 @@
 #include "live/dry_run.hpp"
 
 #include "common/bytes.hpp"
+#include "live/bootstrap_plan.hpp"
 #include "live/host_backend.hpp"
 
 #include <fmt/format.h>
@@ -58,7 +59,24 @@ void write_dry_run(std::ostream& out, const OpStream& ops, const std::string& pl
   for (const std::string& s : ops.stream_names) streams += (streams.empty() ? "" : " ") + s;
   fmt::print(out, "{} GPU rank(s), streams per rank: {}; {} ops ({} program tasks + {} receives)\n",
              ops.gpu_names.size(), streams, ops.ops.size(), ops.num_tasks, ops.ops.size() - ops.num_tasks);
-  for (const Communicator& c : ops.comms) fmt::print(out, "communicator {}: {} ranks\n", c.name, c.ranks.size());
+  // The bootstrap: one process per node, and each NCCL communicator in creation order.
+  const BootstrapPlan boot = plan_bootstrap(ops);
+  if (boot.processes > 1)
+    fmt::print(out, "processes: {}, one per node (mpirun -np {} --map-by node lynxsim-live {})\n", boot.processes,
+               boot.processes, plan_label);
+  const auto joined = [](const std::vector<int>& values) {
+    std::string s;
+    for (int v : values) s += fmt::format("{}{}", s.empty() ? "" : ",", v);
+    return s;
+  };
+  for (std::size_t node = 0; node < boot.process_ranks.size(); ++node) {
+    std::vector<int> devices;
+    for (int r : boot.process_ranks[node]) devices.push_back(boot.rank_device[static_cast<std::size_t>(r)]);
+    fmt::print(out, "node {}: ranks {} on devices {}\n", node, joined(boot.process_ranks[node]), joined(devices));
+  }
+  for (const CommGroup& g : boot.groups)
+    fmt::print(out, "communicator {}: {} ranks on node{} {}, NCCL id from node {}\n", g.name, g.ranks.size(),
+               g.processes.size() == 1 ? "" : "s", joined(g.processes), g.owner);
 
   HostBackend replay({.size_scale = 1e-12, .simulator_order = true});
   replay.prepare(ops);

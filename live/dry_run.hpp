@@ -1,7 +1,9 @@
 #pragma once
-/// `lynxsim live --dry-run`: what live mode would launch, rank by rank — streams, ops with
-/// shapes and bytes, dependencies, allocations and frees — and the memory peak (replayed in the
-/// simulator's order, next to the simulator's tracked peak).
+/// `lynxsim live --dry-run`: what live mode would launch — the processes (one per node) with
+/// their ranks and devices, the NCCL communicators in creation order with the node making each
+/// id, then rank by rank the streams, ops with shapes and bytes, dependencies, allocations and
+/// frees — and the memory peak (replayed in the simulator's order, next to the simulator's
+/// tracked peak).
 #include "live/op_stream.hpp"
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include "live/dry_run.hpp"
 #include "live/host_backend.hpp"
 #include "live/live_report.hpp"
+#include "strategies/plan_check.hpp"
 #include "strategies/plan_yaml.hpp"
 
 #include <boost/program_options.hpp>
@@ -43,7 +44,8 @@ bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
   po::store(po::command_line_parser(argv).options(desc).positional(pos).run(), vm);
   if (vm.count("help")) {
     std::cout << "usage: lynxsim live PLAN.yaml [--iterations N] [--warmup N] [--backend cuda|host] [--dry-run]\n"
-                 "                    [--set k=v]... [--csv OUT.csv] [--raw-csv RAW.csv] [--trace OUT.json]\n\n"
+                 "                    [--set k=v]... [--csv OUT.csv] [--raw-csv RAW.csv] [--trace OUT.json]\n"
+                 "       mpirun -np NODES --map-by node lynxsim-live PLAN.yaml ...   (a plan over several nodes)\n\n"
               << desc << "\n";
     return false;
   }
@@ -56,12 +58,31 @@ bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
   return true;
 }
 
+namespace {
+
+/// Whether `options` run one process per node (the CUDA backend) or every rank in one.
+bool per_node(const LiveOptions& options) { return options.backend == "cuda" && !options.dry_run; }
+
+void check_scenario_launch(const LiveOptions& options, const Scenario& sc, const LaunchContext& launch) {
+  const ParallelSpec& p = sc.parallel;
+  check_launch(plan_nodes(sc), p.tp * p.pp * p.dp, sc.hardware.gpus_per_node, per_node(options), launch);
+}
+
+}  // namespace
+
+void check_live_launch(const LiveOptions& options, const LaunchContext& launch) {
+  const strategies::PlanFile plan = strategies::read_plan_file(options.plan_path);
+  check_scenario_launch(options, strategies::scenario_for_plan(plan, options.plan_path, "", options.overrides).scenario(),
+                        launch);
+}
+
 int run_live_command(const std::vector<std::string>& argv, const BackendFactory& make_backend,
-                     const std::string& missing_hint) {
+                     const std::string& missing_hint, IdExchange& exchange, const LaunchContext& launch) {
   LiveOptions options;
   if (!parse_live_options(argv, options)) return 0;
   const strategies::PlanFile plan = strategies::read_plan_file(options.plan_path);
   const OpStream ops = build_op_stream(plan, options.plan_path, options.overrides);
+  check_scenario_launch(options, ops.scenario, launch);
   if (options.dry_run) {
     write_dry_run(std::cout, ops, options.plan_path);
     return 0;
@@ -75,6 +96,7 @@ int run_live_command(const std::vector<std::string>& argv, const BackendFactory&
   run.device = backend->device();
   run.warmup = options.warmup;
   for (int i = 0; i < options.warmup + options.iterations; ++i) run.iterations.push_back(backend->run_iteration(ops));
+  if (exchange.process() != 0) return 0;  // process 0 has every rank's measurements and reports them
   const std::vector<CompareRow> rows = compare_rows(ops, run);
   write_compare_table(std::cout, rows, run);
   if (!options.compare_csv.empty()) {

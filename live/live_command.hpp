@@ -3,6 +3,8 @@
 /// shared by lynxsim (dry run, host backend) and lynxsim-live (the CUDA backend). Options are
 /// parsed here once; the caller says which backends it has.
 #include "live/backend.hpp"
+#include "live/bootstrap_plan.hpp"
+#include "live/id_exchange.hpp"
 
 #include <functional>
 #include <memory>
@@ -32,10 +34,17 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(const LiveOptions&
 /// The host backend (always available).
 std::unique_ptr<Backend> make_host_backend(const LiveOptions& options);
 
-/// Parses `argv` (the arguments after "live"), then dry-runs or runs. `make_backend` null
-/// result: fails naming the backend and `missing_hint`. Returns the exit status.
+/// Parses `argv` (the arguments after "live"), checks the start against the plan
+/// (check_launch: the CUDA backend one process per node, the others one), then dry-runs or
+/// runs. `make_backend` null result: fails naming the backend and `missing_hint`. With several
+/// processes (`exchange`), process 0 alone writes the report, the CSVs and the trace, of every
+/// rank. Returns the exit status.
 int run_live_command(const std::vector<std::string>& argv, const BackendFactory& make_backend,
-                     const std::string& missing_hint);
+                     const std::string& missing_hint, IdExchange& exchange, const LaunchContext& launch);
+
+/// check_launch for `options` before anything runs (lynxsim, before it hands a CUDA run to
+/// lynxsim-live): reads the plan and resolves its scenario, without simulating it.
+void check_live_launch(const LiveOptions& options, const LaunchContext& launch);
 
 /// Just the option parsing (true: run; false: --help was printed).
 bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& options);

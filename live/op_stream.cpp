@@ -175,15 +175,6 @@ std::uint64_t ring_payload(std::uint64_t member_bytes, model::CollectiveKind kin
 
 OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& plan_label,
                          const std::vector<std::string>& overrides) {
-  const Scenario& planned = plan.scenario;
-  const std::int64_t gpus = static_cast<std::int64_t>(planned.parallel.tp) * planned.parallel.pp *
-                            planned.parallel.dp;
-  if (gpus > planned.hardware.gpus_per_node)
-    fail(ErrorCode::kNotModelled, "{}: the plan needs {} GPUs (tp {} x pp {} x dp {}) over {} nodes of {}: live mode runs "
-         "on one node (the multi-node MPI bootstrap is not implemented)",
-         plan_label, gpus, planned.parallel.tp, planned.parallel.pp, planned.parallel.dp,
-         (gpus + planned.hardware.gpus_per_node - 1) / planned.hardware.gpus_per_node,
-         planned.hardware.gpus_per_node);
   // Every GPU simulated (each rank gets its own program) in exact mode.
   std::vector<std::string> sets = overrides;
   sets.push_back("sim.exploit_symmetry=false");

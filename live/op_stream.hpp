@@ -107,7 +107,8 @@ int recv_stream(const OpStream& ops);
 /// Simulates `plan` on its embedded scenario with every GPU simulated (no symmetry reduction,
 /// exact mode, with the event order kept) and derives the op stream from that program.
 /// `overrides` are `--set` overrides on top of the plan's scenario; `plan_label` names the
-/// plan in messages. Throws lynx::Error for plans that span more than one node.
+/// plan in messages. Plans over several nodes give every rank of every node (the CUDA backend
+/// runs one process per node, live/bootstrap_plan.hpp; the host backend runs them all).
 OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& plan_label,
                          const std::vector<std::string>& overrides = {});
 

@@ -12,16 +12,16 @@
 #endif
 
 namespace lynx::sweep {
-namespace {
 
-/// The number of processes a launcher started, from the environment: Open MPI's mpirun, PMI or
-/// PMIx (MPICH's hydra, srun --mpi=...), or srun's step size (SLURM_STEP_NUM_TASKS, also set
-/// without an MPI plugin); 0 when no launcher started this process.
+// Open MPI's mpirun, PMI or PMIx (MPICH's hydra, srun --mpi=...), or srun's step size
+// (SLURM_STEP_NUM_TASKS, also set without an MPI plugin).
 int launcher_size() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS"})
     if (const char* value = std::getenv(name)) return std::atoi(value);
   return std::getenv("PMIX_RANK") != nullptr || std::getenv("PMI_RANK") != nullptr ? 1 : 0;
 }
+
+namespace {
 
 #ifdef LYNXSIM_WITH_MPI
 constexpr int kOutcomeTag = 7;

@@ -9,6 +9,10 @@
 
 namespace lynx::sweep {
 
+/// The number of processes a launcher started, from the environment (Open MPI's mpirun, PMI,
+/// PMIx, srun's step size); 0 when no launcher started this process.
+int launcher_size();
+
 class Ranks {
  public:
   /// Joins the MPI job if there is one (MPI_Init_thread), else is a single rank. Throws

@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """End-to-end checks of `lynxsim live`: the dry run, the host backend's outputs feeding
-`lynxsim fit` (plan -> live -> fit), and one-line refusals.
+`lynxsim fit` (plan -> live -> fit), one-line refusals, a plan over two nodes, and the
+bootstrap under mpirun.
 
-Usage: check_live_cli.py LYNXSIM_BINARY CASE   (CASE: dry_run, host_fit, errors)
+Usage: check_live_cli.py LYNXSIM_BINARY CASE   (CASE: dry_run, host_fit, errors, multi_node)
+       check_live_cli.py LYNXSIM_BINARY mpi MPIEXEC PROCESSES TEST_LIVE_MPI
+       (exit 77: mpirun is not Open MPI, skipped)
 """
 import csv
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -76,10 +80,79 @@ def case_errors(b, tmp):
     check("recompute" in p.stderr and p.stderr.count("\n") == 1, f"--set recompute refused: {p.stderr}")
 
 
-CASES = {"dry_run": case_dry_run, "host_fit": case_host_fit, "errors": case_errors}
+def make_two_node_plan(b, tmp):
+    """live-small at tp 2 x pp 2 x dp 2 over 2 nodes of 4 GPUs."""
+    plan = os.path.join(tmp, "two-node.yaml")
+    run(b, "plan", SCENARIO, "--set", "hardware.nodes=2", "--set", "hardware.gpus_per_node=4",
+        "--set", "parallel.dp=2", "--set", "parallel.global_batch=8", "-o", plan)
+    return plan
+
+
+def refused(argv, env_extra, code, text):
+    """argv ends in one coded error line containing `text`."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=dict(os.environ, **env_extra))
+    lines = [l for l in p.stderr.splitlines() if " error " in l]
+    check(p.returncode == 1 and len(lines) == 1 and f"error {code} (" in lines[0] and text in lines[0],
+          f"{' '.join(argv[1:])} {env_extra}: exit {p.returncode}, stderr: {p.stderr}")
+
+
+def case_multi_node(b, tmp):
+    plan = make_two_node_plan(b, tmp)
+    # The dry run and the host backend run every rank of both nodes in this one process.
+    out = run(b, "live", "--dry-run", plan).stdout
+    for text in ("processes: 2, one per node (mpirun -np 2 --map-by node lynxsim-live", "node 1: ranks 4,5,6,7 on devices 0,1,2,3",
+                 "communicator pp 0->4: 2 ranks on nodes 0,1, NCCL id from node 0", "rank 7 (stage1.dp1.tp1)"):
+        check(text in out, f"dry run prints '{text}'")
+    out = run(b, "live", plan, "--backend", "host", "--iterations", "1").stdout
+    check(len([l for l in out.splitlines() if l.startswith("peak_memory")]) == 8, f"host backend ran 8 ranks: {out}")
+    # The CUDA backend needs one process per node: refused before any GPU is touched.
+    spans = "the plan spans 2 nodes (8 GPUs, 4 per node)"
+    refused([b, "live", plan], {}, "E807", spans + " and this process runs alone: start one process per node, "
+            "e.g. `mpirun -np 2 --map-by node lynxsim-live PLAN.yaml`")
+    refused([b, "live", plan], {"OMPI_COMM_WORLD_SIZE": "3"}, "E807", "3 processes were started but " + spans)
+    refused([b, "live", plan, "--backend", "host"], {"OMPI_COMM_WORLD_SIZE": "2"}, "E807",
+            "2 processes were started, but --dry-run and --backend host run every rank in one process")
+    live = os.path.join(os.path.dirname(b), "lynxsim-live")
+    if os.path.exists(live):  # built with CUDA: the same refusal, still before any GPU
+        refused([live, plan], {}, "E807", spans + " and this process runs alone")
+
+
+def case_mpi(b, mpiexec, processes, test_program):
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True)
+    if not any(name in version.stdout + version.stderr for name in ("Open MPI", "open-mpi.org", "OpenRTE")):
+        print("SKIP: mpirun is not Open MPI")
+        sys.exit(77)
+    # As tests/sweep: root in a container, 1-2 cores, shared memory for everything.
+    mpirun = [mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader", "-np"]
+    out = run(mpiexec, *mpirun[1:], processes, test_program).stdout
+    check(out.startswith(f"ok: {processes} processes"), f"exchange and gather under MPI: {out}")
+    live = os.path.join(os.path.dirname(b), "lynxsim-live")
+    if processes != "2" or not os.path.exists(live):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = make_two_node_plan(b, tmp)
+        # 3 processes for 2 nodes: every process refuses (with its node), the job ends.
+        p = subprocess.run(mpirun + ["3", live, plan], capture_output=True, text=True, timeout=120)
+        check(p.returncode != 0 and "of 3: error E807 (launcher-mismatch): live: 3 processes were started" in p.stderr,
+              f"3 processes refused: exit {p.returncode}\n{p.stderr}")
+        # 2 processes: the start is right; without a GPU a node fails up front and the job
+        # ends (MPI_Abort), never a hang; with GPUs it runs and process 0 alone reports.
+        p = subprocess.run(mpirun + ["2", live, plan, "--iterations", "1"], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            check("lynxsim-live: node " in p.stderr and " of 2: error E" in p.stderr, f"a node's error line: {p.stderr}")
+        else:
+            peaks = [l for l in p.stdout.splitlines() if l.startswith("peak_memory")]
+            check(p.stdout.count("live run of") == 1 and len(peaks) == 8, f"process 0 reports the 8 ranks once: {p.stdout}")
+
+
+CASES = {"dry_run": case_dry_run, "host_fit": case_host_fit, "errors": case_errors, "multi_node": case_multi_node}
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]
+    if case == "mpi":
+        case_mpi(os.path.abspath(binary), sys.argv[3], sys.argv[4], sys.argv[5])
+        print(f"live_mpi_{sys.argv[4]}_processes: ok")
+        sys.exit(0)
     with tempfile.TemporaryDirectory() as tmp:
         CASES[case](os.path.abspath(binary), tmp)
     print(f"live_cli_{case}: ok")

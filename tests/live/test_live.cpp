@@ -249,14 +249,6 @@ TEST_CASE("live outputs: comparison rows, a fit-ready raw CSV, a trace in the si
   CHECK(t.find("qkv_gemm") != std::string::npos);
 }
 
-TEST_CASE("live mode refuses plans across nodes, with numbers") {
-  const strategies::PlanFile plan =
-      test::plan_of(test::simulate_kept(test::small_scenario("none", 4, 4, 1, {"hardware.nodes=2"})));
-  const std::string error = lynx::test::error_of([&] { (void)build_op_stream(plan, "big.yaml"); });
-  CHECK(error.find("big.yaml: the plan needs 16 GPUs (tp 4 x pp 4 x dp 1) over 2 nodes of 8") != std::string::npos);
-  CHECK(error.find("multi-node MPI bootstrap is not implemented") != std::string::npos);
-}
-
 TEST_CASE("buffer ledger: counts like the simulator's tracker, refuses a free never allocated") {
   BufferLedger ledger(100, 2);
   int a = 0, b = 0;
