@@ -90,7 +90,7 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
      "every build tools/setup.sh makes has CBC; tests/strategies checks the code at library level"},
     {ErrorCode::kNotAPlan, "not-a-plan", "the file given as a plan is not a lynxsim plan file",
      "give a file `lynxsim plan -o` wrote",
-     "plan.yaml: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, got a list", ""},
+     "plan.yaml:1:1: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, got a list", ""},
     {ErrorCode::kPlanVersion, "plan-version",
      "a plan file of a format version this lynxsim does not read",
      "make the plan again with `lynxsim plan`",
@@ -98,7 +98,8 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
     {ErrorCode::kPlanMismatch, "plan-mismatch",
      "the plan was made for another scenario (model, layout or strategy differ)",
      "run the plan with its own scenario, or plan again for this one",
-     "plan.yaml: made for model.seq_len 2048, scenarios/examples/pcie-gpt1.3b-lynx.yaml has 4096", ""},
+     "plan.yaml:32:14: key 'scenario.model.seq_len': made for 2048, scenarios/examples/pcie-gpt1.3b-lynx.yaml has 4096 "
+     "(scenarios/examples/pcie-gpt1.3b-lynx.yaml:11:12)", ""},
     {ErrorCode::kPlanUnbuildable, "plan-unbuildable",
      "the plan's decisions cannot be run (a dropped layer input, layers or stages out of order, "
      "a mode that does not match its drop list)",
@@ -119,7 +120,7 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
      "bad.yaml:4:14: key 'hardware.gpu.reserve': the reserve (107374182400 bytes) must be smaller than gpu.memory (85899345920 bytes)", ""},
     {ErrorCode::kInsufficientData, "insufficient-data",
      "too few or too uniform measurements to fit a profile or summarize the agreement",
-     "give more rows, or measurements that vary", "a summary needs at least 2 rows, got 1", ""},
+     "give more rows, or measurements that vary", "v.csv: a summary needs at least 2 rows, got 1", ""},
     {ErrorCode::kBadCsvRow, "bad-csv-row",
      "a CSV row with the wrong number of columns or a cell that is not a valid value",
      "fix the row at the file:line named",
