@@ -154,7 +154,7 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
     {ErrorCode::kOutputMismatch, "output-mismatch",
      "a sweep output file that holds another sweep, so it cannot be resumed",
      "remove the file or choose another -o",
-     "-o out.csv: the file holds another sweep (its header differs from this grid's: another grid or base scenario, lynxsim version or column set); remove it or choose another file", ""},
+     "-o out.csv:1: the file holds another sweep (its header differs from this grid's: another grid or base scenario, lynxsim version or column set); remove it or choose another file", ""},
     {ErrorCode::kBadUsage, "bad-usage",
      "an unknown command or option, or an option without its value (exit status 2)",
      "see `lynxsim --help` and `lynxsim COMMAND --help`", "unknown command 'frobnicate'", ""},
