@@ -176,6 +176,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   report.format = val::parse_validation_format(format);
   report.per_row = !no_rows;
   report.worst_count = static_cast<std::size_t>(worst);
+  report.csv = csv;
   const auto runs = val::load_measured_runs(csv);
   const Scenario base = val::validation_base_scenario({profile, profile_file, overrides, recompute});
   const std::string profile_label =

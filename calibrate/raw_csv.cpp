@@ -28,6 +28,8 @@ constexpr std::array<std::pair<MeasurementKind, std::string_view>, 6> kKindNames
 }};
 constexpr std::array<std::string_view, 4> kDtypes{"bf16", "fp16", "fp32", ""};
 constexpr std::array<std::string_view, 4> kScopes{"device", "intra", "inter", "standin"};
+/// The collectives the fitter models (its ring costs): refused here, where the row's line is known.
+constexpr std::array<std::string_view, 4> kCollectives{"all_reduce", "all_gather", "reduce_scatter", "send_recv"};
 
 template <std::size_t N>
 bool one_of(std::string_view value, const std::array<std::string_view, N>& allowed) {
@@ -104,6 +106,9 @@ Measurement parse_row(std::string_view line, const std::string& where) {
   }();
   row.name = std::string(trim(cells[1]));
   if (row.name.empty()) fail(ErrorCode::kBadCsvRow, "{}: column 'name' is empty", where);
+  if (row.kind == MeasurementKind::kCollective && !one_of(row.name, kCollectives))
+    fail(ErrorCode::kBadCsvRow, "{}: column 'name': unknown collective '{}' (one of {})", where, row.name,
+         joined(kCollectives));
   row.dtype = std::string(trim(cells[2]));
   if (!one_of(row.dtype, kDtypes))
     fail(ErrorCode::kBadCsvRow, "{}: column 'dtype': '{}' is not one of {}", where, row.dtype, joined(kDtypes));

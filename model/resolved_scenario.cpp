@@ -3,6 +3,8 @@
 #include "common/error.hpp"
 #include "model/gpt.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace lynx::model {
@@ -22,6 +24,18 @@ std::string source_key(const KeyOrigins& origins, const std::string& preset, con
 
 }  // namespace
 
+std::string value_origin(const KeyOrigins& origins, const std::string& preset, const std::string& key) {
+  std::string source = source_key(origins, preset, key);
+  if (!origins.given(source) && key.starts_with("hardware.")) {
+    // A hardware field the profile gave (a built-in profile, or a profile file).
+    for (const char* profile : {"hardware.profile", "hardware.profile_file"})
+      if (origins.given(profile)) source = profile;
+  }
+  if (!origins.given(source)) return "default";
+  if (source == key) return origins.origin_of(key);
+  return fmt::format("{} at {}", source, origins.origin_of(source));
+}
+
 ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
   const KeyOrigins& origins = read.origins;
   Scenario scenario = read.scenario;
@@ -36,7 +50,7 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
     const std::string key = origins.blame(keys);
     fail(e.code(), "{}: key '{}': {}", origins.origin_of(key), key, e.what());
   }
-  return ResolvedScenario(std::move(scenario));
+  return ResolvedScenario(std::move(scenario), origins);
 }
 
 ResolvedScenario resolve_scenario(const Scenario& scenario, const std::string& label) {

@@ -3,6 +3,7 @@
 /// The type says so: only resolve_scenario makes one, so a function that takes a
 /// ResolvedScenario never resolves or checks again. Errors point at the file:line:col of the
 /// key to blame, or name the --set override that caused them.
+#include "scenarios/key_origins.hpp"
 #include "scenarios/scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 
@@ -31,13 +32,24 @@ class ResolvedScenario {
   const Scenario& scenario() const { return scenario_; }
   /// Its fields: `resolved->model.layers`.
   const Scenario* operator->() const { return &scenario_; }
+  /// Where each key was given (the file's positions, the --set overrides), for checks made
+  /// after resolving (a plan made for another scenario) that point at a key.
+  const KeyOrigins& origins() const { return origins_; }
 
  private:
-  explicit ResolvedScenario(Scenario scenario) : scenario_(std::move(scenario)) {}
+  ResolvedScenario(Scenario scenario, KeyOrigins origins)
+      : scenario_(std::move(scenario)), origins_(std::move(origins)) {}
   friend ResolvedScenario resolve_scenario(const UnresolvedScenario& read);
 
   Scenario scenario_;
+  KeyOrigins origins_;
 };
+
+/// Where the value of `key` in a scenario read with `origins` came from, for messages:
+/// "FILE:LINE:COL" or "FILE: --set key=value" when given; "model.preset at ORIGIN" (or the key
+/// it is derived from: ffn_hidden from hidden, kv_heads from heads; a hardware field from
+/// hardware.profile or hardware.profile_file) when that key was given; else "default".
+std::string value_origin(const KeyOrigins& origins, const std::string& preset, const std::string& key);
 
 /// read_scenario_file + resolve_scenario: the scenario a command simulates.
 ResolvedScenario load_scenario_file(const std::string& path,

@@ -30,6 +30,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 struct Prepared {
   enum class Kind { kInvalid, kMemoryPruned, kReady } kind = Kind::kInvalid;
   std::string message;                      ///< kInvalid: the loader's message
+  ErrorCode code = ErrorCode::kInternal;    ///< kInvalid: its code
   std::optional<model::ResolvedScenario> scenario;  ///< kReady: in fast mode
   double time_bound_s = 0;
 };
@@ -108,6 +109,7 @@ BestOutcome run_best(const BestRequest& request) {
                                  par.virtual_stages);
       } catch (const Error& e) {
         p.message = e.what();
+        p.code = e.code();
         return p;
       }
       const Scenario& sc = p.scenario->scenario();
@@ -121,17 +123,13 @@ BestOutcome run_best(const BestRequest& request) {
       return p;
     });
     ProgressBar progress(candidates.size(), "best: checking", bar);
-    std::map<std::string, sweep::SkipReason> reasons;
+    sweep::SkipReasons reasons;
     for (std::size_t n = 0; pool.has_next(); ++n) {
       auto [i, p] = pool.next();
       if (p.kind == Prepared::Kind::kInvalid) {
         ++out.invalid;
-        sweep::SkipReason& r = reasons[sweep::skip_reason(p.message)];
-        if (r.count++ == 0) {
-          r.first_point = i;
-          r.first_message = p.message;
-          r.first_values = candidates[i].layout_text() + ", " + candidates[i].strategy;
-        }
+        reasons.add(p.code, p.message, i,
+                    [&] { return candidates[i].layout_text() + ", " + candidates[i].strategy; });
       } else if (p.kind == Prepared::Kind::kMemoryPruned) {
         ++out.memory_pruned;
       }
@@ -139,14 +137,7 @@ BestOutcome run_best(const BestRequest& request) {
       progress.update(n + 1);
     }
     progress.finish();
-    for (auto& [text, r] : reasons) {
-      r.reason = text;
-      out.invalid_reasons.push_back(std::move(r));
-    }
-    std::sort(out.invalid_reasons.begin(), out.invalid_reasons.end(),
-              [](const sweep::SkipReason& a, const sweep::SkipReason& b) {
-                return a.count != b.count ? a.count > b.count : a.first_point < b.first_point;
-              });
+    out.invalid_reasons = reasons.sorted();
   }
   if (out.invalid == candidates.size()) {
     if (out.invalid_reasons.empty()) fail(ErrorCode::kNoValidLayout, "best: the search space is empty");
@@ -330,7 +321,7 @@ std::string best_text(const BestOutcome& o) {
                    o.simulated, o.confirmed);
   if (!o.invalid_reasons.empty()) s += "invalid layouts:\n";
   for (const sweep::SkipReason& r : o.invalid_reasons)
-    s += fmt::format("  {} x {} (first: {})\n", r.count, r.reason, r.first_values);
+    s += fmt::format("  {} x {} (first: {})\n", r.count, sweep::skip_reason_text(r), r.first_values);
   return s;
 }
 

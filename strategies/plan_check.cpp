@@ -171,10 +171,10 @@ const std::vector<std::string>& plan_scenario_keys() {
   return keys;
 }
 
-void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
-                         const std::string& plan_label, const std::string& scenario_label) {
-  const Scenario& a = made_for;
-  const Scenario& b = scenario;
+void check_plan_scenario(const PlanFile& plan, const std::string& plan_label,
+                         const model::ResolvedScenario& scenario, const std::string& scenario_label) {
+  const Scenario& a = plan.scenario;
+  const Scenario& b = scenario.scenario();
   const std::vector<FieldDesc> table = scenario_field_table();
   for (const std::string& key : plan_scenario_keys()) {
     const auto field = std::find_if(table.begin(), table.end(), [&](const FieldDesc& f) {
@@ -183,7 +183,12 @@ void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
     LYNX_CHECK(field != table.end(), "plan key '{}' is not a scenario field", key);
     const std::string va = field->get(a);
     const std::string vb = field->get(b);
-    if (va != vb) fail(ErrorCode::kPlanMismatch, "{}: made for {} {}, {} has {}", plan_label, key, va, scenario_label, vb);
+    if (va == vb) continue;
+    // The plan file's line of the key (its section's for a hand-written plan that leaves it out).
+    std::string at = plan.scenario_origins.origin_of(key);
+    if (at.empty()) at = plan_label;  // a plan made in memory
+    fail(ErrorCode::kPlanMismatch, "{}: key 'scenario.{}': made for {}, {} has {} ({})", at, key, va,
+         scenario_label, vb, model::value_origin(scenario.origins(), b.model.preset, key));
   }
 }
 
@@ -206,7 +211,7 @@ model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::strin
   const std::string label = embedded ? "its scenario with --set"
                             : overrides.empty() ? scenario_file : scenario_file + " with --set";
   const Scenario& sc = resolved.scenario();
-  check_plan_scenario(file.scenario, sc, plan_label, label);
+  check_plan_scenario(file, plan_label, resolved, label);
   validate_plan(file.plan, sc, model::layer_ops(sc.model, sc.parallel), plan_label);
   return resolved;
 }

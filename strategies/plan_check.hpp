@@ -47,10 +47,12 @@ void validate_plan(const RecomputePlan& plan, const Scenario& sc,
 /// capacity. Every other field (bandwidths, latencies, efficiencies) may differ: a what-if.
 const std::vector<std::string>& plan_scenario_keys();
 
-/// Throws "PLAN_LABEL: made for KEY A, SCENARIO_LABEL has B" for the first of
-/// plan_scenario_keys() on which `scenario` differs from `made_for` (both resolved here).
-void check_plan_scenario(const Scenario& made_for, const Scenario& scenario,
-                         const std::string& plan_label, const std::string& scenario_label);
+/// Throws "PLAN:LINE:COL: key 'scenario.KEY': made for A, SCENARIO_LABEL has B (WHERE)" for
+/// the first of plan_scenario_keys() on which `scenario` differs from the plan's scenario: the
+/// plan file's position of the key, and where the scenario got its value (model::value_origin:
+/// its file:line:col, the --set override, the preset or profile, or "default").
+void check_plan_scenario(const PlanFile& plan, const std::string& plan_label,
+                         const model::ResolvedScenario& scenario, const std::string& scenario_label);
 
 /// The scenario `lynxsim run --plan` runs: SCENARIO_FILE if given, else the plan's embedded
 /// scenario, with `overrides` applied either way; refuses a `recompute.*` override (the plan

@@ -180,11 +180,16 @@ class Reader {
  public:
   explicit Reader(const std::string& file) : file_(file) {}
 
+  /// "FILE:LINE:COL" of `node`; the file's start for a node without a position (an empty
+  /// document, a key that is missing).
+  std::string position(const YAML::Node& node) const {
+    const YAML::Mark m = node.Mark();
+    return m.is_null() ? file_ + ":1:1" : fmt::format("{}:{}:{}", file_, m.line + 1, m.column + 1);
+  }
+
   [[noreturn]] void fail_at(ErrorCode code, const YAML::Node& node, const std::string& key,
                             const std::string& what) const {
-    const YAML::Mark m = node.Mark();
-    if (m.is_null()) fail(code, "{}: key '{}': {}", file_, key, what);
-    fail(code, "{}:{}:{}: key '{}': {}", file_, m.line + 1, m.column + 1, key, what);
+    fail(code, "{}: key '{}': {}", position(node), key, what);
   }
 
   /// `node` as a T, or an error naming what it holds instead.
@@ -262,14 +267,14 @@ class Reader {
     return p;
   }
 
-  Scenario scenario(const std::string& text, const YAML::Node& root) const {
+  model::ResolvedScenario scenario(const std::string& text, const YAML::Node& root) const {
     const YAML::Node node = required(root, "scenario", "");
     if (!node.IsMap())
       fail_at(ErrorCode::kWrongShape, node, "scenario",
               fmt::format("expected the resolved scenario the plan was made for (a mapping, as "
                           "`lynxsim show` prints it), got {}", describe(node)));
     // Read and resolved like a scenario file: errors carry the plan file's own positions.
-    return model::load_scenario_text(block_text(text, root, node), file_).scenario();
+    return model::load_scenario_text(block_text(text, root, node), file_);
   }
 
   LayerDecision layer(const YAML::Node& l, const std::string& at, int expected_layer) const {
@@ -395,7 +400,7 @@ PlanFile read_plan_text(const std::string& text, const std::string& file) {
   const Reader r(file);
   if (!root.IsMap())
     fail(ErrorCode::kNotAPlan, "{}: not a plan file: expected a mapping with lynxsim_plan, strategy, scenario and stages, "
-         "got {}", file, describe(root));
+         "got {}", r.position(root), describe(root));
   r.check_keys(root, {"lynxsim_plan", "strategy", "provenance", "scenario", "stages"}, "");
   const YAML::Node version = r.required(root, "lynxsim_plan", "");
   const int v = r.value<int>(version, "lynxsim_plan");
@@ -409,7 +414,9 @@ PlanFile read_plan_text(const std::string& text, const std::string& file) {
   PlanFile out;
   out.plan.strategy = r.value<std::string>(r.required(root, "strategy", ""), "strategy");
   if (const YAML::Node p = root["provenance"]) out.provenance = r.provenance(p);
-  out.scenario = r.scenario(text, root);
+  const model::ResolvedScenario scenario = r.scenario(text, root);
+  out.scenario = scenario.scenario();
+  out.scenario_origins = scenario.origins();
   const YAML::Node stages = r.required(root, "stages", "");
   r.stages(stages, out.plan);
   const auto problem = find_plan_problem(

@@ -4,6 +4,7 @@
 /// for (so it needs no other input), how it was made (informational), and per virtual stage
 /// its layers and, per layer, the dropped op groups, how they come back (on demand /
 /// overlapped) and in which window. Written with yaml-cpp's emitter: any name reads back.
+#include "scenarios/key_origins.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/recompute_plan.hpp"
 
@@ -58,6 +59,9 @@ struct PlanFile {
   /// prints it. Read back, its source_file is the plan file.
   Scenario scenario;
   PlanProvenance provenance;
+  /// Where the plan file gives each key of `scenario` (the plan file's own positions), so a
+  /// mismatch with another scenario names the line; empty for a plan made in memory.
+  KeyOrigins scenario_origins{std::string()};
 };
 
 /// The plan file as YAML; reading it back gives the same PlanFile (doubles to 6 digits).

@@ -1,6 +1,8 @@
 #pragma once
 /// What one sweep point came to: a row, or why it has none. Made by a worker, carried to
 /// rank 0 (sweep/ranks.hpp) and consumed there in point order.
+#include "common/error_codes.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -16,6 +18,7 @@ struct PointOutcome {
   Kind kind = Kind::kRow;
   bool oom = false;  ///< a row whose plan does not fit in GPU memory
   std::string text;
+  ErrorCode code = ErrorCode::kInternal;  ///< kSkipped: the code of the error in `text`
 };
 
 }  // namespace lynx::sweep

@@ -25,7 +25,7 @@ namespace {
 
 #ifdef LYNXSIM_WITH_MPI
 constexpr int kOutcomeTag = 7;
-constexpr std::size_t kHeaderBytes = 10;  ///< of an outcome message, before its text
+constexpr std::size_t kHeaderBytes = 12;  ///< of an outcome message, before its text
 
 void check_mpi(int status, const char* call) {
   if (status != MPI_SUCCESS) fail(ErrorCode::kSystemFailure, "MPI: {} failed (error {})", call, status);
@@ -104,11 +104,13 @@ void Ranks::broadcast(std::vector<std::uint64_t>& words) const {
 
 void Ranks::send_to_root(std::uint64_t index, const PointOutcome& outcome) const {
 #ifdef LYNXSIM_WITH_MPI
-  // [index: 8 bytes][kind: 1 byte][oom: 1 byte][text]
+  // [index: 8 bytes][kind: 1 byte][oom: 1 byte][error code: 2 bytes][text]
   std::string message(kHeaderBytes + outcome.text.size(), '\0');
   std::memcpy(message.data(), &index, 8);
   message[8] = static_cast<char>(outcome.kind);
   message[9] = outcome.oom ? 1 : 0;
+  const auto code = static_cast<std::uint16_t>(outcome.code);  // codes are 1..999
+  std::memcpy(message.data() + 10, &code, 2);
   std::memcpy(message.data() + kHeaderBytes, outcome.text.data(), outcome.text.size());
   check_mpi(MPI_Send(message.data(), static_cast<int>(message.size()), MPI_CHAR, 0, kOutcomeTag,
                      MPI_COMM_WORLD),
@@ -137,6 +139,9 @@ PointOutcome Ranks::receive(int from, std::uint64_t index) const {
   PointOutcome outcome;
   outcome.kind = static_cast<PointOutcome::Kind>(message[8]);
   outcome.oom = message[9] != 0;
+  std::uint16_t code = 0;
+  std::memcpy(&code, message.data() + 10, 2);
+  outcome.code = static_cast<ErrorCode>(code);
   outcome.text = message.substr(kHeaderBytes);
   return outcome;
 #else

@@ -21,8 +21,8 @@
 namespace lynx::sweep {
 namespace {
 
-PointOutcome skipped(const std::string& message) {
-  return {PointOutcome::Kind::kSkipped, false, message};
+PointOutcome skipped(ErrorCode code, const std::string& message) {
+  return {PointOutcome::Kind::kSkipped, false, message, code};
 }
 
 /// Whether every filter holds for the read scenario (its model preset filled in, so keys such
@@ -48,8 +48,8 @@ int thread_count(const SweepRequest& request, const Ranks& ranks) {
 }
 
 /// Counts one outcome into the summary.
-void count(SweepSummary& summary, std::map<std::string, SkipReason>& reasons, const Grid& grid,
-           std::uint64_t index, const PointOutcome& outcome) {
+void count(SweepSummary& summary, SkipReasons& reasons, const Grid& grid, std::uint64_t index,
+           const PointOutcome& outcome) {
   switch (outcome.kind) {
     case PointOutcome::Kind::kRow:
       ++summary.rows;
@@ -59,15 +59,8 @@ void count(SweepSummary& summary, std::map<std::string, SkipReason>& reasons, co
     case PointOutcome::Kind::kFiltered: ++summary.filtered; break;
     case PointOutcome::Kind::kSkipped: {
       ++summary.skipped;
-      SkipReason& reason = reasons[skip_reason(outcome.text)];
-      if (reason.count++ == 0) {
-        reason.first_point = index;
-        reason.first_message = outcome.text;
-        for (const std::string& o : grid.overrides(index)) {
-          if (!reason.first_values.empty()) reason.first_values += ' ';
-          reason.first_values += o;
-        }
-      }
+      reasons.add(outcome.code, outcome.text, index,
+                  [&] { return fmt::format("{}", fmt::join(grid.overrides(index), " ")); });
       break;
     }
   }
@@ -80,7 +73,7 @@ PointRun run_point(const Grid& grid, std::uint64_t index, bool simulate) {
   try {
     read = read_scenario_text(grid.base_text, grid.base_label, grid.overrides(index));
   } catch (const Error& e) {
-    return {PointOutcome::Kind::kSkipped, e.what(), {}};
+    return {PointOutcome::Kind::kSkipped, e.what(), {}, e.code()};
   }
   if (!grid.filters.empty()) {
     const std::optional<bool> hold = filters_hold(grid, read);
@@ -90,20 +83,20 @@ PointRun run_point(const Grid& grid, std::uint64_t index, bool simulate) {
   try {
     resolved.emplace(model::resolve_scenario(read));
   } catch (const Error& e) {
-    return {PointOutcome::Kind::kSkipped, e.what(), {}};
+    return {PointOutcome::Kind::kSkipped, e.what(), {}, e.code()};
   }
   if (!simulate) return {PointOutcome::Kind::kValid, {}, {}};
   try {
     return {PointOutcome::Kind::kRow, {}, runner::simulate(*resolved).result};
   } catch (const Error& e) {
-    return {PointOutcome::Kind::kSkipped, fmt::format("simulation failed: {}", e.what()), {}};
+    return {PointOutcome::Kind::kSkipped, fmt::format("simulation failed: {}", e.what()), {}, e.code()};
   }
 }
 
 PointOutcome evaluate_point(const Grid& grid, const RowWriter& writer, std::uint64_t index,
                             bool simulate) {
   const PointRun run = run_point(grid, index, simulate);
-  if (run.kind == PointOutcome::Kind::kSkipped) return skipped(run.message);
+  if (run.kind == PointOutcome::Kind::kSkipped) return skipped(run.code, run.message);
   if (run.kind != PointOutcome::Kind::kRow) return {run.kind, false, {}};
   return {PointOutcome::Kind::kRow, run.result->oom, writer.row(index, *run.result)};
 }
@@ -136,7 +129,7 @@ SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ost
   OrderedPool<PointOutcome> pool(mine, summary.threads, [&](std::uint64_t i) {
     return evaluate_point(grid, writer, i, i >= first_new);
   });
-  std::map<std::string, SkipReason> reasons;
+  SkipReasons reasons;
 
   if (!ranks.is_root()) {
     while (pool.has_next()) {
@@ -182,13 +175,7 @@ SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ost
   if (out) out->close();
   if (!out) table_out << writer.table(table_rows);
 
-  for (auto& [text, reason] : reasons) {
-    reason.reason = text;
-    summary.reasons.push_back(std::move(reason));
-  }
-  std::sort(summary.reasons.begin(), summary.reasons.end(), [](const SkipReason& a, const SkipReason& b) {
-    return a.count != b.count ? a.count > b.count : a.first_point < b.first_point;
-  });
+  summary.reasons = reasons.sorted();
   summary.seconds = seconds_since(start);
   return summary;
 }
@@ -204,65 +191,7 @@ std::string summary_text(const SweepSummary& s) {
                      s.threads == 1 ? "" : "s", s.ranks, s.ranks == 1 ? "" : "s");
   if (s.skipped > 0) out += fmt::format("skipped {}:\n", s.skipped);
   for (const SkipReason& r : s.reasons)
-    out += fmt::format("  {} x {} (first: point {}: {})\n", r.count, r.reason, r.first_point, r.first_values);
-  return out;
-}
-
-std::string skip_reason(const std::string& message) {
-  constexpr std::string_view kFailed = "simulation failed: ";
-  if (message.rfind(kFailed, 0) == 0) return std::string(kFailed) + skip_reason(message.substr(kFailed.size()));
-  // The part from "key '...': " on, else after the last ": " of a position prefix.
-  std::size_t begin = message.find("key '");
-  if (begin == std::string::npos) {
-    const std::size_t set = message.rfind(": --set ");
-    begin = set == std::string::npos ? message.find(": ") : message.find(": ", set + 8);
-    begin = begin == std::string::npos ? 0 : begin + 2;
-  }
-  std::string text = message.substr(begin);
-  // Cut the advice after the message: "key 'k': what: advice" -> "key 'k': what".
-  const std::size_t key_end = text.rfind("key '", 0) == 0 ? text.find("': ") : std::string::npos;
-  const std::size_t advice = text.find(": ", key_end == std::string::npos ? 0 : key_end + 3);
-  if (advice != std::string::npos) text.resize(advice);
-  // Drop parenthesised numbers ("(24)", "(5 × 1 = 5)") and name the other numbers N.
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '(') {
-      const std::size_t close = text.find(')', i);
-      if (close != std::string::npos &&
-          std::any_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(close),
-                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
-        while (!out.empty() && out.back() == ' ') out.pop_back();
-        i = close;
-        continue;
-      }
-    }
-    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
-      const bool in_word = i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.' ||
-                                     text[i - 1] == '-' || text[i - 1] == '_');
-      if (in_word) {
-        out += text[i];
-        continue;
-      }
-      std::size_t last = i;
-      while (last + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[last + 1])) || text[last + 1] == '.')) ++last;
-      // A name that starts with digits ("1F1B": a digit after a letter), not a number with a unit.
-      std::size_t token_end = last + 1;
-      bool digit_after_letter = false, letter_seen = false;
-      for (; token_end < text.size() && std::isalnum(static_cast<unsigned char>(text[token_end])); ++token_end) {
-        if (std::isalpha(static_cast<unsigned char>(text[token_end]))) letter_seen = true;
-        else if (letter_seen) digit_after_letter = true;
-      }
-      if (digit_after_letter) {
-        out.append(text, i, token_end - i);
-        i = token_end - 1;
-        continue;
-      }
-      i = last;
-      out += 'N';
-      continue;
-    }
-    out += text[i];
-  }
+    out += fmt::format("  {} x {} (first: point {}: {})\n", r.count, skip_reason_text(r), r.first_point, r.first_values);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "sweep/grid.hpp"
 #include "sweep/point_outcome.hpp"
 #include "sweep/ranks.hpp"
+#include "sweep/skip_reasons.hpp"
 #include "sweep/sweep_output.hpp"
 
 #include <cstdint>
@@ -23,15 +24,6 @@ struct SweepRequest {
   std::string output_path;  ///< .csv or .jsonl; empty: a table on stdout
   int threads = 0;          ///< per rank; 0: the machine's cores shared by its ranks
   bool progress = true;     ///< progress on stderr (rank 0)
-};
-
-/// One reason points were skipped for.
-struct SkipReason {
-  std::string reason;  ///< skip_reason() of the loader's message
-  std::uint64_t count = 0;
-  std::uint64_t first_point = 0;
-  std::string first_message;  ///< the first such point's whole message
-  std::string first_values;   ///< the first such point's axis values ("parallel.tp=2 ...")
 };
 
 /// How a sweep went (complete on rank 0).
@@ -53,6 +45,7 @@ struct PointRun {
   PointOutcome::Kind kind = PointOutcome::Kind::kRow;
   std::string message;                    ///< kSkipped: the loader's (or simulation's) message
   std::optional<runner::SimResult> result;  ///< kRow: the simulated result
+  ErrorCode code = ErrorCode::kInternal;  ///< kSkipped: the code of that error
 };
 
 /// Point `index` of `grid` as a PointRun (evaluate_point renders it; the Python module keeps
@@ -68,12 +61,7 @@ PointOutcome evaluate_point(const Grid& grid, const RowWriter& writer, std::uint
 /// and returns the summary; the other ranks return theirs with only their own counts.
 SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ostream& table_out);
 
-/// The summary for people: counts, rate, and each skip reason with its count.
+/// The summary for people: counts, rate, and each skip reason with its error code and count.
 std::string summary_text(const SweepSummary& summary);
-
-/// The reason in a loader or layout message, for counting: without the file position and
-/// override, the advice after the key's message, and the numbers ("key 'parallel.pp':
-/// model.layers is not divisible by parallel.pp × parallel.virtual_stages").
-std::string skip_reason(const std::string& message);
 
 }  // namespace lynx::sweep

@@ -171,10 +171,14 @@ ExistingRows read_existing_rows(const std::string& path, const RowWriter& writer
   if (start != header) {
     // A file cut inside its header holds no row yet: start it again.
     if (start.size() < header.size() && header.compare(0, start.size(), start) == 0) return existing;
-    fail(ErrorCode::kOutputMismatch, "-o {}: the file holds another sweep (its header differs from this grid's: another "
+    // The first line that differs (the header is comment lines, then the column line).
+    const std::size_t differs = static_cast<std::size_t>(
+        std::mismatch(start.begin(), start.end(), header.begin()).first - start.begin());
+    const auto line = 1 + std::count(start.begin(), start.begin() + static_cast<std::ptrdiff_t>(differs), '\n');
+    fail(ErrorCode::kOutputMismatch, "-o {}:{}: the file holds another sweep (its header differs from this grid's: another "
          "grid or base scenario, lynxsim version or column set); remove it or choose another "
          "file",
-         path);
+         path, line);
   }
   existing.resume = true;
   existing.keep_bytes = header.size();

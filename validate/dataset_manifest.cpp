@@ -10,9 +10,11 @@ namespace lynx::validate {
 
 namespace {
 
-/// "LABEL:LINE:COL" of a node (yaml-cpp marks are 0-based).
+/// "LABEL:LINE:COL" of a node (yaml-cpp marks are 0-based); the file's start for a node
+/// without a position (an empty document).
 std::string at(const std::string& label, const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
+  if (m.is_null()) return label + ":1:1";
   return fmt::format("{}:{}:{}", label, m.line + 1, m.column + 1);
 }
 
@@ -80,7 +82,7 @@ bool is_profile_file(const std::string& profile) {
 std::vector<Dataset> parse_dataset_manifest(std::string_view text, const std::string& label,
                                             const std::string& folder) {
   const YAML::Node root = load_single_document(std::string(text), label);
-  if (!root.IsMap()) fail(ErrorCode::kWrongShape, "{}: expected a map with the key 'datasets'", label);
+  if (!root.IsMap()) fail(ErrorCode::kWrongShape, "{}: expected a map with the key 'datasets'", at(label, root));
   std::vector<Dataset> out;
   bool has_datasets = false;
   for (const auto& kv : root) {
@@ -92,7 +94,7 @@ std::vector<Dataset> parse_dataset_manifest(std::string_view text, const std::st
     for (const YAML::Node& entry : kv.second) out.push_back(parse_entry(entry, label, folder));
     has_datasets = true;
   }
-  if (!has_datasets) fail(ErrorCode::kMissingKey, "{}: no 'datasets' list", label);
+  if (!has_datasets) fail(ErrorCode::kMissingKey, "{}:1:1: key 'datasets': missing (the list of data sets)", label);
   return out;
 }
 

@@ -61,6 +61,12 @@ std::string every_nth_row(std::size_t stride) {
 FitWorkflowResult run_fit_workflow(const FitWorkflowInput& input, const StageProgress& progress,
                                    const std::function<void(const FoldResult&)>& on_fold) {
   const std::size_t n = input.runs.size();
+  // Refused before any simulation: each summary (per held-out fold, all rows) needs 2 rows.
+  const std::size_t least = input.folds ? 4 : 2;
+  if (n < least)
+    fail(ErrorCode::kInsufficientData, "{}: {} needs at least {} rows, got {}{}", input.file_label,
+         input.folds ? "a fit with its two-fold held-out check" : "a fit", least, n,
+         input.folds ? " (2 held out per fold); give more rows, or --skip-folds" : "");
   const std::vector<std::size_t> all = all_rows(n);
   FitWorkflowResult out;
   out.start_rows = simulate_input_rows(input.base, input, all, "start profile", progress);
@@ -72,17 +78,19 @@ FitWorkflowResult run_fit_workflow(const FitWorkflowInput& input, const StagePro
     f.train_rows = train.size();
     f.fit = fit_stage(input, train, fmt::format("fit on {} rows", fold_name(fold)), progress);
     const Scenario fitted = with_hardware(input.base, f.fit.hardware);
+    const std::string held_out = fmt::format("{}, the {} rows held out by fold {}", input.file_label,
+                                             fold_name(1 - fold), fold);
     f.fitted_held_out =
-        summarize(simulate_input_rows(fitted, input, test, "held-out rows", progress));
-    f.start_held_out = summarize(subset(out.start_rows, test));
+        summarize(simulate_input_rows(fitted, input, test, "held-out rows", progress), held_out);
+    f.start_held_out = summarize(subset(out.start_rows, test), held_out);
     out.folds.push_back(f);
     if (on_fold) on_fold(out.folds.back());
   }
   out.final_fit = fit_stage(input, all, "fit on all rows", progress);
   const Scenario fitted = with_hardware(input.base, out.final_fit.hardware);
   out.fitted_rows = simulate_input_rows(fitted, input, all, "fitted profile", progress);
-  out.start_summary = summarize(out.start_rows);
-  out.fitted_summary = summarize(out.fitted_rows);
+  out.start_summary = summarize(out.start_rows, input.file_label);
+  out.fitted_summary = summarize(out.fitted_rows, input.file_label);
   return out;
 }
 

@@ -68,7 +68,8 @@ void write_markdown_report(std::ostream& out, const std::vector<DatasetResults>&
   fmt::print(out, "|---|---|---|---|---|---|---|---|\n");
   for (const DatasetResults& d : results)
     for (const ProfileRows& p : d.profiles) {
-      const Summary s = summarize(p.rows);
+      const Summary s = summarize(p.rows, fmt::format("{} (data set '{}', profile {})", d.dataset.file,
+                                                      d.dataset.name, p.profile));
       fmt::print(out, "| {} | `{}` | {} | {:.2f}% | {:.2f}% | {:+.2f}% | {:.3f} | {} |\n",
                  cell(d.dataset.name), cell(p.profile), s.rows, s.mape_percent,
                  s.median_ape_percent, s.mean_signed_error_percent, s.kendall_tau_b, s.oom_rows);

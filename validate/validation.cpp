@@ -185,8 +185,9 @@ std::vector<RowResult> simulate_runs(const Scenario& base, const std::vector<Mea
   return out;
 }
 
-Summary summarize(const std::vector<RowResult>& rows) {
-  if (rows.size() < 2) fail(ErrorCode::kInsufficientData, "a summary needs at least 2 rows, got {}", rows.size());
+Summary summarize(const std::vector<RowResult>& rows, const std::string& rows_label) {
+  if (rows.size() < 2)
+    fail(ErrorCode::kInsufficientData, "{}: a summary needs at least 2 rows, got {}", rows_label, rows.size());
   std::vector<double> predicted, measured;
   Summary s;
   s.rows = rows.size();
@@ -200,7 +201,11 @@ Summary summarize(const std::vector<RowResult>& rows) {
   s.mape_percent = mean_absolute_percentage_error(predicted, measured);
   s.median_ape_percent = median_absolute_percentage_error(predicted, measured);
   s.mean_abs_log_error = mean_absolute_log_error(predicted, measured);
-  s.kendall_tau_b = kendall_tau_b(predicted, measured);
+  try {
+    s.kendall_tau_b = kendall_tau_b(predicted, measured);
+  } catch (const Error& e) {
+    fail(e.code(), "{}: {}", rows_label, e.what());  // every measured time alike
+  }
   return s;
 }
 

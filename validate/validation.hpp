@@ -73,8 +73,11 @@ struct Summary {
   double kendall_tau_b = 0;              ///< rank agreement of predicted and measured times
   std::size_t oom_rows = 0;              ///< rows the simulator calls out of memory
 };
-/// Throws lynx::Error for fewer than 2 rows (tau needs pairs).
-Summary summarize(const std::vector<RowResult>& rows);
+/// Throws lynx::Error "ROWS_LABEL: a summary needs at least 2 rows, got N" for fewer than 2
+/// rows (tau needs pairs), and names ROWS_LABEL when the times are constant (tau undefined).
+/// `rows_label`: the CSV the rows come from, and which of its rows when a subset ("v.csv, the
+/// odd rows held out by fold 0").
+Summary summarize(const std::vector<RowResult>& rows, const std::string& rows_label);
 
 /// The `count` rows with the largest absolute error, largest first (ties: lower index first).
 std::vector<RowResult> worst_rows(const std::vector<RowResult>& rows, std::size_t count);

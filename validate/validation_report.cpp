@@ -52,7 +52,7 @@ std::string summary_line(const Summary& s) {
 
 void write_validation_report(std::ostream& out, const std::vector<RowResult>& rows,
                              const ReportOptions& options) {
-  const Summary summary = summarize(rows);
+  const Summary summary = summarize(rows, options.csv);
   const std::vector<RowResult> worst = worst_rows(rows, options.worst_count);
   const std::vector<CategoryError> categories = errors_by_category(rows);
 

@@ -19,6 +19,7 @@ struct ReportOptions {
   bool per_row = true;            ///< one line per row (predicted vs measured, error %)
   std::size_t worst_count = 10;   ///< rows in the worst-rows list
   std::string title;              ///< first line (table) / comment (CSV), e.g. the profile
+  std::string csv;                ///< the measurements CSV the rows come from, for messages
 };
 
 /// Per-row predictions, then MAPE, median APE, bias, Kendall tau-b, the worst rows and the

@@ -236,9 +236,11 @@ def case_plan_files(b, tmp):
               f"lynxsim {' '.join(args)}: {err}")
 
     one_line_error("run", scenario, "--set", "parallel.micro_batch=2", "--plan", plan,
-                   has=[f"{plan}: made for parallel.micro_batch 4, {scenario} with --set has 2"])
+                   has=[f"{plan}:56:18: key 'scenario.parallel.micro_batch': made for 4, {scenario} with --set has 2 "
+                        f"({scenario}: --set parallel.micro_batch=2)"])
     one_line_error("run", "scenarios/paper/pcie-gpt-1.3b.yaml", "--plan", plan,
-                   has=["made for model.layers 32, scenarios/paper/pcie-gpt-1.3b.yaml has 24"])
+                   has=["key 'scenario.model.layers': made for 32, scenarios/paper/pcie-gpt-1.3b.yaml has 24 "
+                        "(model.preset at scenarios/paper/pcie-gpt-1.3b.yaml:7:11)"])
     one_line_error("run", "--plan", plan, "--set", "recompute.strategy=lynx-opt",
                    has=["--set recompute.strategy=lynx-opt: not allowed with --plan"])
     with open(plan) as f:

@@ -97,10 +97,14 @@ def case_mpi(lynxsim, mpiexec):
             single = os.path.join(tmp, f"single.{ext}")
             ranks = os.path.join(tmp, f"ranks.{ext}")
             # A plain launch of the MPI-enabled binary: one process, no MPI job.
-            run([lynxsim, "sweep", grid, "-o", single, "--threads", "2"])
+            single_err = run([lynxsim, "sweep", grid, "-o", single, "--threads", "2"]).stderr
             err = run(mpirun + [lynxsim, "sweep", grid, "-o", ranks, "--threads", "1"]).stderr
             if "x 2 ranks" not in err:
                 sys.exit(f"FAIL: the summary does not say 2 ranks ran:\n{err}")
+            # Skip reasons (with their error codes) travel from rank 1 to rank 0 intact.
+            skips = lambda text: [l for l in text.splitlines() if l.startswith("  ") and " x E" in l]
+            if not skips(single_err) or skips(err) != skips(single_err):
+                sys.exit(f"FAIL: skip reasons under MPI differ:\n{err}\none process:\n{single_err}")
             expected = read(single)
             if expected.count(b"\n") < 10:
                 sys.exit(f"FAIL: too few rows in {single}")

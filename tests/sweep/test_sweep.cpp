@@ -8,6 +8,7 @@
 #include "tests/error_of.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -226,6 +227,28 @@ TEST_CASE("skip reasons group messages that differ only in numbers and advice") 
         "key 'parallel.schedule': 1F1B needs N micro-batches, got NGiB");
 }
 
+TEST_CASE("skip reasons count per error code and reason, most points first") {
+  SkipReasons reasons;
+  int values_asked = 0;
+  auto values = [&] { return fmt::format("point values {}", ++values_asked); };
+  reasons.add(ErrorCode::kTooManyGpus, "a.yaml: --set parallel.tp=16: key 'parallel': needs 16 GPUs", 3, values);
+  reasons.add(ErrorCode::kIndivisibleLayout, "a.yaml: key 'parallel.pp': 5 layers", 4, values);
+  reasons.add(ErrorCode::kIndivisibleLayout, "a.yaml: key 'parallel.pp': 7 layers", 6, values);
+  // The same text from another error is another reason.
+  reasons.add(ErrorCode::kOutOfRange, "a.yaml: key 'parallel.pp': 9 layers", 8, values);
+  const std::vector<SkipReason> sorted = reasons.sorted();
+  REQUIRE(sorted.size() == 3);
+  CHECK(values_asked == 3);  // once per reason
+  CHECK(sorted[0].code == ErrorCode::kIndivisibleLayout);
+  CHECK(sorted[0].count == 2);
+  CHECK(sorted[0].first_point == 4);
+  CHECK(sorted[0].first_values == "point values 2");
+  CHECK(sorted[0].first_message == "a.yaml: key 'parallel.pp': 5 layers");
+  CHECK(skip_reason_text(sorted[0]) == "E301 key 'parallel.pp': N layers");
+  CHECK(skip_reason_text(sorted[1]) == "E302 key 'parallel': needs N GPUs");
+  CHECK(skip_reason_text(sorted[2]) == "E204 key 'parallel.pp': N layers");
+}
+
 TEST_CASE("a sweep counts rows, filtered and skipped points, and reasons") {
   Folder dir;
   const std::string grid = dir.write("g.yaml", std::string(kGrid) + "where: parallel.tp != 4\n");
@@ -238,9 +261,10 @@ TEST_CASE("a sweep counts rows, filtered and skipped points, and reasons") {
   CHECK(s.reasons[0].count == 4);
   CHECK(s.reasons[0].first_point == 4);
   CHECK(s.reasons[0].first_values == "parallel.tp=1 parallel.pp=3 recompute.strategy=none");
+  CHECK(s.reasons[0].code == ErrorCode::kIndivisibleLayout);  // the caught error's code
   const std::string text = summary_text(s);
   CHECK(text.find("18 points: 8 rows (0 out of memory), 6 filtered out by where, 4 skipped") != std::string::npos);
-  CHECK(text.find("4 x key 'parallel.pp': model.layers is not divisible") != std::string::npos);
+  CHECK(text.find("4 x E301 key 'parallel.pp': model.layers is not divisible") != std::string::npos);
   // The CSV: header comment, column line, one row per valid point; no wall-time columns.
   const std::string csv = read_file(dir.file("out.csv"));
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2 + 8);

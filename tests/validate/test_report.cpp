@@ -80,7 +80,10 @@ TEST_CASE("manifest errors name file:line:col and the key") {
             .find("sets.yaml:4:15: key 'profiles': expected a list") == 0);
   CHECK(manifest_error("sets:\n  - x\n").find("sets.yaml:1:1: unknown key 'sets'") == 0);
   CHECK(manifest_error("datasets: []\n").find("expected a non-empty list") != std::string::npos);
-  CHECK(manifest_error("[1, 2]\n") == "sets.yaml: expected a map with the key 'datasets'");
+  CHECK(manifest_error("[1, 2]\n") == "sets.yaml:1:1: expected a map with the key 'datasets'");
+  CHECK(manifest_error("# sets\n\n  [1, 2]\n") == "sets.yaml:3:3: expected a map with the key 'datasets'");
+  CHECK(manifest_error("") == "sets.yaml:1:1: expected a map with the key 'datasets'");
+  CHECK(manifest_error("{}\n") == "sets.yaml:1:1: key 'datasets': missing (the list of data sets)");
 }
 
 TEST_CASE("the markdown report: a summary line per data set and profile, categories, worst rows") {

@@ -213,7 +213,7 @@ TEST_CASE("regression guard: the committed fitted profile on all vTrain rows") {
   BaseOptions options;
   options.profile_file = profile;
   const Scenario base = validation_base_scenario(options);
-  const Summary s = summarize(simulate_runs(base, runs, all_rows(runs.size()), csv));
+  const Summary s = summarize(simulate_runs(base, runs, all_rows(runs.size()), csv), csv);
   MESSAGE("fitted profile on all rows: MAPE " << s.mape_percent << "%, Kendall tau-b "
                                               << s.kendall_tau_b);
   CHECK(s.mape_percent <= 12.0);
@@ -263,7 +263,7 @@ TEST_CASE("summary, worst rows and error by category on hand-made rows") {
   rows[1].run.iteration_ms = 200;
   rows[1].predicted_ms = 180;
   rows[1].error_percent = -10;
-  const Summary s = summarize(rows);
+  const Summary s = summarize(rows, "v.csv");
   CHECK(s.rows == 2);
   CHECK(s.mape_percent == doctest::Approx(10.0));
   CHECK(s.median_ape_percent == doctest::Approx(10.0));
@@ -292,7 +292,12 @@ TEST_CASE("summary, worst rows and error by category on hand-made rows") {
   CHECK(categories[4].rows == 2);
   CHECK(categories[4].mean_signed_error_percent == doctest::Approx(0.0));
   CHECK(categories[4].mape_percent == doctest::Approx(10.0));
-  CHECK_THROWS_AS(summarize({rows[0]}), lynx::Error);
+  // The message names the CSV and which of its rows (issue 14).
+  CHECK_THROWS_WITH_AS(summarize({rows[0]}, "v.csv, the odd rows held out by fold 0"),
+                       "v.csv, the odd rows held out by fold 0: a summary needs at least 2 rows, got 1", lynx::Error);
+  std::vector<RowResult> alike = rows;
+  alike[1].run.iteration_ms = alike[0].run.iteration_ms;
+  CHECK_THROWS_WITH_AS(summarize(alike, "v.csv"), doctest::Contains("v.csv: Kendall tau is undefined"), lynx::Error);
 }
 
 TEST_CASE("the fitted profile differs from the datasheet profile only in the fitted parameters") {
@@ -349,9 +354,9 @@ TEST_CASE("the fit workflow: start scores, two folds, the final fit and the fitt
     Scenario fitted = base;
     fitted.hardware = direct.hardware;
     CHECK(f.fitted_held_out.mape_percent ==
-          summarize(simulate_runs(fitted, runs, test, "synthetic.csv")).mape_percent);
+          summarize(simulate_runs(fitted, runs, test, "synthetic.csv"), "test").mape_percent);
     CHECK(f.start_held_out.mape_percent ==
-          summarize(simulate_runs(base, runs, test, "synthetic.csv")).mape_percent);
+          summarize(simulate_runs(base, runs, test, "synthetic.csv"), "test").mape_percent);
   }
   CHECK(result.start_rows.size() == runs.size());
   CHECK(result.fitted_rows.size() == runs.size());
