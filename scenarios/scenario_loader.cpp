@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -396,8 +397,19 @@ HardwareSpec read_profile(std::string_view text, const std::string& label, int d
 
 /// The built-in profile `name`; throws lynx::Error listing the known names (and a close one).
 HardwareSpec builtin_profile(const std::string& name, int depth) {
+  // Built-in profiles are compiled in, so each reads to the same spec every time: read each once
+  // (`best` and sweeps resolve thousands of candidate scenarios naming the same profile).
+  static std::mutex cache_mutex;
+  static std::map<std::string, HardwareSpec, std::less<>> cache;
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    if (const auto it = cache.find(name); it != cache.end()) return it->second;
+  }
   for (const detail::EmbeddedFile& file : detail::embedded_profiles()) {
-    if (file.name == name) return read_profile(file.text, std::string(file.path), depth);
+    if (file.name != name) continue;
+    HardwareSpec spec = read_profile(file.text, std::string(file.path), depth);
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    return cache.emplace(name, std::move(spec)).first->second;
   }
   // The closest known name by edit distance, among those within 3 edits or containing it.
   std::string hint;
