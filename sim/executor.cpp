@@ -303,7 +303,7 @@ class Execution {
     for (std::size_t t = 0; t < num_tasks; ++t) {
       validate_task(t);
       const Task& task = program_.tasks[t];
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor;
       state_[t].pending += task.num_deps;
       TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
       if (last >= 0) {
@@ -325,18 +325,16 @@ class Execution {
       gpu_end_[g] = static_cast<TaskId>(t) + 1;
     }
 
-    // Successors in CSR form; lists are in dependent-task order. Each start serves as the fill
-    // cursor (ending at the next one's start), then the starts shift back into place.
+    // Successors in CSR form; lists are in dependent-task order. The counts become each list's
+    // end; filling from the back (tasks in reverse order) leaves every start in place.
     for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
     successors_.resize(state_[num_tasks].first_successor);
-    for (std::size_t t = 0; t < num_tasks; ++t) {
+    for (std::size_t t = num_tasks; t-- > 0;) {
       const Task& task = program_.tasks[t];
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) {
-        successors_[state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor++] = static_cast<TaskId>(t);
+      for (std::uint32_t k = task.num_deps; k-- > 0;) {
+        successors_[--state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor] = static_cast<TaskId>(t);
       }
     }
-    for (std::size_t t = num_tasks; t-- > 1;) state_[t].first_successor = state_[t - 1].first_successor;
-    if (num_tasks > 0) state_[0].first_successor = 0;
 
     // Units: unit t for each ungrouped task t (no member list), then unit num_tasks + i for
     // collective group i (dense, in group order; members listed in task order).
@@ -465,7 +463,7 @@ class Execution {
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
       if (ff_) {
         note_touched(t);
-        log_.push_back({engine_.now(), t, 0});
+        if (have_previous_) log_.push_back({engine_.now(), t, 0});
         if (next_anchor_ < program_.period_anchors.size() && t == program_.period_anchors[next_anchor_]) {
           ++next_anchor_;
           checkpoint_due_ = true;
@@ -520,7 +518,7 @@ class Execution {
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
-      if (ff_) log_.push_back({now, t, 1});
+      if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       if (options_.record_event_order) result_.event_order.push_back((static_cast<std::int64_t>(t) << 1) | 1);
@@ -813,6 +811,7 @@ class Execution {
     hi = std::max(hi, t);
   }
   void log_flow_end(std::uint32_t f, std::uint32_t unit) {
+    if (!have_previous_) return;
     log_.push_back({engine_.now(), static_cast<TaskId>(unit), 2 + (f - program_.tasks[unit].first_flow)});
   }
 
@@ -1253,7 +1252,10 @@ class Execution {
   std::vector<std::size_t> range_gpu_;  ///< the GPU of each of those ranges
   std::vector<bool> has_stream_pred_;
   std::vector<EventDesc> descs_;   ///< per engine slot: what its pending event does
-  std::vector<PeriodLogEntry> log_;  ///< task starts and ends since the last anchor
+  /// Task starts and ends since the last checkpoint; only from the first one on (try_skip reads
+  /// the log of one period, so the warm-up before it, hundreds of thousands of entries on a big
+  /// pipeline, is not kept).
+  std::vector<PeriodLogEntry> log_;
   std::size_t next_anchor_ = 0;
   bool checkpoint_due_ = false;
   bool have_previous_ = false;
