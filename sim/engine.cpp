@@ -87,11 +87,14 @@ void Engine::sift_down(std::size_t index, Entry moving) {
 void Engine::remove_at(std::size_t index) {
   const std::size_t last = --heap_size_;
   if (index == last) return;
-  const Entry moving = heap()[last];
-  if (index > 0 && before(moving, heap()[(index - 1) >> 2])) {
-    sift_up(index, moving);
+  move_entry(index, heap()[last]);
+}
+
+void Engine::move_entry(std::size_t index, const Entry& entry) {
+  if (index > 0 && before(entry, heap()[(index - 1) >> 2])) {
+    sift_up(index, entry);
   } else {
-    sift_down(index, moving);
+    sift_down(index, entry);
   }
 }
 

@@ -72,6 +72,25 @@ class Engine {
   /// Cancels a pending event: it will not run. False if it already ran or was cancelled.
   bool cancel(EventId id);
 
+  /// Exactly `cancel(id)` then `schedule_at(time_ps, handler)` (same slot, generation and
+  /// sequence, so the same run order and the same returned id), but a pending event's queue
+  /// entry is moved in place: one sift instead of a removal and an insertion.
+  template <typename H>
+  EventId reschedule(EventId id, TimePs time_ps, H&& handler) {
+    using D = std::decay_t<H>;
+    // In place only where nothing can throw half-way (an inline, nothrow-constructed handler).
+    constexpr bool in_place = Handler::template stores_inline<D> && std::is_nothrow_constructible_v<D, H&&>;
+    if (!in_place || !is_pending(id) || time_ps < now_ps_ || next_sequence_ > kMaxSequence) [[unlikely]] {
+      cancel(id);
+      return schedule_at(time_ps, std::forward<H>(handler));
+    }
+    SlotState& state = states_[id.slot];
+    state.generation = next_generation(state.generation);
+    slot_at(id.slot).handler.template emplace<D>(std::forward<H>(handler));
+    move_entry(state.position, {static_cast<std::uint64_t>(time_ps), (next_sequence_++ << kSlotBits) | id.slot});
+    return {id.slot, state.generation};
+  }
+
   /// Runs events until none is pending.
   void run();
 
@@ -149,6 +168,14 @@ class Engine {
   void sift_down(std::size_t index, Entry moving);
   /// Removes the entry at heap index `index`.
   void remove_at(std::size_t index);
+  /// Replaces the entry at heap index `index` by `entry` (of the same slot).
+  void move_entry(std::size_t index, const Entry& entry);
+  /// Whether `id` names a pending event (cancel + schedule would then reuse its slot: the
+  /// free list is last in, first out).
+  bool is_pending(EventId id) const {
+    return id.generation != 0 && id.slot < slot_count_ && states_[id.slot].generation == id.generation &&
+           states_[id.slot].position != kNotQueued;
+  }
   /// Runs the next live event if its time is <= limit_ps; false if there is none.
   bool fire_next(TimePs limit_ps);
   [[noreturn]] void fail_in_past(TimePs time_ps) const;

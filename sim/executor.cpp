@@ -615,14 +615,14 @@ class Execution {
       for (const std::uint32_t index : gpu.running_kernels) {
         KernelRun& run = kernels_[index];
         if (run.divisor == divisor) continue;
-        if (run.divisor != 0) {
-          run.remaining -= progress_capped(now - run.last_update_ps, kKernelProgressPerPs, run.divisor, run.remaining);
-          engine_.cancel(run.completion);
-        }
+        const bool rearm = run.divisor != 0;
+        if (rearm) run.remaining -= progress_capped(now - run.last_update_ps, kKernelProgressPerPs, run.divisor, run.remaining);
         run.divisor = divisor;
         run.last_update_ps = now;
         const TimePs delay = ceil_mul_div_time(run.remaining, divisor, kKernelProgressPerPs);
-        run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kKernelDone, index, 0});
+        const TimePs at = checked_add(now, delay, kSimulatedClock);
+        const EventDesc what{EventKind::kKernelDone, index, 0};
+        run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
       }
     }
     dirty_gpus_.clear();
@@ -631,12 +631,21 @@ class Execution {
   // ---- events ----
   /// Schedules the event `what` at `at_ps`; with the fast-forward armed, remembers what it is.
   EventId schedule_event(TimePs at_ps, EventDesc what) {
-    const EventId id = engine_.schedule_at(at_ps, [this, what] { fire(what); });
+    return remember(engine_.schedule_at(at_ps, [this, what] { fire(what); }), what);
+  }
+
+  /// With the fast-forward armed, records what the event `id` does; returns `id`.
+  EventId remember(EventId id, EventDesc what) {
     if (ff_) {
       if (id.slot >= descs_.size()) descs_.resize(static_cast<std::size_t>(id.slot) + 1);
       descs_[id.slot] = what;
     }
     return id;
+  }
+
+  /// engine_.cancel(old) then schedule_event(at_ps, what), with the queue entry moved in place.
+  EventId reschedule_event(EventId old, TimePs at_ps, EventDesc what) {
+    return remember(engine_.reschedule(old, at_ps, [this, what] { fire(what); }), what);
   }
 
   void fire(EventDesc what) {
@@ -734,16 +743,18 @@ class Execution {
     for (const RateChange& change : rate_changes_) {
       FlowRun& run = flows_[change.handle];
       if (run.rate == change.rate) continue;
-      if (run.rate.bytes_per_s_num != 0) {
+      const bool rearm = run.rate.bytes_per_s_num != 0;
+      if (rearm) {
         run.remaining -= progress_capped(now - run.last_update_ps, run.rate.bytes_per_s_num,
                                          static_cast<Int128>(run.rate.den), run.remaining);
-        engine_.cancel(run.completion);
       }
       run.rate = change.rate;
       run.last_update_ps = now;
       const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
                                              static_cast<Int128>(run.rate.bytes_per_s_num));
-      run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kFlowBytesDone, change.handle, 0});
+      const TimePs at = checked_add(now, delay, kSimulatedClock);
+      const EventDesc what{EventKind::kFlowBytesDone, change.handle, 0};
+      run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
     }
   }
 
