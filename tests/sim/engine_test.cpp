@@ -1,5 +1,7 @@
 #include "sim/engine.hpp"
 
+#include "tests/split_mix.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -242,11 +244,8 @@ TEST_CASE("engine order matches a sorted reference under random schedules, cance
     std::vector<Pending> reference;  // what should be pending, in any order
     std::vector<int> fired;
     std::vector<int> expected;
-    std::uint64_t rng = seed * 0x9e3779b97f4a7c15ULL;
-    auto next = [&rng](std::uint64_t bound) {
-      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-      return (rng >> 33) % bound;
-    };
+    lynx::test::SplitMix rng{seed};
+    auto next = [&rng](std::uint64_t bound) { return rng.next() % bound; };
     std::uint64_t sequence = 0;
     int label = 0;
     auto schedule = [&](TimePs at) {
@@ -308,11 +307,8 @@ TEST_CASE("engine reschedule is cancel + schedule_at: same ids, same order") {
     std::vector<int> fired_moved;
     std::vector<EventId> ids_plain;
     std::vector<EventId> ids_moved;
-    std::uint64_t rng = seed * 0x2545f4914f6cdd1dULL;
-    auto next = [&rng](std::uint64_t bound) {
-      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-      return (rng >> 33) % bound;
-    };
+    lynx::test::SplitMix rng{seed * 7919};
+    auto next = [&rng](std::uint64_t bound) { return rng.next() % bound; };
     int label = 0;
     for (int round = 0; round < 400; ++round) {
       const TimePs now = plain.now();
