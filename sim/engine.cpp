@@ -8,6 +8,7 @@ namespace lynx::sim {
 std::uint32_t Engine::new_slot() {
   if (slot_count_ >= kMaxSlots) fail(ErrorCode::kWorkTooLarge, "event engine: more than {} events pending at once", kMaxSlots);
   if ((slot_count_ & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
+  states_.emplace_back();
   return slot_count_++;
 }
 
@@ -24,30 +25,29 @@ void Engine::push(const Entry& entry) {
     heap_storage_ = std::move(grown);
     heap_capacity_ = capacity;
   }
-  // Sift up with a hole: parents move down until the entry's place is found.
+  sift_up(heap_size_++, entry);
+}
+
+void Engine::sift_up(std::size_t index, Entry moving) {
+  // With a hole: parents move down until the entry's place is found.
   Entry* h = heap();
-  std::size_t index = heap_size_++;
   while (index > 0) {
     const std::size_t parent = (index - 1) >> 2;
-    if (!before(entry, h[parent])) break;
-    h[index] = h[parent];
+    if (!before(moving, h[parent])) break;
+    place(index, h[parent]);
     index = parent;
   }
-  h[index] = entry;
+  place(index, moving);
 }
 
-void Engine::pop() {
-  const std::size_t size = --heap_size_;
-  if (size > 0) replace_root(heap()[size]);
-}
-
-void Engine::replace_root(Entry moving) {
+void Engine::sift_down(std::size_t index, Entry moving) {
   Entry* h = heap();
   const std::size_t size = heap_size_;
-  // Bottom-up: walk the hole from the root to a leaf along the smallest children, then sift
-  // `moving` up from there. In a simulation it is usually a late event that belongs near the
-  // bottom, so this saves the comparison with it on every level.
-  std::size_t hole = 0;
+  const std::size_t start = index;
+  // Bottom-up: walk the hole to a leaf along the smallest children, then sift `moving` up from
+  // there. In a simulation it is usually a late event that belongs near the bottom, so this
+  // saves the comparison with it on every level.
+  std::size_t hole = index;
   for (;;) {
     const std::size_t first = 4 * hole + 1;
     std::size_t best = first;
@@ -71,59 +71,44 @@ void Engine::replace_root(Entry moving) {
         if (before(h[child], h[best])) best = child;
       }
     }
-    h[hole] = h[best];
+    place(hole, h[best]);
     hole = best;
   }
-  while (hole > 0) {
+  // `moving` is not before the parent of `start`, so it stops at `start` or below.
+  while (hole > start) {
     const std::size_t parent = (hole - 1) >> 2;
     if (!before(moving, h[parent])) break;
-    h[hole] = h[parent];
+    place(hole, h[parent]);
     hole = parent;
   }
-  h[hole] = moving;
+  place(hole, moving);
 }
 
-void Engine::sift_down_from(std::size_t index, Entry moving) {
-  Entry* h = heap();
-  for (;;) {
-    const std::size_t first = 4 * index + 1;
-    if (first >= heap_size_) break;
-    const std::size_t end = std::min(first + 4, heap_size_);
-    std::size_t best = first;
-    for (std::size_t child = first + 1; child < end; ++child) {
-      if (before(h[child], h[best])) best = child;
-    }
-    if (!before(h[best], moving)) break;
-    h[index] = h[best];
-    index = best;
-  }
-  h[index] = moving;
+void Engine::remove_at(std::size_t index) {
+  const std::size_t last = --heap_size_;
+  if (index == last) return;
+  move_entry(index, heap()[last]);
 }
 
-void Engine::compact_if_stale() {
-  // Cancelled events leave stale heap entries behind; drop them once they dominate the heap.
-  const std::size_t stale = heap_size_ - live_events_;
-  if (stale <= live_events_ / 2 + 256) return;
-  Entry* h = heap();
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < heap_size_; ++i) {
-    if (!is_stale(h[i])) h[kept++] = h[i];
+void Engine::move_entry(std::size_t index, const Entry& entry) {
+  if (index > 0 && before(entry, heap()[(index - 1) >> 2])) {
+    sift_up(index, entry);
+  } else {
+    sift_down(index, entry);
   }
-  heap_size_ = kept;
-  if (kept < 2) return;
-  for (std::size_t start = (kept - 2) / 4 + 1; start-- > 0;) sift_down_from(start, h[start]);
 }
 
 bool Engine::cancel(EventId id) {
   if (id.generation == 0 || id.slot >= slot_count_) return false;
-  Slot& slot = slot_at(id.slot);
-  if (slot.generation != id.generation || slot.sequence == kNoSequence) return false;  // ran, or cancelled
-  slot.generation = next_generation(slot.generation);
-  slot.sequence = kNoSequence;  // its heap entry is stale from now on
-  slot.handler.reset();
+  SlotState& state = states_[id.slot];
+  if (state.generation != id.generation || state.position == kNotQueued) return false;  // ran, or cancelled
+  state.generation = next_generation(state.generation);
+  const std::size_t position = state.position;
+  state.position = kNotQueued;
+  remove_at(position);
+  slot_at(id.slot).handler.reset();
   free_slots_.push_back(id.slot);
   --live_events_;
-  compact_if_stale();
   return true;
 }
 
@@ -134,9 +119,7 @@ std::vector<PendingEvent> Engine::pending_events() const {
   const Entry* h = heap_storage_.get() + kHeapPad;
   for (std::size_t i = 0; i < heap_size_; ++i) {
     const std::uint32_t slot_index = slot_of(h[i]);
-    const Slot& slot = chunks_[slot_index >> kChunkBits][slot_index & (kChunkSize - 1)];
-    if (slot.sequence != sequence_of(h[i])) continue;  // cancelled
-    out.push_back({static_cast<TimePs>(h[i].time_ps), slot.sequence, {slot_index, slot.generation}});
+    out.push_back({static_cast<TimePs>(h[i].time_ps), sequence_of(h[i]), {slot_index, states_[slot_index].generation}});
   }
   std::sort(out.begin(), out.end(), [](const PendingEvent& a, const PendingEvent& b) {
     return a.time_ps != b.time_ps ? a.time_ps < b.time_ps : a.sequence < b.sequence;
@@ -145,38 +128,35 @@ std::vector<PendingEvent> Engine::pending_events() const {
 }
 
 bool Engine::fire_next(TimePs limit_ps) {
-  while (heap_size_ > 0) {
-    const Entry top = heap()[0];
-    Slot& slot = slot_at(slot_of(top));  // chunks never move: the reference survives new schedules
-    if (slot.sequence != sequence_of(top)) {  // cancelled: skip
-      pop();
-      continue;
+  if (heap_size_ == 0) return false;
+  const Entry top = heap()[0];
+  if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
+  const std::uint32_t index = slot_of(top);
+  SlotState& state = states_[index];  // not used after the handler: states_ may grow
+  state.position = kNotQueued;
+  state.generation = next_generation(state.generation);  // from now on cancel(id) is false
+  const std::size_t size = --heap_size_;
+  if (size > 0) sift_down(0, heap()[size]);
+  // The next event's slot is likely a cache miss: start loading it while this handler runs.
+  if (size > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));
+  now_ps_ = static_cast<TimePs>(top.time_ps);
+  --live_events_;
+  ++events_processed_;
+  fingerprint_.add(top.time_ps);
+  fingerprint_.add(sequence_of(top));
+  // Frees the slot after the handler returns or throws; the slot is not reusable meanwhile.
+  Slot& slot = slot_at(index);  // chunks never move: the reference survives new schedules
+  struct Release {
+    Engine& engine;
+    Slot& slot;
+    std::uint32_t index;
+    ~Release() {
+      slot.handler.reset();
+      engine.free_slots_.push_back(index);
     }
-    if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
-    pop();
-    // The next event's slot is likely a cache miss: start loading it while this handler runs.
-    if (heap_size_ > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));
-    now_ps_ = static_cast<TimePs>(top.time_ps);
-    slot.sequence = kNoSequence;
-    slot.generation = next_generation(slot.generation);  // from now on cancel(id) is false
-    --live_events_;
-    ++events_processed_;
-    fingerprint_.add(top.time_ps);
-    fingerprint_.add(sequence_of(top));
-    // Frees the slot after the handler returns or throws; the slot is not reusable meanwhile.
-    struct Release {
-      Engine& engine;
-      Slot& slot;
-      std::uint32_t index;
-      ~Release() {
-        slot.handler.reset();
-        engine.free_slots_.push_back(index);
-      }
-    } release{*this, slot, slot_of(top)};
-    slot.handler();
-    return true;
-  }
-  return false;
+  } release{*this, slot, index};
+  slot.handler();
+  return true;
 }
 
 void Engine::run() {

@@ -57,10 +57,9 @@ class Engine {
       free_slots_.push_back(slot_index);
       throw;
     }
-    slot.sequence = next_sequence_++;
-    push({static_cast<std::uint64_t>(time_ps), (slot.sequence << kSlotBits) | slot_index});
+    push({static_cast<std::uint64_t>(time_ps), (next_sequence_++ << kSlotBits) | slot_index});
     ++live_events_;
-    return {slot_index, slot.generation};
+    return {slot_index, states_[slot_index].generation};
   }
 
   /// Schedules `handler` at now() + delay_ps (delay_ps >= 0, overflow-checked).
@@ -72,6 +71,25 @@ class Engine {
 
   /// Cancels a pending event: it will not run. False if it already ran or was cancelled.
   bool cancel(EventId id);
+
+  /// Exactly `cancel(id)` then `schedule_at(time_ps, handler)` (same slot, generation and
+  /// sequence, so the same run order and the same returned id), but a pending event's queue
+  /// entry is moved in place: one sift instead of a removal and an insertion.
+  template <typename H>
+  EventId reschedule(EventId id, TimePs time_ps, H&& handler) {
+    using D = std::decay_t<H>;
+    // In place only where nothing can throw half-way (an inline, nothrow-constructed handler).
+    constexpr bool in_place = Handler::template stores_inline<D> && std::is_nothrow_constructible_v<D, H&&>;
+    if (!in_place || !is_pending(id) || time_ps < now_ps_ || next_sequence_ > kMaxSequence) [[unlikely]] {
+      cancel(id);
+      return schedule_at(time_ps, std::forward<H>(handler));
+    }
+    SlotState& state = states_[id.slot];
+    state.generation = next_generation(state.generation);
+    slot_at(id.slot).handler.template emplace<D>(std::forward<H>(handler));
+    move_entry(state.position, {static_cast<std::uint64_t>(time_ps), (next_sequence_++ << kSlotBits) | id.slot});
+    return {id.slot, state.generation};
+  }
 
   /// Runs events until none is pending.
   void run();
@@ -96,10 +114,12 @@ class Engine {
  private:
   // A heap entry is 16 bytes: the time, then (sequence << kSlotBits | slot). Compared as one
   // 128-bit number it orders by (time, sequence); four siblings share one 64-byte cache line.
+  // The heap holds pending events only: each slot knows its entry's position, so cancel()
+  // removes the entry at once (a re-armed completion leaves nothing stale behind to pop).
   static constexpr int kSlotBits = 24;  // up to 16.7M events pending at once
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << kSlotBits;
   static constexpr std::uint64_t kMaxSequence = (std::uint64_t{1} << (64 - kSlotBits)) - 1;  // 1.1e12 events
-  static constexpr std::uint64_t kNoSequence = UINT64_MAX;  ///< slot holds no pending event
+  static constexpr std::uint32_t kNotQueued = UINT32_MAX;  ///< position of a slot without a pending event
 
   struct alignas(16) Entry {
     std::uint64_t time_ps;
@@ -107,9 +127,11 @@ class Engine {
   };
   struct Slot {
     Handler handler;
-    std::uint64_t sequence = kNoSequence;  ///< sequence of the pending event; heap entries with
-                                           ///< another sequence are stale (cancelled)
-    std::uint32_t generation = 1;          ///< bumped when the event runs or is cancelled
+  };
+  /// Per slot, what cancel() and the heap moves touch, dense and apart from the handlers.
+  struct SlotState {
+    std::uint32_t position = kNotQueued;  ///< index of its entry in the heap
+    std::uint32_t generation = 1;         ///< bumped when the event runs or is cancelled
   };
   static constexpr std::uint32_t kChunkBits = 10;  // slab chunks of 1024 slots: stable addresses
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
@@ -123,7 +145,6 @@ class Engine {
     return generation == UINT32_MAX ? 1 : generation + 1;
   }
   Slot& slot_at(std::uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunkSize - 1)]; }
-  bool is_stale(const Entry& e) { return slot_at(slot_of(e)).sequence != sequence_of(e); }
   std::uint32_t acquire_slot() {
     if (!free_slots_.empty()) {
       const std::uint32_t index = free_slots_.back();
@@ -134,12 +155,27 @@ class Engine {
   }
   std::uint32_t new_slot();
   Entry* heap() { return heap_storage_.get() + kHeapPad; }
+  /// Writes `entry` at heap index `index` and records the position in its slot.
+  void place(std::size_t index, const Entry& entry) {
+    heap()[index] = entry;
+    states_[slot_of(entry)].position = static_cast<std::uint32_t>(index);
+  }
   void push(const Entry& entry);
-  void pop();
-  /// Removes the root and inserts `moving` in one pass (size unchanged).
-  void replace_root(Entry moving);
-  void sift_down_from(std::size_t index, Entry moving);
-  void compact_if_stale();
+  /// Moves `moving` up from the hole at `index` to its place.
+  void sift_up(std::size_t index, Entry moving);
+  /// Fills the hole at `index` with `moving`, which is not before the hole's parent: the hole
+  /// walks down along the smallest children, then `moving` rises to its place (size unchanged).
+  void sift_down(std::size_t index, Entry moving);
+  /// Removes the entry at heap index `index`.
+  void remove_at(std::size_t index);
+  /// Replaces the entry at heap index `index` by `entry` (of the same slot).
+  void move_entry(std::size_t index, const Entry& entry);
+  /// Whether `id` names a pending event (cancel + schedule would then reuse its slot: the
+  /// free list is last in, first out).
+  bool is_pending(EventId id) const {
+    return id.generation != 0 && id.slot < slot_count_ && states_[id.slot].generation == id.generation &&
+           states_[id.slot].position != kNotQueued;
+  }
   /// Runs the next live event if its time is <= limit_ps; false if there is none.
   bool fire_next(TimePs limit_ps);
   [[noreturn]] void fail_in_past(TimePs time_ps) const;
@@ -155,6 +191,7 @@ class Engine {
   std::size_t heap_size_ = 0;
   std::size_t heap_capacity_ = 0;
   std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::vector<SlotState> states_;
   std::vector<std::uint32_t> free_slots_;
   std::uint32_t slot_count_ = 0;
   TimePs now_ps_ = 0;

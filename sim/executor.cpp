@@ -161,12 +161,9 @@ class Execution {
 
   ExecResult run() {
     validate();
-    build_structure();
+    build_structure();  // also validates each task, and lists the tasks ready at time 0
     init_state();
     arm_fast_forward();
-    for (std::size_t t = 0; t < program_.tasks.size(); ++t) {
-      if (state_[t].pending == 0) ready_.push_back(static_cast<TaskId>(t));
-    }
     settle();
     engine_.run();
     if (ended_tasks_ != program_.tasks.size()) report_stuck();
@@ -236,44 +233,49 @@ class Execution {
         if (machine_.links[static_cast<std::size_t>(link)].latency_ps < 0) fail(ErrorCode::kInternal, "link {}: negative latency", link);
       }
     }
-    for (std::size_t t = 0; t < num_tasks; ++t) {
-      const Task& task = program_.tasks[t];
-      if (task.gpu < 0 || static_cast<std::size_t>(task.gpu) >= num_gpus) {
-        fail(ErrorCode::kInternal, "task {}: gpu {} is not on the machine ({} GPUs)", t, task.gpu, num_gpus);
-      }
-      const GpuDesc& gpu = machine_.gpus[static_cast<std::size_t>(task.gpu)];
-      if (task.stream < 0 || static_cast<std::size_t>(task.stream) >= gpu.stream_names.size()) {
-        fail(ErrorCode::kInternal, "task {}: stream {} is not a stream of gpu {} '{}' ({} streams)", t, task.stream, task.gpu, gpu.name,
-             gpu.stream_names.size());
-      }
-      const TaskId id = static_cast<TaskId>(t);
-      if (!program_.names.empty() && task.name >= program_.names.size()) {
-        fail(ErrorCode::kInternal, "{}: name index {} out of range ({} names)", task_label(id), task.name, program_.names.size());
-      }
-      if (task.work_ps < 0) fail(ErrorCode::kInternal, "{}: negative work_ps {}", task_label(id), task.work_ps);
-      if (task.kind == TaskKind::kMarker && task.work_ps != 0) fail(ErrorCode::kInternal, "{}: a marker takes zero time", task_label(id));
-      if (task.kind != TaskKind::kComm && task.num_flows != 0) fail(ErrorCode::kInternal, "{}: only comm tasks carry flows", task_label(id));
-      if (std::uint64_t{task.first_dep} + task.num_deps > program_.deps.size()) {
-        fail(ErrorCode::kInternal, "{}: deps [{}, +{}) outside Program::deps ({})", task_label(id), task.first_dep, task.num_deps,
-             program_.deps.size());
-      }
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) {
-        const TaskId dep = program_.deps[task.first_dep + k];
-        if (dep < 0 || static_cast<std::size_t>(dep) >= num_tasks) fail(ErrorCode::kInternal, "{}: depends on task {}, which does not exist", task_label(id), dep);
-      }
-      if (std::uint64_t{task.first_flow} + task.num_flows > program_.flows.size()) {
-        fail(ErrorCode::kInternal, "{}: flows [{}, +{}) outside Program::flows ({})", task_label(id), task.first_flow, task.num_flows,
-             program_.flows.size());
-      }
-      if (std::uint64_t{task.first_mem} + task.num_mem > program_.mem.size()) {
-        fail(ErrorCode::kInternal, "{}: memory effects [{}, +{}) outside Program::mem ({})", task_label(id), task.first_mem, task.num_mem,
-             program_.mem.size());
-      }
-      for (std::uint32_t k = 0; k < task.num_mem; ++k) {
-        const MemEffect& effect = program_.mem[task.first_mem + k];
-        if (effect.tag >= program_.tags.size()) {
-          fail(ErrorCode::kInternal, "{}: memory tag {} out of range ({} tags)", task_label(id), effect.tag, program_.tags.size());
-        }
+  }
+
+  /// The checks of one task; build_structure runs them in its pass over the tasks, before it
+  /// uses the task (one pass over millions of records, not two).
+  void validate_task(std::size_t t) const {
+    const std::size_t num_gpus = machine_.gpus.size();
+    const std::size_t num_tasks = program_.tasks.size();
+    const Task& task = program_.tasks[t];
+    if (task.gpu < 0 || static_cast<std::size_t>(task.gpu) >= num_gpus) {
+      fail(ErrorCode::kInternal, "task {}: gpu {} is not on the machine ({} GPUs)", t, task.gpu, num_gpus);
+    }
+    const GpuDesc& gpu = machine_.gpus[static_cast<std::size_t>(task.gpu)];
+    if (task.stream < 0 || static_cast<std::size_t>(task.stream) >= gpu.stream_names.size()) {
+      fail(ErrorCode::kInternal, "task {}: stream {} is not a stream of gpu {} '{}' ({} streams)", t, task.stream, task.gpu, gpu.name,
+           gpu.stream_names.size());
+    }
+    const TaskId id = static_cast<TaskId>(t);
+    if (!program_.names.empty() && task.name >= program_.names.size()) {
+      fail(ErrorCode::kInternal, "{}: name index {} out of range ({} names)", task_label(id), task.name, program_.names.size());
+    }
+    if (task.work_ps < 0) fail(ErrorCode::kInternal, "{}: negative work_ps {}", task_label(id), task.work_ps);
+    if (task.kind == TaskKind::kMarker && task.work_ps != 0) fail(ErrorCode::kInternal, "{}: a marker takes zero time", task_label(id));
+    if (task.kind != TaskKind::kComm && task.num_flows != 0) fail(ErrorCode::kInternal, "{}: only comm tasks carry flows", task_label(id));
+    if (std::uint64_t{task.first_dep} + task.num_deps > program_.deps.size()) {
+      fail(ErrorCode::kInternal, "{}: deps [{}, +{}) outside Program::deps ({})", task_label(id), task.first_dep, task.num_deps,
+           program_.deps.size());
+    }
+    for (std::uint32_t k = 0; k < task.num_deps; ++k) {
+      const TaskId dep = program_.deps[task.first_dep + k];
+      if (dep < 0 || static_cast<std::size_t>(dep) >= num_tasks) fail(ErrorCode::kInternal, "{}: depends on task {}, which does not exist", task_label(id), dep);
+    }
+    if (std::uint64_t{task.first_flow} + task.num_flows > program_.flows.size()) {
+      fail(ErrorCode::kInternal, "{}: flows [{}, +{}) outside Program::flows ({})", task_label(id), task.first_flow, task.num_flows,
+           program_.flows.size());
+    }
+    if (std::uint64_t{task.first_mem} + task.num_mem > program_.mem.size()) {
+      fail(ErrorCode::kInternal, "{}: memory effects [{}, +{}) outside Program::mem ({})", task_label(id), task.first_mem, task.num_mem,
+           program_.mem.size());
+    }
+    for (std::uint32_t k = 0; k < task.num_mem; ++k) {
+      const MemEffect& effect = program_.mem[task.first_mem + k];
+      if (effect.tag >= program_.tags.size()) {
+        fail(ErrorCode::kInternal, "{}: memory tag {} out of range ({} tags)", task_label(id), effect.tag, program_.tags.size());
       }
     }
   }
@@ -291,14 +293,23 @@ class Execution {
     for (std::size_t g = 0; g < num_gpus; ++g) stream_base[g + 1] = stream_base[g] + machine_.gpus[g].stream_names.size();
     std::vector<TaskId> last_on_stream(stream_base[num_gpus], -1);
     std::vector<std::pair<std::int32_t, TaskId>> grouped;
+    // Also, for the fast-forward: each GPU's id range, whether it is contiguous, and which
+    // tasks have a stream predecessor.
+    const bool period_hints = !program_.period_anchors.empty();
+    gpu_first_.assign(num_gpus, -1);
+    gpu_end_.assign(num_gpus, -1);
+    gpus_contiguous_ = true;
+    if (period_hints) has_stream_pred_.assign(num_tasks, false);
     for (std::size_t t = 0; t < num_tasks; ++t) {
+      validate_task(t);
       const Task& task = program_.tasks[t];
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k]) + 1].first_successor;
+      for (std::uint32_t k = 0; k < task.num_deps; ++k) ++state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor;
       state_[t].pending += task.num_deps;
       TaskId& last = last_on_stream[stream_base[static_cast<std::size_t>(task.gpu)] + static_cast<std::size_t>(task.stream)];
       if (last >= 0) {
         state_[static_cast<std::size_t>(last)].stream_next = static_cast<TaskId>(t);
         ++state_[t].pending;
+        if (period_hints) has_stream_pred_[t] = true;
       }
       last = static_cast<TaskId>(t);
       if (task.group >= 0) {
@@ -306,20 +317,24 @@ class Execution {
       } else {
         state_[t].unit = static_cast<std::uint32_t>(t);
       }
+      // Its pending count is final now: in id order, as the ready list must be.
+      if (state_[t].pending == 0) ready_.push_back(static_cast<TaskId>(t));
+      const std::size_t g = static_cast<std::size_t>(task.gpu);
+      if (gpu_first_[g] < 0) gpu_first_[g] = static_cast<TaskId>(t);
+      else if (gpu_end_[g] != static_cast<TaskId>(t)) gpus_contiguous_ = false;
+      gpu_end_[g] = static_cast<TaskId>(t) + 1;
     }
 
-    // Successors in CSR form; lists are in dependent-task order. Each start serves as the fill
-    // cursor (ending at the next one's start), then the starts shift back into place.
+    // Successors in CSR form; lists are in dependent-task order. The counts become each list's
+    // end; filling from the back (tasks in reverse order) leaves every start in place.
     for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
     successors_.resize(state_[num_tasks].first_successor);
-    for (std::size_t t = 0; t < num_tasks; ++t) {
+    for (std::size_t t = num_tasks; t-- > 0;) {
       const Task& task = program_.tasks[t];
-      for (std::uint32_t k = 0; k < task.num_deps; ++k) {
-        successors_[state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor++] = static_cast<TaskId>(t);
+      for (std::uint32_t k = task.num_deps; k-- > 0;) {
+        successors_[--state_[static_cast<std::size_t>(program_.deps[task.first_dep + k])].first_successor] = static_cast<TaskId>(t);
       }
     }
-    for (std::size_t t = num_tasks; t-- > 1;) state_[t].first_successor = state_[t - 1].first_successor;
-    if (num_tasks > 0) state_[0].first_successor = 0;
 
     // Units: unit t for each ungrouped task t (no member list), then unit num_tasks + i for
     // collective group i (dense, in group order; members listed in task order).
@@ -448,7 +463,7 @@ class Execution {
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
       if (ff_) {
         note_touched(t);
-        log_.push_back({engine_.now(), t, 0});
+        if (have_previous_) log_.push_back({engine_.now(), t, 0});
         if (next_anchor_ < program_.period_anchors.size() && t == program_.period_anchors[next_anchor_]) {
           ++next_anchor_;
           checkpoint_due_ = true;
@@ -503,7 +518,7 @@ class Execution {
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
-      if (ff_) log_.push_back({now, t, 1});
+      if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       if (options_.record_event_order) result_.event_order.push_back((static_cast<std::int64_t>(t) << 1) | 1);
@@ -600,14 +615,14 @@ class Execution {
       for (const std::uint32_t index : gpu.running_kernels) {
         KernelRun& run = kernels_[index];
         if (run.divisor == divisor) continue;
-        if (run.divisor != 0) {
-          run.remaining -= progress_capped(now - run.last_update_ps, kKernelProgressPerPs, run.divisor, run.remaining);
-          engine_.cancel(run.completion);
-        }
+        const bool rearm = run.divisor != 0;
+        if (rearm) run.remaining -= progress_capped(now - run.last_update_ps, kKernelProgressPerPs, run.divisor, run.remaining);
         run.divisor = divisor;
         run.last_update_ps = now;
         const TimePs delay = ceil_mul_div_time(run.remaining, divisor, kKernelProgressPerPs);
-        run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kKernelDone, index, 0});
+        const TimePs at = checked_add(now, delay, kSimulatedClock);
+        const EventDesc what{EventKind::kKernelDone, index, 0};
+        run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
       }
     }
     dirty_gpus_.clear();
@@ -616,12 +631,21 @@ class Execution {
   // ---- events ----
   /// Schedules the event `what` at `at_ps`; with the fast-forward armed, remembers what it is.
   EventId schedule_event(TimePs at_ps, EventDesc what) {
-    const EventId id = engine_.schedule_at(at_ps, [this, what] { fire(what); });
+    return remember(engine_.schedule_at(at_ps, [this, what] { fire(what); }), what);
+  }
+
+  /// With the fast-forward armed, records what the event `id` does; returns `id`.
+  EventId remember(EventId id, EventDesc what) {
     if (ff_) {
       if (id.slot >= descs_.size()) descs_.resize(static_cast<std::size_t>(id.slot) + 1);
       descs_[id.slot] = what;
     }
     return id;
+  }
+
+  /// engine_.cancel(old) then schedule_event(at_ps, what), with the queue entry moved in place.
+  EventId reschedule_event(EventId old, TimePs at_ps, EventDesc what) {
+    return remember(engine_.reschedule(old, at_ps, [this, what] { fire(what); }), what);
   }
 
   void fire(EventDesc what) {
@@ -719,16 +743,18 @@ class Execution {
     for (const RateChange& change : rate_changes_) {
       FlowRun& run = flows_[change.handle];
       if (run.rate == change.rate) continue;
-      if (run.rate.bytes_per_s_num != 0) {
+      const bool rearm = run.rate.bytes_per_s_num != 0;
+      if (rearm) {
         run.remaining -= progress_capped(now - run.last_update_ps, run.rate.bytes_per_s_num,
                                          static_cast<Int128>(run.rate.den), run.remaining);
-        engine_.cancel(run.completion);
       }
       run.rate = change.rate;
       run.last_update_ps = now;
       const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
                                              static_cast<Int128>(run.rate.bytes_per_s_num));
-      run.completion = schedule_event(checked_add(now, delay, kSimulatedClock), {EventKind::kFlowBytesDone, change.handle, 0});
+      const TimePs at = checked_add(now, delay, kSimulatedClock);
+      const EventDesc what{EventKind::kFlowBytesDone, change.handle, 0};
+      run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
     }
   }
 
@@ -756,19 +782,16 @@ class Execution {
       if (d <= 0) return;
     // Each GPU's tasks must be one contiguous id range (phi stays inside it).
     const std::size_t num_tasks = program_.tasks.size();
-    gpu_first_.assign(num_gpus, -1);
-    gpu_end_.assign(num_gpus, -1);
-    for (std::size_t t = 0; t < num_tasks; ++t) {
-      const std::size_t g = static_cast<std::size_t>(program_.tasks[t].gpu);
-      if (gpu_first_[g] < 0) gpu_first_[g] = static_cast<TaskId>(t);
-      else if (gpu_end_[g] != static_cast<TaskId>(t)) return;
-      gpu_end_[g] = static_cast<TaskId>(t) + 1;
-    }
+    if (!gpus_contiguous_) return;
     for (const TaskId a : program_.period_anchors)
       if (a < 0 || static_cast<std::size_t>(a) >= num_tasks) return;
-    has_stream_pred_.assign(num_tasks, false);
-    for (std::size_t t = 0; t < num_tasks; ++t)
-      if (state_[t].stream_next >= 0) has_stream_pred_[static_cast<std::size_t>(state_[t].stream_next)] = true;
+    // The GPUs' id ranges in id order (phi_near's lookup).
+    range_gpu_.clear();
+    for (std::size_t g = 0; g < num_gpus; ++g)
+      if (gpu_first_[g] >= 0) range_gpu_.push_back(g);
+    std::sort(range_gpu_.begin(), range_gpu_.end(), [&](std::size_t a, std::size_t b) { return gpu_first_[a] < gpu_first_[b]; });
+    range_first_.clear();
+    for (const std::size_t g : range_gpu_) range_first_.push_back(gpu_first_[g]);
     lo_ = gpu_first_;
     hi_.assign(num_gpus, -1);
     for (std::size_t g = 0; g < num_gpus; ++g) hi_[g] = gpu_first_[g] - 1;
@@ -777,6 +800,15 @@ class Execution {
 
   TaskId phi(TaskId t, std::int64_t periods) const {
     return static_cast<TaskId>(t + periods * delta_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)]);
+  }
+  /// phi(t, 1) for a task t that is usually on GPU `g`: its GPU comes from the id ranges, not
+  /// from its Task record (a cache miss when t is far away, as dependencies across stages are).
+  TaskId phi_near(TaskId t, std::size_t g) const {
+    if (t < gpu_first_[g] || t >= gpu_end_[g]) {
+      const auto after = std::upper_bound(range_first_.begin(), range_first_.end(), t);
+      g = range_gpu_[static_cast<std::size_t>(after - range_first_.begin()) - 1];
+    }
+    return t + delta_[g];
   }
   std::uint32_t initial_pending(TaskId t) const {
     return program_.tasks[static_cast<std::size_t>(t)].num_deps + (has_stream_pred_[static_cast<std::size_t>(t)] ? 1 : 0);
@@ -790,6 +822,7 @@ class Execution {
     hi = std::max(hi, t);
   }
   void log_flow_end(std::uint32_t f, std::uint32_t unit) {
+    if (!have_previous_) return;
     log_.push_back({engine_.now(), static_cast<TaskId>(unit), 2 + (f - program_.tasks[unit].first_flow)});
   }
 
@@ -936,8 +969,9 @@ class Execution {
         x.category != y.category || x.num_deps != y.num_deps || x.num_flows != y.num_flows || x.num_mem != y.num_mem)
       return false;
     if (has_stream_pred_[static_cast<std::size_t>(a)] != has_stream_pred_[static_cast<std::size_t>(b)]) return false;
+    const std::size_t g = static_cast<std::size_t>(x.gpu);
     for (std::uint32_t k = 0; k < x.num_deps; ++k)
-      if (program_.deps[y.first_dep + k] != phi(program_.deps[x.first_dep + k], 1)) return false;
+      if (program_.deps[y.first_dep + k] != phi_near(program_.deps[x.first_dep + k], g)) return false;
     for (std::uint32_t k = 0; k < x.num_mem; ++k) {
       const MemEffect& p = program_.mem[x.first_mem + k];
       const MemEffect& q = program_.mem[y.first_mem + k];
@@ -955,12 +989,12 @@ class Execution {
     const TaskState& sa = state_[static_cast<std::size_t>(a)];
     const TaskState& sb = state_[static_cast<std::size_t>(b)];
     if ((sa.stream_next < 0) != (sb.stream_next < 0)) return false;
-    if (sa.stream_next >= 0 && sb.stream_next != phi(sa.stream_next, 1)) return false;
+    if (sa.stream_next >= 0 && sb.stream_next != phi_near(sa.stream_next, g)) return false;
     const std::uint32_t na = state_[static_cast<std::size_t>(a) + 1].first_successor - sa.first_successor;
     const std::uint32_t nb = state_[static_cast<std::size_t>(b) + 1].first_successor - sb.first_successor;
     if (na != nb) return false;
     for (std::uint32_t k = 0; k < na; ++k)
-      if (successors_[sb.first_successor + k] != phi(successors_[sa.first_successor + k], 1)) return false;
+      if (successors_[sb.first_successor + k] != phi_near(successors_[sa.first_successor + k], g)) return false;
     return true;
   }
 
@@ -1026,13 +1060,31 @@ class Execution {
     // The skipped periods' task and flow times: the logged period's, shifted.
     std::size_t ends_per_period = 0;
     for (const PeriodLogEntry& e : log_) ends_per_period += e.what == 1 ? 1 : 0;
-    for (std::int64_t j = 1; j <= periods; ++j) {
-      const TimePs offset = static_cast<TimePs>(j) * period_ps;
-      for (const PeriodLogEntry& e : log_) {
-        const std::size_t t = static_cast<std::size_t>(phi(e.task, j));
-        if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
-        else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
-        else result_.flow_end_ps[program_.tasks[t].first_flow + (e.what - 2)] = e.time_ps + offset;
+    // GPU by GPU (each GPU's entries in log order, so writes to one place keep their order):
+    // the images of one GPU's entries then advance through its id range period by period, which
+    // the caches follow, instead of jumping between all GPUs' ranges at every entry.
+    const std::size_t num_gpus = gpu_first_.size();
+    std::vector<std::uint32_t> by_gpu(log_.size());
+    std::vector<std::size_t> gpu_begin(num_gpus + 1, 0);
+    for (const PeriodLogEntry& e : log_) ++gpu_begin[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu) + 1];
+    for (std::size_t g = 0; g < num_gpus; ++g) gpu_begin[g + 1] += gpu_begin[g];
+    {
+      std::vector<std::size_t> cursor(gpu_begin.begin(), gpu_begin.end() - 1);
+      for (std::size_t i = 0; i < log_.size(); ++i)
+        by_gpu[cursor[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(log_[i].task)].gpu)]++] = static_cast<std::uint32_t>(i);
+    }
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      const TaskId d = delta_[g];
+      for (std::int64_t j = 1; j <= periods; ++j) {
+        const TimePs offset = static_cast<TimePs>(j) * period_ps;
+        const std::int64_t shift = j * d;
+        for (std::size_t i = gpu_begin[g]; i < gpu_begin[g + 1]; ++i) {
+          const PeriodLogEntry& e = log_[by_gpu[i]];
+          const std::size_t t = static_cast<std::size_t>(e.task + shift);
+          if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
+          else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
+          else result_.flow_end_ps[program_.tasks[t].first_flow + (e.what - 2)] = e.time_ps + offset;
+        }
       }
     }
     ended_tasks_ += static_cast<std::size_t>(periods) * ends_per_period;
@@ -1204,11 +1256,17 @@ class Execution {
   std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans
   std::vector<TaskId> gpu_first_;  ///< per GPU: [first, end) of its task ids
   std::vector<TaskId> gpu_end_;
+  bool gpus_contiguous_ = false;   ///< every GPU's tasks form one id range
   std::vector<TaskId> lo_;         ///< per GPU: no task below has to be looked at (all ended)
   std::vector<TaskId> hi_;         ///< per GPU: highest task touched so far
+  std::vector<TaskId> range_first_;     ///< first task ids of the GPUs' ranges, ascending
+  std::vector<std::size_t> range_gpu_;  ///< the GPU of each of those ranges
   std::vector<bool> has_stream_pred_;
   std::vector<EventDesc> descs_;   ///< per engine slot: what its pending event does
-  std::vector<PeriodLogEntry> log_;  ///< task starts and ends since the last anchor
+  /// Task starts and ends since the last checkpoint; only from the first one on (try_skip reads
+  /// the log of one period, so the warm-up before it, hundreds of thousands of entries on a big
+  /// pipeline, is not kept).
+  std::vector<PeriodLogEntry> log_;
   std::size_t next_anchor_ = 0;
   bool checkpoint_due_ = false;
   bool have_previous_ = false;
