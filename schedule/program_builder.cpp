@@ -591,6 +591,18 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
   // reduce-scatter pipeline).
   const bool chunked = tp_chunks_ > 1 && &ops == &layer_;
   std::vector<sim::TaskId> gathered;
+  // Whether op c's backward all-gather feeds the dgrad of the GEMM below it: it is chunked.
+  auto chunks_gather = [&](size_t c) {
+    return chunked && ops[c].op.bwd_collective == model::CollectiveKind::kAllGather && c > 0 &&
+           ops[c - 1].op.kind == OpKind::kGemm;
+  };
+  auto gather_chunks = [&](size_t c, sim::TaskId after) {
+    gathered.clear();
+    for (int k = 0; k < tp_chunks_; ++k)
+      gathered.push_back(emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather, tp_ranks(),
+                                         tp_communicator(), ops[c].op.collective_bytes / tp_chunks_,
+                                         ops[c].names.bwd, {k == 0 ? after : -1}));
+  };
   for (size_t i = ops.size(); i-- > 0;) {
     const Op& op = ops[i].op;
     if (op.kind == OpKind::kCollective) {
@@ -598,13 +610,8 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       // there (overlapping its wgrad, as Megatron does); the rest run here, compute waiting.
       if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
-      if (chunked && op.bwd_collective == model::CollectiveKind::kAllGather && i > 0 &&
-          ops[i - 1].op.kind == OpKind::kGemm) {
-        gathered.clear();
-        for (int k = 0; k < tp_chunks_; ++k)
-          gathered.push_back(emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather,
-                                             tp_ranks(), tp_communicator(), op.collective_bytes / tp_chunks_,
-                                             ops[i].names.bwd, {k == 0 ? last : -1}));
+      if (chunks_gather(i)) {
+        gather_chunks(i, last);
         last = gathered.back();
         wait = gathered.front();  // what the first dgrad chunk waits for
         continue;
@@ -657,9 +664,14 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     if (i > 0 && ops[i - 1].op.kind == OpKind::kCollective &&
         ops[i - 1].op.bwd_collective != model::CollectiveKind::kNone && p_.tp > 1) {
       const Op& c = ops[i - 1].op;
-      input_grad_comm =
-          emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
-                          tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
+      if (chunks_gather(i - 1)) {
+        gather_chunks(i - 1, dgrad);
+        input_grad_comm = gathered.front();  // what the first dgrad chunk waits for
+      } else {
+        input_grad_comm =
+            emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
+                            tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
+      }
     }
     if (wgrad_here) {
       TaskArgs w;

@@ -50,9 +50,19 @@ struct Run {
   TimePs backward_head_ps = 0;  ///< from the forward's end to GEMM2's last dgrad (after the AG)
 };
 
-/// SP layer [all-gather, GEMM1, GEMM2, reduce-scatter] on tp 2, one micro-batch; the collective
-/// moves `bytes` in all (each rank sends bytes/2 over 100 GB/s, zero latency).
-Run run_layer(bool overlap, int chunks, std::uint64_t bytes) {
+/// A zero-cost elementwise op after the reduce-scatter, as the residual add of a real layer:
+/// the backward all-gather then follows its dgrad (Megatron's `g` conjugate), not the step start.
+model::Op residual() {
+  model::Op op;
+  op.name = "residual";
+  op.kind = model::OpKind::kMemoryBound;
+  op.group = model::OpGroup::kPost;
+  return op;
+}
+
+/// SP layer [all-gather, GEMM1, GEMM2, reduce-scatter (, residual)] on tp 2, one micro-batch;
+/// the collective moves `bytes` in all (each rank sends bytes/2 over 100 GB/s, zero latency).
+Run run_layer(bool overlap, int chunks, std::uint64_t bytes, bool with_residual) {
   Scenario sc = test::synthetic_scenario(1, 1, 1, ScheduleKind::kOneFOneB);
   sc.hardware = test::synthetic_hardware(2);
   sc.hardware.hbm_bw_bytes_per_s = 1'000'000'000'000'000'000ull;
@@ -64,6 +74,7 @@ Run run_layer(bool overlap, int chunks, std::uint64_t bytes) {
   w.layer = {collective("ag", model::CollectiveKind::kAllGather, model::CollectiveKind::kReduceScatter, bytes),
              gemm("gemm1"), gemm("gemm2"),
              collective("rs", model::CollectiveKind::kReduceScatter, model::CollectiveKind::kAllGather, bytes)};
+  if (with_residual) w.layer.push_back(residual());
   const hw_models::Topology topo(sc.hardware);
   const auto plan = plan_fixed_strategy(sc.recompute, uniform_partition(sc.model.layers, 1));
   const BuiltProgram built = build_program(sc, plan, topo, w);
@@ -92,15 +103,17 @@ TimePs pipeline_ps(int n, TimePs g, TimePs c) { return c + g + (n - 1) * std::ma
 }  // namespace
 
 TEST_CASE("TP-comm overlap: n chunks of GEMM g and communication c take c + g + (n-1)·max(g, c)") {
+  for (const bool with_residual : {false, true})
   for (std::uint64_t bytes : {50'000ull, 100'000ull, 200'000ull, 400'000ull}) {
+    CAPTURE(with_residual);
     // Unchunked: the all-gather (bytes/2 per rank at 100 GB/s) then the 1 us GEMM.
     const TimePs comm_ps = static_cast<TimePs>(bytes / 2 * 10);  // 10 ps per byte
-    const Run plain = run_layer(false, 0, bytes);
+    const Run plain = run_layer(false, 0, bytes, with_residual);
     CHECK(plain.forward_ps == 2 * (comm_ps + 1'000'000));
     for (int n : {1, 2, 4, 5}) {
       CAPTURE(bytes);
       CAPTURE(n);
-      const Run chunked = run_layer(true, n, bytes);
+      const Run chunked = run_layer(true, n, bytes, with_residual);
       const TimePs g = 1'000'000 / n, c = comm_ps / n;
       // AG -> GEMM1 pipeline, then GEMM2 -> RS pipeline (its mirror).
       CHECK(chunked.forward_ps == 2 * pipeline_ps(n, g, c));
