@@ -433,12 +433,11 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
   const Given* overlap = o.get("--overlap-grad-reduce");
   set.set("parallel.dp_overlap", overlap ? "bucketed" : "end", overlap,
           o.label() + ": no --overlap-grad-reduce (gradients all-reduced after the backward pass)");
-  const Given* tp_overlap = o.get("--tp-comm-overlap");
-  set.set("parallel.tp_comm_overlap", tp_overlap ? "true" : "false", tp_overlap,
-          o.label() + ": no --tp-comm-overlap");
-  const Given* param_gather = o.get("--overlap-param-gather");
-  set.set("parallel.overlap_param_gather", param_gather ? "true" : "false", param_gather,
-          o.label() + ": no --overlap-param-gather");
+  for (const auto& [option, key] : {std::pair{"--tp-comm-overlap", "parallel.tp_comm_overlap"},
+                                     std::pair{"--overlap-param-gather", "parallel.overlap_param_gather"}}) {
+    const Given* flag = o.get(option);
+    set.set(key, flag ? "true" : "false", flag, fmt::format("{}: no {}", o.label(), option));
+  }
 }
 
 /// Activation recomputation.
