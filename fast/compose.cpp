@@ -91,6 +91,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       } else {
         key.forward_windows = i > 0 && k[i - 1].forward && k[i - 1].forward_windows;
       }
+      // overlap_param_gather: the first forward of each chunk (micro-batch 0 in every schedule).
+      key.param_gathers = st.forward && st.micro_batch == 0 && p.overlap_param_gather &&
+                          p.distributed_optimizer && p.dp > 1;
       if (after_previous && i > 0) {
         key.after_previous = true;
         key.prev_forward = k[i - 1].forward;
@@ -174,6 +177,13 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (pr.pp_wait_recompute)
       delta -= std::min(start - (key.after_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
 
+    // The parameter all-gathers were simulated as issued at this step's start; they started
+    // with the iteration, so a step that starts later waits less (by at most what it waited).
+    TimePs gather_credit = 0;
+    if (key.param_gathers) {
+      gather_credit = std::min(start, pr.dp_exposed_ps);
+      delta -= gather_credit;
+    }
     const TimePs compute_end = start + pr.compute_end_ps + delta;
     const TimePs tail_end = start + pr.tail_end_ps + delta;
     TimePs end = std::max(compute_end, tail_end);
@@ -212,7 +222,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     b.recompute_overlapped_ps += pr.recompute_overlapped_ps;
     b.contention_ps += pr.contention_ps;
     b.tp_exposed_ps += pr.tp_exposed_ps;
-    b.dp_exposed_ps += pr.dp_exposed_ps;
+    b.dp_exposed_ps += pr.dp_exposed_ps - gather_credit;
     g.other_comm_ps += pr.other_comm_ps;
     b.static_memory_bytes = pr.static_bytes;
     b.peak_memory_bytes = std::max(b.peak_memory_bytes, g.level_bytes + pr.memory_peak_bytes);

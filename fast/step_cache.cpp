@@ -41,6 +41,7 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scen
   if (k.after_previous)
     fmt::format_to(std::back_inserter(key), "after {} {:d}{:d}{:d}|", k.prev_virtual_stage, k.prev_forward,
                    k.prev_grads_final, k.prev_forward_windows);
+  if (k.param_gathers) key += "gathers|";
   for (const strategies::StagePlan& s : plan.stages) fmt::format_to(std::back_inserter(key), "{},", s.layers.size());
   for (const strategies::LayerDecision& d : plan.stages[static_cast<size_t>(k.virtual_stage)].layers) {
     for (strategies::Action a : d.group) key += static_cast<char>('0' + static_cast<int>(a));
@@ -60,6 +61,7 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scen
   schedule::StageSteps part;
   part.stage = k.stage;
   part.with_tail = k.with_tail;
+  part.param_gathers = k.param_gathers;
   std::size_t measured = 0;
   if (k.after_previous) {
     const int prev_chunk = k.prev_virtual_stage / pp;

@@ -26,6 +26,9 @@ struct StepKey {
   /// collectives share links with this step's), described by the prev_* fields.
   bool after_previous = false;
   bool prev_forward = false, prev_grads_final = false, prev_forward_windows = false;
+  /// overlap_param_gather: the chunk's first forward, which waits for the parameter all-gathers
+  /// (simulated as issued at its start; fast/compose.cpp credits the head start they had).
+  bool param_gathers = false;
   int prev_virtual_stage = 0;
   bool operator==(const StepKey&) const = default;
 };

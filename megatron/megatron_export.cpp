@@ -28,6 +28,7 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
       scenario.hardware.gpus_per_node, scenario.hardware.profile, p.dp));
   std::string no_argument =
       "No Megatron-LM argument for: the hardware (GPU, links, efficiencies), parallel.dp_bucket, "
+      "parallel.tp_comm_overlap_chunks (Transformer Engine's userbuffer config), "
       "recompute.solver_nodes, sim.exploit_symmetry, sim.fast_forward, sim.mode, sim.max_tasks";
   if (r.partition == PartitionKind::kBalanced)
     no_argument += ", recompute.partition balanced (Megatron-LM splits layers evenly)";
@@ -100,6 +101,8 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   }
   if (p.distributed_optimizer) option("--use-distributed-optimizer");
   if (p.dp_overlap == DpOverlap::kBucketed) option("--overlap-grad-reduce");
+  if (p.overlap_param_gather) option("--overlap-param-gather");
+  if (p.tp_comm_overlap) option("--tp-comm-overlap");
   if (m.flash_attention) option("--use-flash-attn");
   comments.push_back("lynxsim simulates 16-bit mixed precision: --bf16 (or --fp16, the same to it).");
   option("--bf16");

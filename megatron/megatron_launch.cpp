@@ -49,10 +49,9 @@ const std::map<std::string, bool>& known_options() {
       {"--use-rotary-position-embeddings", false}, {"--attention-dropout", true},
       {"--hidden-dropout", true},
       {"--swiglu", false}, {"--untie-embeddings-and-output-weights", false},
-      {"--disable-bias-linear", false},
+      {"--disable-bias-linear", false}, {"--tp-comm-overlap", false}, {"--overlap-param-gather", false},
       // Refused whenever given: lynxsim has no model for them (reason below).
-      {"--squared-relu", false}, {"--tp-comm-overlap", false},
-      {"--overlap-param-gather", false}, {"--distribute-saved-activations", false},
+      {"--squared-relu", false}, {"--distribute-saved-activations", false},
       {"--fp8-format", true}, {"--multi-latent-attention", false},
       {"--decoder-first-pipeline-num-layers", true}, {"--decoder-last-pipeline-num-layers", true},
       {"--account-for-embedding-in-pipeline-split", false},
@@ -66,8 +65,6 @@ const std::map<std::string, bool>& known_options() {
 const std::map<std::string, std::string>& not_modelled() {
   static const std::map<std::string, std::string> table = {
       {"--squared-relu", "lynxsim's MLP activation is GeLU or SwiGLU"},
-      {"--tp-comm-overlap", "lynxsim does not split GEMMs to overlap them with TP communication"},
-      {"--overlap-param-gather", "lynxsim does not overlap the distributed optimizer's parameter all-gather"},
       {"--distribute-saved-activations", "lynxsim keeps full recomputation's layer inputs on every TP rank"},
       {"--fp8-format", "lynxsim simulates 16-bit (bf16 / fp16) training"},
       {"--multi-latent-attention", "lynxsim's attention is multi-head attention"},
@@ -436,6 +433,11 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
   const Given* overlap = o.get("--overlap-grad-reduce");
   set.set("parallel.dp_overlap", overlap ? "bucketed" : "end", overlap,
           o.label() + ": no --overlap-grad-reduce (gradients all-reduced after the backward pass)");
+  for (const auto& [option, key] : {std::pair{"--tp-comm-overlap", "parallel.tp_comm_overlap"},
+                                     std::pair{"--overlap-param-gather", "parallel.overlap_param_gather"}}) {
+    const Given* flag = o.get(option);
+    set.set(key, flag ? "true" : "false", flag, fmt::format("{}: no {}", o.label(), option));
+  }
 }
 
 /// Activation recomputation.

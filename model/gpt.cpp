@@ -666,6 +666,14 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   return ops;
 }
 
+Op gemm_row_chunk(const Op& gemm, std::int64_t chunks) {
+  LYNX_CHECK(gemm.kind == OpKind::kGemm && chunks >= 1 && gemm.gemm_m % chunks == 0,
+             "'{}': {} rows do not split into {} chunks", gemm.name, gemm.gemm_m, chunks);
+  Op chunk = gemm_op(gemm.name, gemm.group, gemm.gemm_m / chunks, gemm.gemm_n, gemm.gemm_k);
+  if (gemm.bwd_wgrad_flops == 0) chunk.bwd_wgrad_flops = chunk.bwd_wgrad_bytes = 0;
+  return chunk;
+}
+
 std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
   std::vector<Op> ops;

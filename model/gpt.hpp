@@ -136,6 +136,10 @@ struct Op {
 /// Llama layers: rmsnorm1/2 for ln1/2, `rotary` after qkv_gemm, `gqa_expand_kv` before
 /// qk_matmul (GQA without flash attention), `swiglu` for gelu (FC1 twice as wide).
 std::vector<Op> layer_ops(const ModelSpec& m, const ParallelSpec& p);
+/// One of `chunks` equal row blocks of a GEMM op (Megatron-Core's TP-comm overlap splits the
+/// token rows): m / chunks rows, the same weight; FLOPs and HBM bytes of that shape, nothing
+/// saved (the whole op's saved_bytes stay with the op). `gemm.gemm_m` must divide by `chunks`.
+Op gemm_row_chunk(const Op& gemm, std::int64_t chunks);
 /// Embedding lookup (+ SP scatter) on the first stage.
 std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Final LayerNorm, LM head GEMM and vocab-parallel cross-entropy on the last stage.

@@ -421,6 +421,27 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(size_field(
       "parallel.dp_bucket", kScn, Bound::kPositive, "gradient bucket size for bucketed dp_overlap",
       [](auto& s) -> auto& { return s.parallel.dp_bucket_bytes; }));
+  t.push_back(bool_field(
+      "parallel.tp_comm_overlap", kScn,
+      "Megatron-Core --tp-comm-overlap (Transformer Engine userbuffers; needs "
+      "sequence_parallel): each SP all-gather before QKV / FC1 and reduce-scatter after "
+      "out-proj / FC2, and the backward all-gathers before the out-proj / FC2 dgrad, run as "
+      "tp_comm_overlap_chunks chunks pipelined with the GEMM's row chunks",
+      [](auto& s) -> auto& { return s.parallel.tp_comm_overlap; }));
+  t.push_back(integer_field(
+      "parallel.tp_comm_overlap_chunks", kScn, 0, kMaxTp,
+      "chunks (row splits of the GEMM, 1/chunks of the collective each) per overlapped TP "
+      "collective with tp_comm_overlap; 0: tp (Transformer Engine's ring-exchange split); "
+      "must divide seq_len * micro_batch",
+      [](auto& s) -> auto& { return s.parallel.tp_comm_overlap_chunks; }));
+  t.back().default_text = "0 (tp)";
+  t.push_back(bool_field(
+      "parallel.overlap_param_gather", kScn,
+      "Megatron --overlap-param-gather (needs distributed_optimizer): the bf16 parameter "
+      "all-gather runs per bucket (dp_bucket) at the start of the iteration on the dp stream, "
+      "each bucket's layers waiting for it at their first forward, instead of after the "
+      "optimizer step",
+      [](auto& s) -> auto& { return s.parallel.overlap_param_gather; }));
 
   // hardware: the profile selectors and the cluster size (scenario only).
   t.push_back(string_field(

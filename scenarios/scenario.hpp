@@ -92,6 +92,14 @@ struct ParallelSpec {
   bool fp32_main_grads = true;
   DpOverlap dp_overlap = DpOverlap::kBucketed;
   std::uint64_t dp_bucket_bytes = 40'000'000;  ///< Megatron's default bucket, 40 MB
+  /// Megatron-Core's --tp-comm-overlap (Transformer Engine userbuffers, needs sequence
+  /// parallelism): the SP all-gathers and reduce-scatters next to the layer GEMMs run in chunks
+  /// pipelined with the GEMM chunks (schedule/tp_comm_overlap.hpp).
+  bool tp_comm_overlap = false;
+  int tp_comm_overlap_chunks = 0;  ///< chunks per overlapped collective; 0: tp
+  /// Megatron's --overlap-param-gather (needs the distributed optimizer): the parameter
+  /// all-gather runs bucket by bucket beside the forward pass instead of after the optimizer step.
+  bool overlap_param_gather = false;
 };
 
 /// Efficiency that grows with the size of the work: eff(w) = max * w / (w + half_work).

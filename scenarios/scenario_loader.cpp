@@ -558,7 +558,10 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
   for (const char* key :
        {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
-        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode"}) {
+        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode",
+        "parallel.tp_comm_overlap", "parallel.tp_comm_overlap_chunks", "parallel.sequence_parallel",
+        "parallel.micro_batch", "model.seq_len", "parallel.overlap_param_gather",
+        "parallel.distributed_optimizer"}) {
     known_key(keys, key);
   }
   const ParallelSpec& p = s.parallel;
@@ -592,6 +595,31 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "{}: key '{}': parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole "
         "backward steps; it has no deferred weight-gradient passes)",
         origins.origin_of(key), key);
+  }
+  if (p.tp_comm_overlap && !p.sequence_parallel) {
+    // Megatron-LM's validate_args: "Tensor parallel communication/GEMM overlap can happen only
+    // when sequence parallelism is enabled".
+    const std::string key = origins.blame({"parallel.tp_comm_overlap", "parallel.sequence_parallel"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': parallel.tp_comm_overlap needs parallel.sequence_parallel: true "
+         "(Megatron-LM overlaps TP communication with GEMMs only under sequence parallelism)",
+         origins.origin_of(key), key);
+  }
+  if (p.overlap_param_gather && !p.distributed_optimizer) {
+    // Megatron-LM's validate_args: "--overlap-param-gather only supported with distributed optimizer".
+    const std::string key = origins.blame({"parallel.overlap_param_gather", "parallel.distributed_optimizer"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': parallel.overlap_param_gather needs parallel.distributed_optimizer: true "
+         "(only the distributed optimizer all-gathers parameters)",
+         origins.origin_of(key), key);
+  }
+  const std::int64_t rows = checked_product("model.seq_len x parallel.micro_batch", {s.model.seq_len, p.micro_batch});
+  if (p.tp_comm_overlap && p.tp_comm_overlap_chunks > 0 && rows % p.tp_comm_overlap_chunks != 0) {
+    const std::string key = origins.blame({"parallel.tp_comm_overlap_chunks", "model.seq_len", "parallel.micro_batch"});
+    fail(ErrorCode::kIndivisibleLayout,
+         "{}: key '{}': parallel.tp_comm_overlap_chunks ({}) does not divide seq_len * micro_batch "
+         "= {}: each chunk is a whole number of the GEMM's rows",
+         origins.origin_of(key), key, p.tp_comm_overlap_chunks, rows);
   }
   if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
     fail(ErrorCode::kIncompatibleSettings, 

@@ -412,6 +412,20 @@ class Builder {
   std::vector<LayerSpan> layer_fwd_spans_;
   std::vector<StepSpan> step_spans_;
   sim::TaskId step_first_ = 0;  ///< first task of the step being emitted
+  /// overlap_param_gather: per virtual stage, the parameter all-gathers (by bucket) its first
+  /// forward waits for before its embedding, each layer and its head (-1: none).
+  struct ParamGates {
+    sim::TaskId embedding = -1, head = -1;
+    std::vector<sim::TaskId> layer;
+    bool waited = false;  ///< its first forward has been emitted
+  };
+  std::map<int, ParamGates> param_gates_;
+  /// Issues the parameter all-gathers of virtual stages `chunks` on the dp stream, bucket by
+  /// bucket in forward order (a bucket closes at dp_bucket / 2 parameters, as gradient buckets).
+  void emit_param_gathers(const std::vector<int>& chunks);
+  /// A marker after `after` that waits for `gather` unless it is -1 or `waited` (then `after`).
+  sim::TaskId wait_for_params(sim::TaskId after, sim::TaskId gather, sim::TaskId& waited);
+  bool overlaps_param_gather() const { return p_.overlap_param_gather && p_.distributed_optimizer && p_.dp > 1; }
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
@@ -419,6 +433,9 @@ class Builder {
   sim::LinkId standin_link_ = -1;  ///< sim.comm_standin: the device-to-host link (host-to-device is next)
   int micro_batches_ = 0;
   std::vector<OpWithTimes> layer_;
+  /// TP-comm overlap: per layer op, one row chunk of it (GEMMs only; others a copy).
+  std::vector<OpWithTimes> layer_chunk_;
+  int tp_chunks_ = 1;  ///< tp_overlap_chunks(p_)
   std::vector<OpWithTimes> embedding_;
   std::vector<OpWithTimes> head_;
   // current GPU
@@ -437,39 +454,94 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
   sim::TaskId last = wait;
   sim::TaskId last_kernel = -1;
   bool window_opened = false;
-  for (int index : chain.indices) {
+  auto open_window = [&](sim::TaskId waited) {
+    if (!window_opened && chain.on_window && *chain.on_window && waited >= 0 && last_kernel >= 0 &&
+        prog_.tasks[static_cast<size_t>(waited)].kind == sim::TaskKind::kComm) {
+      window_opened = true;  // the compute stream idles from here until the collective ends
+      (*chain.on_window)(last_kernel);
+    }
+  };
+  // TP-comm overlap: the layer's GEMMs run in row chunks beside chunked collectives (its
+  // forward on the compute stream, first pass or on-demand recompute alike).
+  const bool chunked = tp_chunks_ > 1 && chain.ops == &layer_ && chain.stream == kCompute;
+  auto op_at = [&](size_t j) -> const OpWithTimes* {
+    return j < chain.indices.size() ? &(*chain.ops)[static_cast<size_t>(chain.indices[j])] : nullptr;
+  };
+  auto is_gemm = [](const OpWithTimes* o) { return o && o->op.kind == OpKind::kGemm; };
+  const sim::Category comm_category = chain.recompute ? sim::Category::kRecompute : sim::Category::kTpComm;
+  std::vector<sim::TaskId> gathered;  // all-gather chunks the next GEMM's chunks wait for
+  for (size_t j = 0; j < chain.indices.size(); ++j) {
+    const int index = chain.indices[j];
     const OpWithTimes& o = (*chain.ops)[static_cast<size_t>(index)];
     const std::uint32_t name = chain.recompute ? o.names.re : o.names.fwd;
     if (o.op.kind == OpKind::kCollective) {
       if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       LYNX_CHECK(chain.stream == kCompute, "overlapped recompute of '{}' needs communication", o.op.name);
-      last = emit_collective(kTp, chain.recompute ? sim::Category::kRecompute : sim::Category::kTpComm,
-                             hw_models::to_collective(o.op.collective), tp_ranks(), tp_communicator(),
-                             o.op.collective_bytes, name, {last});
+      if (chunked && o.op.collective == model::CollectiveKind::kAllGather && is_gemm(op_at(j + 1))) {
+        // Chunk k of the gathered rows arrives while the GEMM works on chunk k - 1.
+        gathered.clear();
+        for (int k = 0; k < tp_chunks_; ++k)
+          gathered.push_back(emit_collective(kTp, comm_category, hw_models::Collective::kAllGather, tp_ranks(),
+                                             tp_communicator(), o.op.collective_bytes / tp_chunks_, name,
+                                             {k == 0 ? last : -1}));
+        last = gathered.back();
+        wait = last;
+        continue;
+      }
+      last = emit_collective(kTp, comm_category, hw_models::to_collective(o.op.collective), tp_ranks(),
+                             tp_communicator(), o.op.collective_bytes, name, {last});
       wait = last;
       continue;
-    }
-    if (!window_opened && chain.on_window && *chain.on_window && wait >= 0 && last_kernel >= 0 &&
-        prog_.tasks[static_cast<size_t>(wait)].kind == sim::TaskKind::kComm) {
-      window_opened = true;  // the compute stream idles from here until the collective ends
-      (*chain.on_window)(last_kernel);
     }
     TaskArgs a;
     a.stream = chain.stream;
     a.category = !chain.recompute             ? sim::Category::kCompute
                  : chain.stream == kCompute ? sim::Category::kRecompute
                                               : sim::Category::kRecomputeOverlapped;
-    a.work_ps = o.t.fwd_ps;
     a.name = name;
+    // First forward: saved activations are allocated while the op writes them, unless the plan
+    // drops them (the recompute pass allocates those when it starts).
+    const bool kept = !chain.decision || chain.decision->action(o.op.group) == Action::kKeep;
+    const auto saved = !chain.recompute && kept ? static_cast<std::int64_t>(o.op.saved_bytes) : 0;
+    const OpWithTimes* after_op = op_at(j + 1);
+    const bool scatter_after = chunked && o.op.kind == OpKind::kGemm && after_op &&
+                               after_op->op.kind == OpKind::kCollective &&
+                               after_op->op.collective == model::CollectiveKind::kReduceScatter;
+    if (chunked && o.op.kind == OpKind::kGemm && (!gathered.empty() || scatter_after)) {
+      // Row chunks of the GEMM: each after its all-gather chunk, or followed by the
+      // reduce-scatter of its output rows.
+      const OpWithTimes& chunk = layer_chunk_[static_cast<size_t>(index)];
+      a.work_ps = chunk.t.fwd_ps;
+      a.flops = chunk.op.fwd_flops;
+      open_window(gathered.empty() ? wait : gathered.front());
+      sim::TaskId scattered = -1;
+      for (int k = 0; k < tp_chunks_; ++k) {
+        last = add_task(a, {gathered.empty() ? (k == 0 ? wait : -1) : gathered[static_cast<size_t>(k)]});
+        if (k == 0) add_mem(last, saved, tag_of(o.op.group), false);
+        last_kernel = last;
+        if (scatter_after) {
+          const std::uint32_t scatter_name = chain.recompute ? after_op->names.re : after_op->names.fwd;
+          scattered = emit_collective(kTp, comm_category, hw_models::Collective::kReduceScatter, tp_ranks(),
+                                      tp_communicator(), after_op->op.collective_bytes / tp_chunks_,
+                                      scatter_name, {last});
+        }
+      }
+      gathered.clear();
+      wait = -1;
+      if (scatter_after) {
+        ++j;  // the reduce-scatter is emitted
+        last = scattered;
+        wait = scattered;
+      }
+      continue;
+    }
+    open_window(wait);
+    a.work_ps = o.t.fwd_ps;
     a.flops = o.op.fwd_flops;
     last = add_task(a, {wait});
     last_kernel = last;
     wait = -1;
-    // First forward: saved activations are allocated while the op writes them, unless the plan
-    // drops them (the recompute pass allocates those when it starts).
-    const bool kept = !chain.decision || chain.decision->action(o.op.group) == Action::kKeep;
-    if (!chain.recompute && kept)
-      add_mem(last, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
+    add_mem(last, saved, tag_of(o.op.group), false);
   }
   return wait >= 0 ? wait : last;
 }
@@ -514,6 +586,23 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     window_opened = true;
     on_window(last_kernel);
   };
+  // TP-comm overlap: the all-gather of the output gradient before a layer GEMM's dgrad runs in
+  // chunks, the dgrad's row chunks each after its own (the mirror of the forward's
+  // reduce-scatter pipeline).
+  const bool chunked = tp_chunks_ > 1 && &ops == &layer_;
+  std::vector<sim::TaskId> gathered;
+  // Whether op c's backward all-gather feeds the dgrad of the GEMM below it: it is chunked.
+  auto chunks_gather = [&](size_t c) {
+    return chunked && ops[c].op.bwd_collective == model::CollectiveKind::kAllGather && c > 0 &&
+           ops[c - 1].op.kind == OpKind::kGemm;
+  };
+  auto gather_chunks = [&](size_t c, sim::TaskId after) {
+    gathered.clear();
+    for (int k = 0; k < tp_chunks_; ++k)
+      gathered.push_back(emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather, tp_ranks(),
+                                         tp_communicator(), ops[c].op.collective_bytes / tp_chunks_,
+                                         ops[c].names.bwd, {k == 0 ? after : -1}));
+  };
   for (size_t i = ops.size(); i-- > 0;) {
     const Op& op = ops[i].op;
     if (op.kind == OpKind::kCollective) {
@@ -521,6 +610,12 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       // there (overlapping its wgrad, as Megatron does); the rest run here, compute waiting.
       if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
       if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
+      if (chunks_gather(i)) {
+        gather_chunks(i, last);
+        last = gathered.back();
+        wait = gathered.front();  // what the first dgrad chunk waits for
+        continue;
+      }
       last = emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(op.bwd_collective), tp_ranks(),
                              tp_communicator(), op.collective_bytes, ops[i].names.bwd, {last});
       wait = last;
@@ -540,7 +635,16 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     a.name = ops[i].names.dgrad;
     a.work_ps = ops[i].t.dgrad_ps;
     a.flops = op.bwd_dgrad_flops;
-    sim::TaskId dgrad = add_task(a, {wait});
+    sim::TaskId dgrad = -1;
+    if (!gathered.empty() && op.kind == OpKind::kGemm) {
+      const OpWithTimes& chunk = layer_chunk_[i];
+      a.work_ps = chunk.t.dgrad_ps;
+      a.flops = chunk.op.bwd_dgrad_flops;
+      for (sim::TaskId g : gathered) dgrad = add_task(a, {g});
+      gathered.clear();
+    } else {
+      dgrad = add_task(a, {wait});
+    }
     wait = -1;
     last = dgrad;
     last_kernel = dgrad;
@@ -560,9 +664,14 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     if (i > 0 && ops[i - 1].op.kind == OpKind::kCollective &&
         ops[i - 1].op.bwd_collective != model::CollectiveKind::kNone && p_.tp > 1) {
       const Op& c = ops[i - 1].op;
-      input_grad_comm =
-          emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
-                          tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
+      if (chunks_gather(i - 1)) {
+        gather_chunks(i - 1, dgrad);
+        input_grad_comm = gathered.front();  // what the first dgrad chunk waits for
+      } else {
+        input_grad_comm =
+            emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
+                            tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
+      }
     }
     if (wgrad_here) {
       TaskArgs w;
@@ -627,6 +736,46 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
 }
 
+void Builder::emit_param_gathers(const std::vector<int>& chunks) {
+  set_instance("");
+  const std::uint32_t name = intern_name("dp_param_allgather");
+  for (int vs : chunks) {
+    ParamGates& gates = param_gates_[vs];
+    const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
+    gates.layer.assign(sp.layers.size(), -1);
+    // Units in forward order: embedding, layers, head; each waits for the bucket it closed in.
+    std::vector<sim::TaskId*> open;
+    std::uint64_t params = 0;
+    auto flush = [&] {
+      if (params == 0) return;
+      // bf16 parameters (2 bytes each), as the all-gather after the optimizer step moves them.
+      const sim::TaskId gather = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather,
+                                                 dp_ranks(), dp_communicator(), 2 * params, name, {});
+      for (sim::TaskId* unit : open) *unit = gather;
+      open.clear();
+      params = 0;
+    };
+    auto add = [&](sim::TaskId* unit, std::uint64_t unit_params) {
+      open.push_back(unit);
+      params += unit_params;
+      if (params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush();
+    };
+    if (vs == 0) add(&gates.embedding, work_.embedding_params);
+    for (sim::TaskId& layer : gates.layer) add(&layer, work_.layer_params);
+    if (vs == p_.pp * p_.virtual_stages - 1) add(&gates.head, work_.head_params);
+    flush();
+  }
+}
+
+sim::TaskId Builder::wait_for_params(sim::TaskId after, sim::TaskId gather, sim::TaskId& waited) {
+  if (gather < 0 || gather == waited) return after;
+  waited = gather;
+  TaskArgs join;
+  join.kind = sim::TaskKind::kMarker;
+  join.name = intern_name("params_gathered");
+  return add_task(join, {after, gather});
+}
+
 void Builder::flush_dp_bucket(DpBuckets& dp, sim::TaskId after) {
   if (dp.bucket_params > 0) dp.tasks.push_back(emit_dp_allreduce(dp.bucket_params, after));
   dp.total_params += dp.bucket_params;
@@ -657,6 +806,14 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   const sim::TaskId recv = add_task(marker, {});
   if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
   sim::TaskId after = recv;
+  // overlap_param_gather: the first forward of a chunk waits for each bucket's gather.
+  ParamGates* gates = nullptr;
+  if (auto it = param_gates_.find(vs); it != param_gates_.end() && !it->second.waited && (!part_ || !next || next == &part_->following)) {
+    gates = &it->second;
+    gates->waited = true;
+  }
+  sim::TaskId waited = -1;
+  if (gates) after = wait_for_params(after, vs == 0 ? gates->embedding : -1, waited);
   if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
   // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
   // may recompute its layers in this forward's exposed TP collectives.
@@ -674,12 +831,14 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
       };
     }
     set_layer_instance(step, static_cast<int>(l));
+    if (gates) after = wait_for_params(after, gates->layer[l], waited);
     const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
     after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
     layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
                                 static_cast<sim::TaskId>(prog_.tasks.size()), recv});
   }
   set_instance(step.mb);
+  if (gates && vs == last_vs) after = wait_for_params(after, gates->head, waited);
   if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
   g.compute_tail = after;
   if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
@@ -806,6 +965,15 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   for (size_t i = 0; i < steps.size(); ++i)
     if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
 
+  param_gates_.clear();
+  if (overlaps_param_gather() && (!part_ || part_->param_gathers)) {
+    // Steady state of one iteration: this iteration's gathers (issued by the previous
+    // iteration's optimizer step in Megatron) run from its start, beside the forward passes.
+    std::vector<int> chunks;
+    for (int c = 0; c < p_.virtual_stages; ++c)
+      if (!part_ || c == steps.back().chunk) chunks.push_back(c * p_.pp + stage);
+    emit_param_gathers(chunks);
+  }
   GpuSteps g;
   std::vector<sim::TaskId> pair_starts;  // first task of each (forward, backward) pair
   for (size_t si = 0; si < steps.size(); ++si) {
@@ -876,7 +1044,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   last = kernel("grad_clip", 8.0, local, last);
   last = kernel("adam", 28.0, local, last);
   last = kernel("param_copy_bf16", 6.0, local, last);
-  if (p_.distributed_optimizer && p_.dp > 1)
+  if (p_.distributed_optimizer && p_.dp > 1 && !overlaps_param_gather())
     last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
                            dp_communicator(), 2 * params, intern_name("dp_param_allgather"), {last});
   kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last);
@@ -885,6 +1053,15 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
 BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   layer_ = with_times(work_.layer, NamedOp::List::kLayer);
+  tp_chunks_ = tp_overlap_chunks(p_);
+  if (tp_chunks_ > 1) {
+    layer_chunk_ = layer_;
+    for (OpWithTimes& o : layer_chunk_) {
+      if (o.op.kind != OpKind::kGemm) continue;
+      o.op = model::gemm_row_chunk(o.op, tp_chunks_);
+      o.t = op_times(sc_.hardware, o.op);
+    }
+  }
   embedding_ = with_times(work_.embedding, NamedOp::List::kEmbedding);
   head_ = with_times(work_.head, NamedOp::List::kHead);
   set_instance("");
@@ -960,6 +1137,11 @@ BuiltProgram Builder::build() {
 }
 
 }  // namespace
+
+int tp_overlap_chunks(const ParallelSpec& p) {
+  if (!p.tp_comm_overlap || !p.sequence_parallel || p.tp == 1) return 1;
+  return p.tp_comm_overlap_chunks > 0 ? p.tp_comm_overlap_chunks : p.tp;
+}
 
 bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo) {
   if (sc.sim.comm_standin_bw_bytes_per_s > 0) return sc.parallel.tp * sc.parallel.dp > 1;

@@ -83,11 +83,19 @@ struct StageSteps {
   /// After the last step: the gradient all-reduce of the stage's parameters not reduced in
   /// these steps' buckets (every parameter with dp_overlap end), and the optimizer step.
   bool with_tail = false;
+  /// overlap_param_gather: the part starts the parameter all-gathers of its last step's chunk
+  /// (that step is the chunk's first forward), and that step waits for them.
+  bool param_gathers = false;
 };
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
 /// order, TP fastest, then DP, then PP.
 hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
+
+/// Chunks each TP collective next to a layer GEMM is split into (parallel.tp_comm_overlap):
+/// tp_comm_overlap_chunks, or tp when 0; 1 (nothing chunked) with the option off, without
+/// sequence parallelism or with tp 1.
+int tp_overlap_chunks(const ParallelSpec& p);
 
 /// Whether build_program simulates one GPU per pipeline stage (sc.sim.exploit_symmetry, links
 /// private to one GPU's traffic, and more than one GPU per stage; always with the one-GPU

@@ -51,3 +51,26 @@ TEST_CASE("fast mode agrees with exact mode within 1% on the committed NVLink se
 TEST_CASE("fast mode's memory and ranking agree with exact mode on the committed PCIe set") {
   check_set("configs-pcie.txt", false, 50);
 }
+
+TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {
+  const std::string base = "model.preset=gpt-2.7b hardware.profile=dgx-a100-80gb hardware.nodes=1 ";
+  for (const std::string& config : {
+           base + "parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.sequence_parallel=true parallel.tp_comm_overlap=true "
+                  "parallel.micro_batch=1 parallel.global_batch=8 recompute.strategy=full",
+           base + "parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.sequence_parallel=true parallel.tp_comm_overlap=true "
+                  "parallel.micro_batch=2 parallel.global_batch=8 recompute.strategy=selective",
+           base + "parallel.tp=8 parallel.pp=1 parallel.dp=1 parallel.sequence_parallel=true parallel.tp_comm_overlap=true "
+                  "parallel.tp_comm_overlap_chunks=2 parallel.micro_batch=1 parallel.global_batch=4 recompute.strategy=lynx-heu",
+           base + "parallel.tp=2 parallel.pp=2 parallel.dp=2 parallel.sequence_parallel=true parallel.tp_comm_overlap=true "
+                  "parallel.distributed_optimizer=true parallel.overlap_param_gather=true parallel.micro_batch=1 "
+                  "parallel.global_batch=8 recompute.strategy=full",
+           base + "parallel.tp=2 parallel.pp=2 parallel.dp=2 parallel.distributed_optimizer=true "
+                  "parallel.overlap_param_gather=true parallel.schedule=interleaved parallel.virtual_stages=2 "
+                  "parallel.micro_batch=1 parallel.global_batch=8 recompute.strategy=selective"}) {
+    CAPTURE(config);
+    const ModeComparison c = compare_modes(config);
+    CAPTURE(c.time_error());
+    CHECK(std::abs(c.time_error()) <= 0.01);
+    CHECK((c.overlapped ? c.memory_error() <= kLynxMemoryBound : c.memory_equal()));
+  }
+}

@@ -361,4 +361,25 @@ TEST_CASE("scenario -> arguments: strategies and schedules Megatron-LM lacks say
         content_of(def.scenario()));
 }
 
+TEST_CASE("--tp-comm-overlap and --overlap-param-gather map to their keys, with Megatron-LM's preconditions") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --bf16 --tensor-model-parallel-size 2 ";
+  const MegatronScenario on = load(
+      base + "--sequence-parallel --tp-comm-overlap --use-distributed-optimizer --overlap-param-gather", 4);
+  // The printed arguments carry both options back.
+  const std::string printed = scenario_to_megatron_args(on.scenario.scenario());
+  CHECK(printed.find("--tp-comm-overlap") != std::string::npos);
+  CHECK(printed.find("--overlap-param-gather") != std::string::npos);
+  CHECK(on.scenario->parallel.tp_comm_overlap);
+  CHECK(on.scenario->parallel.overlap_param_gather);
+  const MegatronScenario off = load(base + "--sequence-parallel", 4);
+  CHECK_FALSE(off.scenario->parallel.tp_comm_overlap);
+  CHECK_FALSE(off.scenario->parallel.overlap_param_gather);
+  CHECK(error_of([&] { load(base + "--tp-comm-overlap", 4); }).find("needs parallel.sequence_parallel") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(base + "--overlap-param-gather", 4); }).find("needs parallel.distributed_optimizer") !=
+        std::string::npos);
+}
+
 }  // namespace lynx::megatron
