@@ -22,6 +22,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+# The paper figures' script beside this one: its CSV error type and its deterministic save.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_paper import CsvError, save  # noqa: E402
+
 PROG = "plot_maps.py"
 DPI = 200
 WIDTH_IN = 7.0
@@ -43,12 +47,6 @@ RC = {
     "svg.hashsalt": "lynxsim",
 }
 INITIAL = {"none": "N", "full": "F", "selective": "S"}
-
-
-class CsvError(Exception):
-    def __init__(self, line, message):
-        super().__init__(message)
-        self.line = line
 
 
 def read_cells(path):
@@ -225,11 +223,7 @@ def main(argv):
     written = []
     with plt.rc_context(RC):
         for (name, variant), cells in groups.items():
-            fig = figure(cells)
-            target = os.path.join(out_dir, f"{file_token(name)}_{file_token(variant)}.png")
-            fig.savefig(target, dpi=DPI, metadata={"Software": None})
-            plt.close(fig)
-            written.append(target)
+            save(figure(cells), os.path.join(out_dir, f"{file_token(name)}_{file_token(variant)}.png"), written)
     for target in written:
         print(target)
     return 0
