@@ -62,6 +62,8 @@ COLUMNS = {
     "solver_gap": ("float", "the planning-time figure"),
 }
 KEY_COLUMNS = ("cluster", "model", "strategy_requested")
+# Columns read when present: the global batch joins the layout label (`figures --global-batch`).
+OPTIONAL_COLUMNS = {"global_batch": ("int", "layout labels")}
 # Columns that may hold infinity (a MILP without a bound reports an infinite gap).
 INFINITE_OK_COLUMNS = {"solver_gap"}
 GIB = float(1 << 30)
@@ -140,7 +142,7 @@ class CsvError(Exception):
 
 def parse_cell(column, text, line):
     """Parses one cell by its column's kind; an empty cell is None."""
-    kind = COLUMNS[column][0]
+    kind = (COLUMNS.get(column) or OPTIONAL_COLUMNS[column])[0]
     text = text.strip()
     if kind == "str":
         return text
@@ -206,7 +208,7 @@ def read_results(path):
                                    f"got {len(fields)}")
         row = {"_line": number}
         for name, cell in zip(header, fields):
-            if name in COLUMNS:
+            if name in COLUMNS or name in OPTIONAL_COLUMNS:
                 row[name] = parse_cell(name, cell, number)
         for name in KEY_COLUMNS:
             if row[name] == "":
@@ -299,14 +301,16 @@ def model_label(model):
 
 
 def parallel_label(cluster, model):
-    """'TP2·PP2·DP2' when every strategy of this model ran the same layout, else ''."""
-    layouts = {(r["tp"], r["pp"], r["dp"]) for (m, _), r in cluster.by_key.items() if m == model}
+    """'TP2·PP2·DP2' (with '·B512' when the CSV has global batches) when every strategy of this
+    model ran the same layout, else ''."""
+    layouts = {(r["tp"], r["pp"], r["dp"], r.get("global_batch")) for (m, _), r in cluster.by_key.items()
+               if m == model}
     if len(layouts) != 1:
         return ""
-    tp, pp, dp = layouts.pop()
+    tp, pp, dp, batch = layouts.pop()
     if None in (tp, pp, dp):
         return ""
-    return f"TP{tp}\u00b7PP{pp}\u00b7DP{dp}"
+    return f"TP{tp}\u00b7PP{pp}\u00b7DP{dp}" + (f"\u00b7B{batch}" if batch is not None else "")
 
 
 def fallback(row):

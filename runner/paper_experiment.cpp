@@ -83,7 +83,7 @@ std::vector<PaperRun> paper_runs(const PaperSelection& selection) {
     const auto dash = stem.find('-');
     if (dash == std::string::npos) fail(ErrorCode::kInvalidOption, "{}: paper scenario names are CLUSTER-MODEL.yaml", file.string());
     const std::string cluster = stem.substr(0, dash);
-    const Scenario sc = model::load_scenario_file(file.string()).scenario();
+    const Scenario sc = model::load_scenario_file(file.string(), selection.overrides).scenario();
     seen_clusters.insert(cluster);
     seen_models.insert(sc.model.preset);
     if (!wanted(selection.clusters, cluster) || !wanted(selection.models, sc.model.preset)) continue;
@@ -128,11 +128,13 @@ std::vector<PaperRow> run_paper_experiment(
   return rows;
 }
 
-void write_paper_csv(std::ostream& out, const std::vector<PaperRow>& rows) {
+void write_paper_csv(std::ostream& out, const std::vector<PaperRow>& rows,
+                     const std::vector<std::string>& overrides) {
   fmt::print(out,
              "# lynxsim {} — `lynxsim figures`: scenarios/paper/*.yaml × strategies; times are "
              "simulated, not measured (the *_seconds columns are this program's wall time)\n",
              lynxsim_version());
+  if (!overrides.empty()) fmt::print(out, "# every scenario with {}\n", fmt::join(overrides, " "));
   fmt::print(out, "# stage fields (stage .. stage_oom) are those of each run's slowest stage\n");
   const auto run = fields_of(FieldLevel::kRun, true);
   const auto stage = fields_of(FieldLevel::kStage, true);

@@ -20,6 +20,9 @@ struct PaperSelection {
   std::vector<std::string> strategies;  ///< subset of paper_strategies(), in the order to run
   std::vector<std::string> models;      ///< model presets to keep
   std::vector<std::string> clusters;    ///< clusters (file-name prefixes) to keep
+  /// `KEY=VALUE` overrides applied to every scenario (`figures --global-batch`: the paper set
+  /// at a production batch, same layouts).
+  std::vector<std::string> overrides;
 };
 
 /// One simulation to run: a paper scenario with the strategy to request.
@@ -64,7 +67,9 @@ std::vector<PaperRow> run_paper_experiment(
 
 /// The CSV: `#` comment lines, a header, one row per run. Stage fields are those of the
 /// run's slowest stage (most compute-stream work); its index is the `stage` column.
-void write_paper_csv(std::ostream& out, const std::vector<PaperRow>& rows);
+/// `overrides` (the selection's) are named in a comment line.
+void write_paper_csv(std::ostream& out, const std::vector<PaperRow>& rows,
+                     const std::vector<std::string>& overrides = {});
 
 /// paper_columns() as Markdown (docs/results.md holds it between GENERATED markers).
 std::string paper_columns_markdown();

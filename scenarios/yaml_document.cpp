@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
 
 #include <cstddef>
@@ -70,6 +71,11 @@ YAML::Node load_single_document(const std::string& text, const std::string& labe
          "file", label, mark.line + 1, mark.column + 1);
   }
   return documents.empty() ? YAML::Node() : documents.front();
+}
+
+std::string yaml_position(const std::string& label, const YAML::Mark& mark) {
+  if (mark.is_null()) return label + ":1:1";
+  return fmt::format("{}:{}:{}", label, mark.line + 1, mark.column + 1);  // yaml-cpp is 0-based
 }
 
 }  // namespace lynx

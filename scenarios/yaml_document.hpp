@@ -12,4 +12,7 @@ namespace lynx {
 /// "LABEL:LINE:COL: malformed YAML: ..." or "... a second YAML document ...".
 YAML::Node load_single_document(const std::string& text, const std::string& label);
 
+/// "LABEL:LINE:COL" of a node's mark, 1-based ("LABEL:1:1" for a node without one).
+std::string yaml_position(const std::string& label, const YAML::Mark& mark);
+
 }  // namespace lynx

@@ -149,6 +149,8 @@ std::vector<std::string> range_values(const YAML::Node& node, const std::string&
   return values;
 }
 
+}  // namespace
+
 /// Reads one axis: a list of values or a range; each value checked by its field's parser.
 Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::string& label) {
   Axis axis;
@@ -191,6 +193,8 @@ Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::s
   }
   return axis;
 }
+
+namespace {
 
 /// The inline base mapping as text of its own in which every line and column is where it is in
 /// the grid file: everything outside [begin, end) becomes spaces (line breaks stay).

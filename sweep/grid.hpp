@@ -6,6 +6,8 @@
 #include "scenarios/scenario.hpp"
 #include "sweep/filter.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -48,6 +50,10 @@ inline constexpr std::uint64_t kMaxGridPoints = std::uint64_t{1} << 40;
 
 /// The value of scenario key `key` in `scenario`, as its field writes it ("2", "600GB/s").
 std::string scenario_value(const Scenario& scenario, const std::string& key);
+
+/// Reads one axis `key_node: value` (a list of values, a range or one value), each value checked
+/// by its scenario field's parser; errors name `label`:line:col. The map file reuses it.
+Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::string& label);
 
 /// Reads and checks a grid file.
 Grid read_grid_file(const std::string& path);

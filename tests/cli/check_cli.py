@@ -325,6 +325,41 @@ def case_figures_flags(b, tmp):
     check("--update-committed" in run(b, "figures", "--help").stdout, "--help lists --update-committed")
 
 
+def case_figures_maps(b, tmp):
+    """`figures --maps` on the 2 x 2 test map writes maps.csv and confirmations.txt (the same
+    CSV bytes on 1 and 2 threads); the paper's selection options and the maps' own options are
+    refused where they mean nothing; --global-batch moves every paper scenario's batch."""
+    outs = []
+    for threads in ("1", "2"):
+        out = os.path.join(tmp, f"maps{threads}")
+        p = run(b, "figures", "--maps", "--map-file", "tests/maps/small_map.yaml", "--threads", threads,
+                "--no-plot", "--out", out)
+        check("4 cells, 2 invalid" in p.stdout and "invalid: 2 cells" in p.stdout, f"summary: {p.stdout}")
+        check(os.path.isfile(os.path.join(out, "confirmations.txt")), "confirmations.txt written")
+        with open(os.path.join(out, "maps.csv"), encoding="utf-8") as f:
+            outs.append(f.read())
+    check(outs[0] == outs[1], "maps.csv differs between 1 and 2 threads")
+    for extra, flag in ((["--models", "gpt-1.3b"], "--models"), (["--global-batch", "512"], "--global-batch")):
+        err = run(b, "figures", "--maps", *extra, "--out", tmp, expect=1).stderr.strip()
+        check("E804" in err and flag in err and err.count("\n") == 0, f"--maps with {flag}: {err}")
+    err = run(b, "figures", "--maps", "--update-committed", "--map-names", "small", expect=1).stderr.strip()
+    check("--map-names" in err and "results/maps" in err, f"--maps --update-committed --map-names: {err}")
+    err = run(b, "figures", "--threads", "2", "--out", tmp, expect=1).stderr.strip()
+    check("--threads is an option of --maps" in err, f"--threads without --maps: {err}")
+    err = run(b, "figures", "--maps", "--map-file", "tests/maps/small_map.yaml", "--map-names", "big",
+              "--out", tmp, expect=1).stderr.strip()
+    check("--map-names: 'big' matches no map" in err, f"unknown map: {err}")
+    out = os.path.join(tmp, "gb")
+    run(b, "figures", "--models", "gpt-1.3b", "--clusters", "pcie", "--strategies", "full", "--global-batch", "128",
+        "--no-plot", "--out", out)
+    with open(os.path.join(out, "paper_results.csv"), encoding="utf-8") as f:
+        text = f.read()
+    rows = list(csv.DictReader([l for l in text.splitlines() if not l.startswith("#")]))
+    check(len(rows) == 1 and rows[0]["global_batch"] == "128" and rows[0]["micro_batches"] == "16",
+          f"--global-batch 128: {rows}")
+    check("# every scenario with parallel.global_batch=128" in text, "the CSV names the override")
+
+
 
 def case_write_errors(b, tmp):
     """A write that fails (a full disk: /dev/full) is an error naming the output, never exit 0

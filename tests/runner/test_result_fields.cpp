@@ -246,16 +246,39 @@ TEST_CASE("paper experiment: a typo in the selection is an error, not a smaller 
   CHECK_THROWS_WITH_AS(paper_runs(sel), doctest::Contains("is not a folder"), Error);
 }
 
-TEST_CASE("the committed results/paper/paper_results.csv has the current columns") {
-  // `lynxsim figures --update-committed` regenerates it; a field added to the table without
-  // regenerating leaves the committed results behind, and this fails.
-  const std::string text = read_file(std::string(LYNXSIM_SOURCE_DIR) + "/results/paper/paper_results.csv");
-  const auto lines = csv_lines(text);
-  REQUIRE(lines.size() > 1);
+TEST_CASE("the committed results/paper*/paper_results.csv have the current columns") {
+  // `lynxsim figures --update-committed` (and `--global-batch 512|1536 --update-committed`)
+  // regenerate them; a field added to the table without regenerating leaves the committed
+  // results behind, and this fails.
   std::vector<std::string> expected;
   for (const PaperColumn& c : paper_columns()) expected.emplace_back(c.name);
   for (const auto& n : names(fields_of(FieldLevel::kRun, true))) expected.push_back(n);
   for (const auto& n : names(fields_of(FieldLevel::kStage, true))) expected.push_back(n);
-  CHECK_MESSAGE(split_commas(lines[0]) == expected,
-                "results/paper/ is out of date: run `build/lynxsim figures --update-committed`");
+  for (const auto& [dir, option] : {std::pair{"paper", ""}, {"paper-gb512", " --global-batch 512"},
+                                    {"paper-gb1536", " --global-batch 1536"}}) {
+    CAPTURE(dir);
+    const std::string text = read_file(std::string(LYNXSIM_SOURCE_DIR) + "/results/" + dir + "/paper_results.csv");
+    const auto lines = csv_lines(text);
+    REQUIRE(lines.size() > 1);
+    CHECK_MESSAGE(split_commas(lines[0]) == expected,
+                  "results/" << dir << "/ is out of date: run `build/lynxsim figures" << option << " --update-committed`");
+  }
+}
+
+TEST_CASE("paper experiment: overrides move every scenario to a production batch, same layouts") {
+  PaperSelection sel;
+  sel.scenario_dir = std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper";
+  sel.clusters = {"pcie"};
+  sel.strategies = {"full"};
+  const auto plain = paper_runs(sel);
+  sel.overrides = {"parallel.global_batch=512"};
+  const auto big = paper_runs(sel);
+  REQUIRE(big.size() == plain.size());
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    CHECK(big[i].scenario->parallel.global_batch == 512);
+    CHECK(plain[i].scenario->parallel.global_batch != 512);
+    CHECK(big[i].scenario->parallel.tp == plain[i].scenario->parallel.tp);
+    CHECK(big[i].scenario->parallel.micro_batch == plain[i].scenario->parallel.micro_batch);
+    CHECK(big[i].scenario->recompute.strategy == RecomputeKind::kFull);
+  }
 }
