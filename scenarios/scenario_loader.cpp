@@ -546,7 +546,9 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
   for (const char* key :
        {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
-        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode"}) {
+        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode",
+        "parallel.first_stage_layers", "parallel.last_stage_layers", "recompute.partition",
+        "model.gemm_precision", "hardware.profile", "hardware.gpu.fp8_peak"}) {
     known_key(keys, key);
   }
   const ParallelSpec& p = s.parallel;
@@ -580,6 +582,23 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "{}: key '{}': parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole "
         "backward steps; it has no deferred weight-gradient passes)",
         origins.origin_of(key), key);
+  }
+  if (s.model.gemm_precision == GemmPrecision::kFp8 && s.hardware.fp8_peak_flops_per_s == 0) {
+    const std::string key = origins.blame({"model.gemm_precision", "hardware.profile", "hardware.gpu.fp8_peak"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': model.gemm_precision fp8 needs FP8 tensor cores, and hardware profile "
+         "'{}' ({}) declares none (gpu.fp8_peak 0; A100 has no FP8): use an H100 / H200 "
+         "profile, or set hardware.gpu.fp8_peak",
+         origins.origin_of(key), key, s.hardware.profile, s.hardware.gpu_name);
+  }
+  if ((p.first_stage_layers != 0 || p.last_stage_layers != 0) &&
+      s.recompute.partition == PartitionKind::kBalanced) {
+    const std::string key =
+        origins.blame({"recompute.partition", "parallel.first_stage_layers", "parallel.last_stage_layers"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': parallel.first_stage_layers / last_stage_layers ({} / {}) fix the layers "
+         "per stage, recompute.partition balanced chooses them: set one or the other",
+         origins.origin_of(key), key, p.first_stage_layers, p.last_stage_layers);
   }
   if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
     fail(ErrorCode::kIncompatibleSettings, 
