@@ -14,6 +14,7 @@
 #include "tests/error_of.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -23,21 +24,15 @@ using lynx::test::error_of;
 
 namespace {
 
-/// A small GPT (s = 512, b = 2, h = 1024, a = 16) on one DGX node, tp = dp = 1.
+/// A small GPT (s = 512, b = 2, h = 1024, a = 16) on one DGX A100 node, tp = dp = 1.
 Scenario small_gpt(int layers, int pp, int global_batch, RecomputeKind strategy) {
-  Scenario sc = model::default_scenario().scenario();
-  sc.model = ModelSpec{};
-  sc.model.layers = layers;
-  sc.model.hidden = 1024;
-  sc.model.heads = 16;
-  sc.model.seq_len = 512;
-  sc.model.vocab = 51200;
-  sc.parallel = ParallelSpec{};
-  sc.parallel.pp = pp;
-  sc.parallel.micro_batch = 2;
-  sc.parallel.global_batch = global_batch;
-  sc.recompute.strategy = strategy;
-  return sc;
+  return model::load_scenario_text(
+             fmt::format("model: {{layers: {}, hidden: 1024, heads: 16, seq_len: 512, vocab: 51200}}\n"
+                         "parallel: {{pp: {}, micro_batch: 2, global_batch: {}}}\n"
+                         "recompute: {{strategy: {}}}\nhardware: {{profile: dgx-a100-80gb}}\n",
+                         layers, pp, global_batch, recompute_kind_name(strategy)),
+             "small_gpt")
+      .scenario();
 }
 
 SimResult run_scenario(const Scenario& sc) {
