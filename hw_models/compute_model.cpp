@@ -17,7 +17,8 @@ double efficiency(const EfficiencyCurve& curve, double work) {
   return curve.max * work / (work + curve.half_work);
 }
 
-TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes) {
+TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes,
+                      bool fp8) {
   if (!(flops >= 0.0) || !(bytes >= 0.0))
     fail(ErrorCode::kInternal, "kernel with negative or NaN work: {} FLOPs, {} bytes", flops, bytes);
   // Memory-bound kernels are timed by bytes alone; so are collectives' local kernels (NCCL's
@@ -29,10 +30,12 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
   constexpr double kPsPerSecond = 1e12;
   double compute_ps = 0.0;
   if (counted_flops > 0.0) {
-    if (hw.peak_flops_per_s == 0) fail(ErrorCode::kBadHardware, "hardware '{}' has zero peak FLOP/s", hw.profile);
+    const bool on_fp8 = fp8 && kind == model::OpKind::kGemm;
+    const std::uint64_t peak = on_fp8 ? hw.fp8_peak_flops_per_s : hw.peak_flops_per_s;
+    if (peak == 0)
+      fail(ErrorCode::kBadHardware, "hardware '{}' has zero {}peak FLOP/s", hw.profile, on_fp8 ? "FP8 " : "");
     const EfficiencyCurve& curve = kind == model::OpKind::kGemm ? hw.gemm : hw.attention;
-    compute_ps = counted_flops * kPsPerSecond /
-                 (static_cast<double>(hw.peak_flops_per_s) * efficiency(curve, counted_flops));
+    compute_ps = counted_flops * kPsPerSecond / (static_cast<double>(peak) * efficiency(curve, counted_flops));
   }
   double memory_ps = 0.0;
   if (bytes > 0.0) {
@@ -49,9 +52,9 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
 
 OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
   if (op.kind == model::OpKind::kCollective) return {};
-  return {kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes),
-          kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes),
-          kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes)};
+  return {kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes, op.fp8),
+          kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes, op.fp8),
+          kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes, op.fp8)};
 }
 
 }  // namespace lynx::hw_models

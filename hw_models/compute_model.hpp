@@ -16,8 +16,11 @@ double efficiency(const EfficiencyCurve& curve, double work);
 /// by the link model). The memory curve is hw.memory_bound for every kind.
 /// A kernel with no flops and no bytes takes 0. Rounding: a value within 4 ulp above a whole
 /// ps (floating-point noise, e.g. 800 / (1e12 · 0.8)) is not rounded up.
+/// `fp8` (kGemm only): the GEMM runs on FP8 tensor cores, at hw.fp8_peak_flops_per_s with the
+/// same gemm efficiency curve (assumed until calibrated).
 /// Throws lynx::Error for negative work or a zero peak / bandwidth that the kernel needs.
-TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes);
+TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, double bytes,
+                      bool fp8 = false);
 
 /// Kernel times of one op's forward, input-gradient and weight-gradient kernels.
 struct OpTimes {

@@ -66,7 +66,12 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   option("--global-batch-size", std::to_string(p.global_batch));
   option("--tensor-model-parallel-size", std::to_string(p.tp));
   option("--pipeline-model-parallel-size", std::to_string(p.pp));
-  if (p.schedule == ScheduleKind::kInterleaved)
+  if (p.first_stage_layers != 0) option("--decoder-first-pipeline-num-layers", std::to_string(p.first_stage_layers));
+  if (p.last_stage_layers != 0) option("--decoder-last-pipeline-num-layers", std::to_string(p.last_stage_layers));
+  const bool uneven = p.first_stage_layers != 0 || p.last_stage_layers != 0;
+  if (p.schedule == ScheduleKind::kInterleaved && uneven)  // Megatron-LM's form for uneven stages
+    option("--num-virtual-stages-per-pipeline-rank", std::to_string(p.virtual_stages));
+  else if (p.schedule == ScheduleKind::kInterleaved)
     option("--num-layers-per-virtual-pipeline-stage",
            std::to_string(m.layers / (p.pp * p.virtual_stages)));
   if (p.schedule == ScheduleKind::kZbH1)
@@ -106,6 +111,7 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (m.flash_attention) option("--use-flash-attn");
   comments.push_back("lynxsim simulates 16-bit mixed precision: --bf16 (or --fp16, the same to it).");
   option("--bf16");
+  if (m.gemm_precision == GemmPrecision::kFp8) option("--fp8-format", "hybrid");
 
   std::string out;
   for (const std::string& c : comments) out += "# " + c + "\n";

@@ -66,13 +66,10 @@ const std::map<std::string, std::string>& not_modelled() {
   static const std::map<std::string, std::string> table = {
       {"--squared-relu", "lynxsim's MLP activation is GeLU or SwiGLU"},
       {"--distribute-saved-activations", "lynxsim keeps full recomputation's layer inputs on every TP rank"},
-      {"--fp8-format", "lynxsim simulates 16-bit (bf16 / fp16) training"},
       {"--multi-latent-attention", "lynxsim's attention is multi-head attention"},
-      {"--decoder-first-pipeline-num-layers", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
-      {"--decoder-last-pipeline-num-layers", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
-      {"--account-for-embedding-in-pipeline-split", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
-      {"--account-for-loss-in-pipeline-split", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
-      {"--pipeline-model-parallel-layout", "lynxsim splits layers over stages evenly (or by recompute.partition)"},
+      {"--account-for-embedding-in-pipeline-split", "lynxsim splits layers over stages evenly, by --decoder-first/last-pipeline-num-layers or by recompute.partition"},
+      {"--account-for-loss-in-pipeline-split", "lynxsim splits layers over stages evenly, by --decoder-first/last-pipeline-num-layers or by recompute.partition"},
+      {"--pipeline-model-parallel-layout", "lynxsim splits layers over stages evenly, by --decoder-first/last-pipeline-num-layers or by recompute.partition"},
       {"--pipeline-model-parallel-split-rank", "lynxsim models decoder-only GPT"},
   };
   return table;
@@ -386,10 +383,25 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
     if (const Given* g = o.get(name); g && o.integer(*g) > 1)
       refuse_not_modelled(*g, "lynxsim parallelises over tp, pp and dp only");
 
+  // Uneven pipeline stages (Megatron-Core): layers on the first / last stage.
+  const Given* uneven = nullptr;
+  for (const auto& [name, key] : {std::pair{"--decoder-first-pipeline-num-layers", "parallel.first_stage_layers"},
+                                  std::pair{"--decoder-last-pipeline-num-layers", "parallel.last_stage_layers"}})
+    if (const Given* g = o.get(name)) {
+      if (o.integer(*g) < 1)
+        fail(ErrorCode::kOutOfRange, "{}: {} {}: expected at least 1 layer", g->origin, g->name, o.integer(*g));
+      set.set(key, std::to_string(o.integer(*g)), g, "");
+      uneven = g;
+    }
+
   // Interleaving: chunks per GPU = (layers / pp) / layers per virtual stage.
   int chunks = 1;
   const Given* chunk_source = nullptr;
   if (const Given* g = o.get("--num-layers-per-virtual-pipeline-stage")) {
+    if (uneven != nullptr)
+      fail(ErrorCode::kIncompatibleSettings, "{}: {} with {} ({}): Megatron-LM refuses it (give the chunks per GPU "
+           "with --num-virtual-stages-per-pipeline-rank for an uneven pipeline)",
+           g->origin, g->name, uneven->name, uneven->origin);
     const int layers = o.required("--num-layers");
     const int per_chunk = o.integer(*g);
     if (layers % out.pp != 0 || (layers / out.pp) % per_chunk != 0)
@@ -441,7 +453,7 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
 }
 
 /// Activation recomputation.
-void map_recompute(const Options& o, Overrides& set, std::vector<std::string>& notes) {
+void map_recompute(const Options& o, Overrides& set) {
   const Given* granularity = o.get("--recompute-granularity");
   const Given* activations = o.get("--recompute-activations");
   const Given* method = o.get("--recompute-method");
@@ -479,11 +491,6 @@ void map_recompute(const Options& o, Overrides& set, std::vector<std::string>& n
   set.set("recompute.method", m, method, "");
   const int n = o.integer(*layers);
   set.set("recompute.num_layers", std::to_string(n), layers, "");
-  if (m == "uniform" && n > 1)
-    notes.push_back(fmt::format(
-        "{}: --recompute-method uniform with --recompute-num-layers {}: lynxsim recomputes every "
-        "layer on its own (chunks of layers are not modelled), which holds slightly more memory "
-        "than Megatron-LM's chunks", layers->origin, n));
 }
 
 /// Precision and the attention kernel.
@@ -495,6 +502,15 @@ void map_kernels(const Options& o, Overrides& set, std::vector<std::string>& not
   if (bf16 == nullptr && fp16 == nullptr)
     fail(ErrorCode::kNotModelled, "{}: neither --bf16 nor --fp16: fp32 training is not modelled by lynxsim yet (it "
          "simulates 16-bit mixed precision); add --bf16 or --fp16", o.label());
+
+  // FP8 GEMMs (Transformer Engine): hybrid = E4M3 forward, E5M2 gradients; e4m3 everywhere.
+  // Both run the GEMMs at the FP8 tensor-core rate, which is all lynxsim models of them.
+  if (const Given* g = o.get("--fp8-format")) {
+    const std::string format = o.text(*g);
+    if (format != "hybrid" && format != "e4m3")
+      fail(ErrorCode::kUnknownChoice, "{}: {} {}: expected hybrid or e4m3", g->origin, g->name, format);
+    set.set("model.gemm_precision", "fp8", g, "");
+  }
 
   const Given* flash = o.get("--use-flash-attn");
   if (flash != nullptr) set.set("model.flash_attention", "true", flash, "");
@@ -524,7 +540,7 @@ MegatronArgs map_megatron_args(const std::vector<LaunchWord>& words, const std::
   std::vector<std::string> notes;
   map_parallel(o, set, notes);
   map_model(o, set, set.out().tp);
-  map_recompute(o, set, notes);
+  map_recompute(o, set);
   map_kernels(o, set, notes);
   if (const Given* g = o.get("--num-query-groups"); g && !o.has("--group-query-attention"))
     notes.push_back(fmt::format("{}: --num-query-groups without --group-query-attention: "

@@ -542,13 +542,59 @@ void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   if (p.virtual_stages < 1)
     fail_layout(ErrorCode::kOutOfRange, {"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",
                 p.virtual_stages);
-  const std::int64_t chunks =
-      checked_product("parallel.pp x parallel.virtual_stages", {p.pp, p.virtual_stages});
-  if (m.layers % chunks != 0)
-    fail_layout(ErrorCode::kIndivisibleLayout, {"model.layers", "parallel.pp", "parallel.virtual_stages"},
-                "model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages "
-                "({} × {} = {}): every model chunk needs the same number of layers",
-                m.layers, p.pp, p.virtual_stages, chunks);
+  pipeline_stage_layers(m.layers, p);
+}
+
+std::vector<int> pipeline_stage_layers(int layers, const ParallelSpec& p) {
+  const int first = p.first_stage_layers, last = p.last_stage_layers;
+  if (first == 0 && last == 0) {
+    const std::int64_t chunks =
+        checked_product("parallel.pp x parallel.virtual_stages", {p.pp, p.virtual_stages});
+    if (layers % chunks != 0)
+      fail_layout(ErrorCode::kIndivisibleLayout, {"model.layers", "parallel.pp", "parallel.virtual_stages"},
+                  "model.layers ({}) is not divisible by parallel.pp × parallel.virtual_stages "
+                  "({} × {} = {}): every model chunk needs the same number of layers",
+                  layers, p.pp, p.virtual_stages, chunks);
+    return std::vector<int>(static_cast<size_t>(p.pp), layers / p.pp);
+  }
+  std::vector<std::string> keys;  // the uneven-split keys given, first the ones the message names
+  if (first != 0) keys.emplace_back("parallel.first_stage_layers");
+  if (last != 0) keys.emplace_back("parallel.last_stage_layers");
+  if (p.pp < 2) {
+    keys.emplace_back("parallel.pp");
+    fail_layout(ErrorCode::kIncompatibleSettings, std::move(keys),
+                "parallel.first_stage_layers / last_stage_layers ({} / {}) need parallel.pp >= 2 "
+                "(with pp {} the one stage holds every layer)",
+                first, last, p.pp);
+  }
+  // Megatron-Core (get_transformer_layer_offset): a stage whose count is not set is a "middle"
+  // stage; the middle stages split the remaining layers evenly.
+  const int middle = p.pp - (first != 0 ? 1 : 0) - (last != 0 ? 1 : 0);
+  const std::int64_t rest = std::int64_t{layers} - first - last;
+  const bool splits = middle == 0 ? rest == 0 : rest >= middle && rest % middle == 0;
+  if (!splits) {
+    for (const char* k : {"model.layers", "parallel.pp"}) keys.emplace_back(k);
+    fail_layout(ErrorCode::kIndivisibleLayout, std::move(keys),
+                "parallel.first_stage_layers {} and parallel.last_stage_layers {} leave {} of "
+                "model.layers {} for the {} other stage(s) of parallel.pp {}: {}",
+                first, last, rest, layers, middle, p.pp,
+                middle == 0 ? "with no other stage they must add up to model.layers"
+                            : "every other stage needs the same number of layers, at least one");
+  }
+  std::vector<int> per_gpu(static_cast<size_t>(p.pp), middle > 0 ? static_cast<int>(rest / middle) : 0);
+  if (first != 0) per_gpu.front() = first;
+  if (last != 0) per_gpu.back() = last;
+  // Interleaving: every chunk of a GPU holds the same share of its layers (Megatron-Core asserts
+  // the first / last stage counts divisible by the virtual pipeline size).
+  for (int k = 0; k < p.pp; ++k)
+    if (per_gpu[static_cast<size_t>(k)] % p.virtual_stages != 0) {
+      keys.emplace_back("parallel.virtual_stages");
+      fail_layout(ErrorCode::kIndivisibleLayout, std::move(keys),
+                  "pipeline stage {} holds {} layers, not divisible by parallel.virtual_stages {}: "
+                  "every model chunk of a GPU needs the same number of layers",
+                  k, per_gpu[static_cast<size_t>(k)], p.virtual_stages);
+    }
+  return per_gpu;
 }
 
 double parameter_count(const ModelSpec& m) {
@@ -663,6 +709,20 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   ops.push_back(std::move(fc2));
   if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
   ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kPost));
+  // FP8 (Transformer Engine, which Megatron-Core's layers use for --fp8-format): the linear
+  // layers' GEMMs run in FP8; the attention core (TE DotProductAttention, 16-bit unless
+  // --fp8-dot-product-attention) and the LM head (Megatron-Core's own ColumnParallelLinear, not
+  // a TE module) stay 16-bit.
+  // FP8 GEMMs read 1-byte operands and write a 16-bit result (cuBLASLt FP8 GEMMs as TE calls
+  // them; dgrad and wgrad counted like the forward, as gemm_op does).
+  if (spec.gemm_precision == GemmPrecision::kFp8)
+    for (Op& op : ops) {
+      if (op.kind != OpKind::kGemm) continue;
+      op.fp8 = true;
+      op.fwd_bytes = dbl(op.gemm_m * op.gemm_k + op.gemm_k * op.gemm_n + kBytesPerElement * op.gemm_m * op.gemm_n);
+      op.bwd_dgrad_bytes = op.fwd_bytes;
+      op.bwd_wgrad_bytes = op.fwd_bytes;
+    }
   return ops;
 }
 

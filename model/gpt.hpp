@@ -44,6 +44,11 @@ std::vector<std::string> preset_keys(const std::string& preset);
 /// seq_len divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages.
 /// Throws LayoutError with one message per problem (the first found).
 void check_layout(const ModelSpec& m, const ParallelSpec& p);
+/// Layers on each pipeline stage (GPU k of pp, all its model chunks): layers / pp each, or
+/// parallel.first_stage_layers / last_stage_layers on the first / last stage with the rest split
+/// evenly over the others (Megatron-Core's uneven pipeline). Throws LayoutError naming the keys
+/// when they do not divide (or a stage's count is not divisible by virtual_stages).
+std::vector<int> pipeline_stage_layers(int layers, const ParallelSpec& p);
 
 /// 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) — Narayanan et al. 2021, Eq. 2 (incl. position emb.).
 /// Counted exactly per layer (layer_parameter_count_per_gpu at tp 1: 4h² + 2hf + 9h + f for GPT,
@@ -124,6 +129,8 @@ struct Op {
   /// Sequence parallelism: this GEMM saved its input sharded (1/t) and all-gathers it again
   /// (this many bytes, full tensor) before its wgrad (Korthikanti et al. 2022, Sec. 4.2.2).
   std::uint64_t bwd_input_allgather_bytes = 0;
+  /// kGemm: forward, dgrad and wgrad run on FP8 tensor cores (model.gemm_precision fp8).
+  bool fp8 = false;
 };
 
 /// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the

@@ -86,12 +86,11 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
                                 bool show_progress) {
   PlanningResult out;
   strategies::PlannerOutput& po = out.planner;
-  const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
 
   const auto started = WallClock::now();
   RecomputeSpec keep;
-  const auto uniform = strategies::uniform_partition(sc.model.layers, virtual_stages);
-  out.baseline = runs.run(strategies::plan_fixed_strategy(keep, uniform), "the baseline");
+  const auto split = strategies::stage_partition(sc.model.layers, sc.parallel);
+  out.baseline = runs.run(strategies::plan_fixed_strategy(keep, split), "the baseline");
   strategies::PlanningInputs inputs = measure_inputs(sc, workload, runs[out.baseline]);
   po.windows = inputs.windows;
   out.baseline_seconds = seconds_since(started);

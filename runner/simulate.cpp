@@ -94,7 +94,7 @@ SimRun simulate_fast_mode(const Scenario& sc, const SimOptions& options) {
   } else {
     run.plan = options.plan ? *options.plan
                             : strategies::plan_fixed_strategy(
-                                  sc.recompute, strategies::uniform_partition(sc.model.layers, p.pp * p.virtual_stages));
+                                  sc.recompute, strategies::stage_partition(sc.model.layers, p));
     const auto started = WallClock::now();
     f = fast::simulate_fast(sc, run.plan, workload, fast::StepCache::shared());
     r.simulate_seconds = seconds_since(started);
@@ -140,7 +140,6 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   check_work_bounded(sc, sc.sim.exploit_symmetry && p.tp * p.dp > 1);
   const hw_models::Topology topo(sc.hardware, gpus_used(p));
   if (!schedule::simulates_one_gpu_per_stage(sc, topo)) check_work_bounded(sc, false);
-  const int virtual_stages = p.pp * p.virtual_stages;
   const model::Workload workload = model::gpt_workload(sc.model, p);
   SimResult& r = run.result;
   const RecomputeKind kind = sc.recompute.strategy;
@@ -170,7 +169,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
     }
   } else {
     run.plan = strategies::plan_fixed_strategy(
-        sc.recompute, strategies::uniform_partition(sc.model.layers, virtual_stages));
+        sc.recompute, strategies::stage_partition(sc.model.layers, p));
     reported = runs.run(run.plan, run.plan.strategy);
   }
   r.engine_runs = runs.executions();

@@ -147,8 +147,9 @@ FieldDesc time_field(std::string key, FieldPlace place, std::string meaning, Acc
 }
 
 template <typename Access>
-FieldDesc flop_rate_field(std::string key, FieldPlace place, std::string meaning, Access access) {
-  return quantity_field(std::move(key), place, FieldType::kFlopRate, Bound::kPositive,
+FieldDesc flop_rate_field(std::string key, FieldPlace place, std::string meaning, Access access,
+                          Bound bound = Bound::kPositive) {
+  return quantity_field(std::move(key), place, FieldType::kFlopRate, bound,
                         std::move(meaning), units::parse_flop_rate_per_s, units::format_flop_rate,
                         access);
 }
@@ -335,6 +336,12 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(bool_field(
       "model.flash_attention", kScn, "fused attention kernel (no s^2 tensors saved)",
       [](auto& s) -> auto& { return s.model.flash_attention; }));
+  t.push_back(choice_field<GemmPrecision>(
+      "model.gemm_precision", kScn, enum_choices<GemmPrecision>(kGemmPrecisionNames),
+      "precision of the layers' linear GEMMs (QKV, projection, MLP; forward, dgrad and wgrad): "
+      "bf16 (16-bit), or fp8 as Transformer Engine runs them (Megatron --fp8-format hybrid) at "
+      "the profile's gpu.fp8_peak, which must be set; attention core and LM head stay 16-bit",
+      [](auto& s) -> auto& { return s.model.gemm_precision; }));
   // Architecture: "default" is the preset's choice, else GPT's (the first named below).
   t.push_back(choice_field<MlpKind>(
       "model.mlp", kScn, enum_choices<MlpKind>(kMlpKindNames),
@@ -405,6 +412,18 @@ std::vector<FieldDesc> scenario_field_table() {
       "parallel.virtual_stages", kScn, 1, kMaxLayers,
       "model chunks per GPU; > 1 only with the interleaved schedule",
       [](auto& s) -> auto& { return s.parallel.virtual_stages; }));
+  t.push_back(integer_field(
+      "parallel.first_stage_layers", kScn, 0, kMaxLayers,
+      "layers on the first pipeline stage (Megatron-Core --decoder-first-pipeline-num-layers); "
+      "0 = an even share: the layers first_stage_layers and last_stage_layers leave split "
+      "evenly over the other stages (they must divide, and each stage's count by "
+      "virtual_stages); not with recompute.partition balanced",
+      [](auto& s) -> auto& { return s.parallel.first_stage_layers; }));
+  t.push_back(integer_field(
+      "parallel.last_stage_layers", kScn, 0, kMaxLayers,
+      "layers on the last pipeline stage (Megatron-Core --decoder-last-pipeline-num-layers); "
+      "0 = an even share (see parallel.first_stage_layers)",
+      [](auto& s) -> auto& { return s.parallel.last_stage_layers; }));
   t.push_back(bool_field(
       "parallel.distributed_optimizer", kScn, "shard optimizer state over dp (ZeRO-1 style)",
       [](auto& s) -> auto& { return s.parallel.distributed_optimizer; }));
@@ -490,6 +509,11 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(flop_rate_field(
       "gpu.peak", kHw, "dense bf16/fp16 tensor-core peak per GPU",
       [](auto& s) -> auto& { return s.hardware.peak_flops_per_s; }));
+  t.push_back(flop_rate_field(
+      "gpu.fp8_peak", kHw,
+      "dense FP8 tensor-core peak per GPU, for model.gemm_precision fp8 (0: no FP8 tensor cores)",
+      [](auto& s) -> auto& { return s.hardware.fp8_peak_flops_per_s; }, Bound::kNonNegative));
+  t.back().optional_in_profile = true;
   t.push_back(bandwidth_field(
       "gpu.hbm_bw", kHw, Bound::kPositive, "HBM bandwidth per GPU",
       [](auto& s) -> auto& { return s.hardware.hbm_bw_bytes_per_s; }));

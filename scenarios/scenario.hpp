@@ -32,6 +32,12 @@ enum class LinearBias : std::uint8_t { kDefault, kOn, kOff };
 /// none (Llama: --attention-dropout 0 --hidden-dropout 0; PyTorch's dropout with p 0 is a no-op).
 enum class Dropout : std::uint8_t { kDefault, kOn, kOff };
 
+/// Precision of the transformer layers' linear-layer GEMMs (model.gemm_precision): 16-bit
+/// (bf16 / fp16), or FP8 as Transformer Engine runs them (Megatron --fp8-format hybrid).
+enum class GemmPrecision : std::uint8_t { kBf16, kFp8 };
+/// Scenario-file names of GemmPrecision, indexed by it.
+inline constexpr std::array<const char*, 2> kGemmPrecisionNames = {"bf16", "fp8"};
+
 /// Scenario-file names of the architecture choices, indexed by their enums (the one list of
 /// these spellings: the field table and `lynxsim presets` read them). "default": the preset's.
 inline constexpr std::array<const char*, 3> kMlpKindNames = {"default", "gelu", "swiglu"};
@@ -71,6 +77,7 @@ struct ModelSpec {
   EmbeddingTie embeddings = EmbeddingTie::kDefault;
   LinearBias linear_bias = LinearBias::kDefault;
   Dropout dropout = Dropout::kDefault;
+  GemmPrecision gemm_precision = GemmPrecision::kBf16;
 };
 
 /// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.
@@ -86,6 +93,11 @@ struct ParallelSpec {
   int global_batch = 1;
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;            ///< model chunks per GPU (interleaved only)
+  /// Layers on the first / last pipeline stage (Megatron-Core's
+  /// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers); 0: not set, the
+  /// stage takes an even share of the layers the set ones leave (model::pipeline_stage_layers).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
   bool distributed_optimizer = false;
   /// Gradients accumulate and are reduced over dp in fp32 (Megatron's default for bf16);
   /// false: 16-bit gradients, cast to fp32 by the optimizer step (fp16 Megatron, DeepSpeed).
@@ -162,6 +174,7 @@ struct HardwareSpec {
   // GPU
   std::string gpu_name;
   std::uint64_t peak_flops_per_s = 0;     ///< dense bf16/fp16 tensor-core peak
+  std::uint64_t fp8_peak_flops_per_s = 0; ///< dense FP8 tensor-core peak; 0: the GPU has none
   std::uint64_t hbm_bw_bytes_per_s = 0;
   std::uint64_t memory_bytes = 0;         ///< HBM capacity
   std::uint64_t memory_reserve_bytes = 0; ///< workspace, fragmentation, CUDA context

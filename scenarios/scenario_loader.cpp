@@ -561,7 +561,8 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode",
         "parallel.tp_comm_overlap", "parallel.tp_comm_overlap_chunks", "parallel.sequence_parallel",
         "parallel.micro_batch", "model.seq_len", "parallel.overlap_param_gather",
-        "parallel.distributed_optimizer"}) {
+        "parallel.distributed_optimizer", "parallel.first_stage_layers", "parallel.last_stage_layers",
+        "recompute.partition", "model.gemm_precision", "hardware.profile", "hardware.gpu.fp8_peak"}) {
     known_key(keys, key);
   }
   const ParallelSpec& p = s.parallel;
@@ -620,6 +621,23 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
          "{}: key '{}': parallel.tp_comm_overlap_chunks ({}) does not divide seq_len * micro_batch "
          "= {}: each chunk is a whole number of the GEMM's rows",
          origins.origin_of(key), key, p.tp_comm_overlap_chunks, rows);
+  }
+  if (s.model.gemm_precision == GemmPrecision::kFp8 && s.hardware.fp8_peak_flops_per_s == 0) {
+    const std::string key = origins.blame({"model.gemm_precision", "hardware.profile", "hardware.gpu.fp8_peak"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': model.gemm_precision fp8 needs FP8 tensor cores, and hardware profile "
+         "'{}' ({}) declares none (gpu.fp8_peak 0; A100 has no FP8): use an H100 / H200 "
+         "profile, or set hardware.gpu.fp8_peak",
+         origins.origin_of(key), key, s.hardware.profile, s.hardware.gpu_name);
+  }
+  if ((p.first_stage_layers != 0 || p.last_stage_layers != 0) &&
+      s.recompute.partition == PartitionKind::kBalanced) {
+    const std::string key =
+        origins.blame({"recompute.partition", "parallel.first_stage_layers", "parallel.last_stage_layers"});
+    fail(ErrorCode::kIncompatibleSettings,
+         "{}: key '{}': parallel.first_stage_layers / last_stage_layers ({} / {}) fix the layers "
+         "per stage, recompute.partition balanced chooses them: set one or the other",
+         origins.origin_of(key), key, p.first_stage_layers, p.last_stage_layers);
   }
   if (p.schedule == ScheduleKind::kInterleaved && p.virtual_stages < 2) {
     fail(ErrorCode::kIncompatibleSettings, 

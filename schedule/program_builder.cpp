@@ -38,6 +38,13 @@ using model::Op;
 using model::OpGroup;
 using model::OpKind;
 
+/// Whether layer l's on-demand recompute ran with the layer above's: l + 1 drops its input, so
+/// the two are one recompute chunk (full uniform recompute, num_layers > 1).
+bool recomputed_with_layer_above(const strategies::StagePlan& sp, int l) {
+  const auto above = static_cast<size_t>(l + 1);
+  return above < sp.layers.size() && sp.layers[above].action(OpGroup::kLayerInput) != Action::kKeep;
+}
+
 /// Task-name ids of one op's tasks (interned once, not per task).
 struct OpNames {
   std::uint32_t fwd = 0, dgrad = 0, wgrad = 0, re = 0, bwd = 0, input_ag = 0;
@@ -894,8 +901,16 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
       join.kind = sim::TaskKind::kMarker;
       join.name = intern_name("recompute_ready");
       after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
-    } else if (!d.keeps_everything()) {
-      after = emit_recompute(d, kCompute, after);
+    } else if (!d.keeps_everything() && !recomputed_with_layer_above(sp, l)) {
+      // A recompute chunk (layers below dropping their input): its whole forward, bottom-up.
+      int bottom = l;
+      while (bottom > 0 && sp.layers[static_cast<size_t>(bottom)].action(OpGroup::kLayerInput) != Action::kKeep)
+        --bottom;
+      for (int j = bottom; j <= l; ++j) {
+        set_layer_instance(step, j);
+        after = emit_recompute(sp.layers[static_cast<size_t>(j)], kCompute, after);
+      }
+      set_layer_instance(step, l);
     }
     const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
     after = emit_backward_ops(layer_, after, window_for(l - 1), zero_bubble());

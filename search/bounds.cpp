@@ -1,5 +1,6 @@
 #include "search/bounds.hpp"
 
+#include "model/gpt.hpp"
 #include "model/workload.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
@@ -18,19 +19,25 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
   for (const model::Op& op : w.head) head += static_cast<std::int64_t>(op.saved_bytes);
   const int micro_batches = static_cast<int>(micro_batches_per_pipeline(p));
   const int v = p.virtual_stages;
-  const int chunk_layers = sc.model.layers / (p.pp * v);
-  // The partition may move layers between stages; uniform is what this bound assumes, and a
-  // balanced partition gets the bound of its stage with the fewest layers: none.
+  // The partition may move layers between stages; the scenario's split (uniform or
+  // first / last_stage_layers) is what this bound assumes, and a balanced partition gets the
+  // bound of its stage with the fewest layers: none.
   const bool uniform = sc.recompute.partition == PartitionKind::kUniform;
+  const std::vector<int> stage_layers = model::pipeline_stage_layers(sc.model.layers, p);
   std::int64_t most = 0;
   for (int k = 0; k < p.pp; ++k) {
+    const int chunk_layers = stage_layers[static_cast<size_t>(k)] / v;
     std::uint64_t params = 0;
     if (uniform) params += w.layer_params * static_cast<std::uint64_t>(chunk_layers * v);
     if (k == 0) params += w.embedding_params;
     if (k == p.pp - 1) params += w.head_params;
     const std::int64_t in_flight_chunks =
         schedule::max_in_flight_micro_batches(p.schedule, p.pp, k, micro_batches, v);
-    std::int64_t activations = uniform ? in_flight_chunks * chunk_layers * layer_input : 0;
+    // Full uniform recomputation in chunks of num_layers keeps only each chunk's input.
+    const std::int64_t kept_inputs = sc.recompute.method == FullMethod::kUniform
+                                         ? (chunk_layers + sc.recompute.num_layers - 1) / sc.recompute.num_layers
+                                         : chunk_layers;
+    std::int64_t activations = uniform ? in_flight_chunks * kept_inputs * layer_input : 0;
     // The embedding / head chunk is one of v on its GPU: at least one micro-batch of it alive.
     if (k == 0) activations += embedding;
     if (k == p.pp - 1) activations += head;
@@ -42,15 +49,28 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
 double compute_lower_bound_s(const Scenario& sc) {
   const ParallelSpec& p = sc.parallel;
   const model::Workload w = model::gpt_workload(sc.model, p);
-  double layer_flops = 0;  // one layer, one micro-batch, one GPU: forward + backward
-  for (const model::Op& op : w.layer) layer_flops += op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops;
   const double peak = static_cast<double>(sc.hardware.peak_flops_per_s);
+  // One layer, one micro-batch, one GPU: forward + backward, FP8 GEMMs counted at the 16-bit
+  // peak's share of their own (model.gemm_precision fp8).
+  const double fp8_share = sc.hardware.fp8_peak_flops_per_s > 0
+                               ? peak / static_cast<double>(sc.hardware.fp8_peak_flops_per_s)
+                               : 1.0;
+  double layer_flops = 0;
+  for (const model::Op& op : w.layer)
+    layer_flops += (op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops) * (op.fp8 ? fp8_share : 1.0);
   const double micro_batches = static_cast<double>(micro_batches_per_pipeline(p));
   if (sc.recompute.partition != PartitionKind::kUniform)
     return micro_batches * sc.model.layers / p.pp * layer_flops / peak;
   const int v = p.virtual_stages;
-  const double chunk_s = static_cast<double>(sc.model.layers / (p.pp * v)) * layer_flops / peak;
-  return (micro_batches * v + (p.pp - 1)) * chunk_s;
+  // The last stage's chunks, then one chunk step of every earlier stage for the fill and drain
+  // (with first / last_stage_layers each stage's own count; uniform: (pp − 1) equal steps).
+  const std::vector<int> stage_layers = model::pipeline_stage_layers(sc.model.layers, p);
+  auto chunk_s = [&](int k) {
+    return static_cast<double>(stage_layers[static_cast<size_t>(k)] / v) * layer_flops / peak;
+  };
+  double fill_s = 0;
+  for (int k = 0; k + 1 < p.pp; ++k) fill_s += chunk_s(k);
+  return micro_batches * v * chunk_s(p.pp - 1) + fill_s;
 }
 
 }  // namespace lynx::search

@@ -16,7 +16,8 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc);
 
 /// The least iteration time (s): the last pipeline stage's layer FLOPs (forward + backward,
 /// no recompute) at the GPU's peak, plus the pipeline fill before its first forward and the
-/// drain after its last backward ((pp − 1) chunk steps at peak); with a balanced partition
+/// drain after its last backward (one chunk step of each earlier stage at peak: (pp − 1) steps
+/// of equal stages; parallel.first / last_stage_layers give each its own); with a balanced partition
 /// only the average stage's FLOPs. At least model FLOPs / (GPUs · peak) up to the head.
 double compute_lower_bound_s(const Scenario& sc);
 

@@ -324,10 +324,7 @@ StageSolution LynxPlanner::solve(const StageProblem& pr) const {
 /// Layers per virtual stage (chunk c of GPU k: c·pp + k) when every chunk of GPU k holds
 /// per_gpu[k] layers.
 std::vector<int> LynxPlanner::per_virtual_stage(const std::vector<int>& per_gpu) const {
-  std::vector<int> per_vs(static_cast<size_t>(virtual_stages_), 0);
-  for (int c = 0; c < chunks_; ++c)
-    for (int k = 0; k < p_.pp; ++k) per_vs[static_cast<size_t>(c * p_.pp + k)] = per_gpu[static_cast<size_t>(k)];
-  return per_vs;
+  return strategies::per_virtual_stage(per_gpu, chunks_);
 }
 
 TimePs LynxPlanner::partition_stage_time_ps(int k, int n, std::int64_t cut) const {
@@ -385,7 +382,7 @@ RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
 }
 
 SearchResult LynxPlanner::search(const std::vector<std::int64_t>& cut, const SolveProgress& progress) const {
-  std::vector<int> layers_per_vs = uniform_partition(sc_.model.layers, virtual_stages_);
+  std::vector<int> layers_per_vs = stage_partition(sc_.model.layers, p_);
   if (sc_.recompute.partition == PartitionKind::kBalanced) layers_per_vs = balanced_partition(cut);
   SearchResult out;
   for (int k = 0; k < p_.pp; ++k) {
@@ -448,11 +445,11 @@ std::vector<RecomputePlan> LynxPlanner::alternatives(const SearchResult& searche
     out.back().strategy = "no-overlap";
   }
   // The planners can always fall back to Megatron's strategies.
-  const auto uniform = uniform_partition(sc_.model.layers, virtual_stages_);
+  const auto split = stage_partition(sc_.model.layers, p_);
   for (RecomputeKind megatron : {RecomputeKind::kSelective, RecomputeKind::kFull}) {
     RecomputeSpec spec;
     spec.strategy = megatron;
-    out.push_back(plan_fixed_strategy(spec, uniform));
+    out.push_back(plan_fixed_strategy(spec, split));
   }
   return out;
 }

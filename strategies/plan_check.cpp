@@ -42,16 +42,30 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
       layer, dropped, op_name);
 }
 
-std::optional<PlanProblem> layer_problem(const LayerDecision& d, const Scenario& sc,
-                                         const std::vector<model::Op>& ops, int layer, bool top,
-                                         bool last_chunk) {
+/// Whether `d` recomputes its whole layer on demand (every group but possibly the input dropped).
+bool whole_layer_on_demand(const LayerDecision& d) {
+  for (size_t g = 0; g < kNumOpGroups; ++g)
+    if (g != static_cast<size_t>(OpGroup::kLayerInput) && d.group[g] != Action::kRecompute) return false;
+  return true;
+}
+
+/// `below`: the decision of the layer below in the same virtual stage (null for its first).
+std::optional<PlanProblem> layer_problem(const LayerDecision& d, const LayerDecision* below,
+                                         const Scenario& sc, const std::vector<model::Op>& ops,
+                                         int layer, bool top, bool last_chunk) {
   auto problem = [](const std::string& field, std::string what) {
     return PlanProblem{-1, -1, field, std::move(what)};
   };
-  if (d.action(OpGroup::kLayerInput) != Action::kKeep)
-    return problem("drop", fmt::format("layer {} drops group 'input' (the layer input): every plan "
-                                       "keeps it, the recompute starts from it (droppable groups: "
-                                       "post, proj, core, mlp)", layer));
+  // Dropping the input: a layer of a recompute chunk (Megatron's full uniform recompute with
+  // num_layers > 1), whose input comes back from the whole-layer recompute of the layer below.
+  if (d.action(OpGroup::kLayerInput) != Action::kKeep &&
+      (below == nullptr || !whole_layer_on_demand(d) || !whole_layer_on_demand(*below)))
+    return problem("drop", fmt::format("layer {} drops group 'input' (the layer input): only a layer "
+                                       "of a recompute chunk may, dropping every group on demand "
+                                       "above a layer below it in the same virtual stage that does "
+                                       "the same (its whole recompute brings this input back); "
+                                       "other plans keep it, the recompute starts from it "
+                                       "(droppable groups: post, proj, core, mlp)", layer));
   if (d.keeps_everything() && d.rerun_whole_groups)
     return problem("rerun_whole_groups",
                    fmt::format("layer {} drops nothing, so there is no group to re-run whole "
@@ -137,8 +151,9 @@ std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Sc
     const StagePlan& sp = plan.stages[static_cast<size_t>(vs)];
     const int n = static_cast<int>(sp.layers.size());
     for (int i = 0; i < n; ++i) {
-      auto problem = layer_problem(sp.layers[static_cast<size_t>(i)], sc, layer_ops,
-                                   sp.first_layer + i, i == n - 1, vs == virtual_stages - 1);
+      auto problem = layer_problem(sp.layers[static_cast<size_t>(i)],
+                                   i > 0 ? &sp.layers[static_cast<size_t>(i - 1)] : nullptr, sc,
+                                   layer_ops, sp.first_layer + i, i == n - 1, vs == virtual_stages - 1);
       if (problem) {
         problem->virtual_stage = vs;
         problem->index = i;

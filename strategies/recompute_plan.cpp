@@ -60,6 +60,19 @@ std::vector<int> uniform_partition(int layers, int virtual_stages) {
   return std::vector<int>(static_cast<size_t>(virtual_stages), layers / virtual_stages);
 }
 
+std::vector<int> per_virtual_stage(const std::vector<int>& per_gpu, int virtual_stages) {
+  const auto pp = per_gpu.size();
+  std::vector<int> per_vs(pp * static_cast<size_t>(virtual_stages), 0);
+  for (size_t c = 0; c < static_cast<size_t>(virtual_stages); ++c)
+    for (size_t k = 0; k < pp; ++k) per_vs[c * pp + k] = per_gpu[k];
+  return per_vs;
+}
+
+std::vector<int> stage_partition(int layers, const ParallelSpec& p) {
+  std::vector<int> per_gpu = model::pipeline_stage_layers(layers, p);
+  for (int& n : per_gpu) n /= p.virtual_stages;
+  return per_virtual_stage(per_gpu, p.virtual_stages);
+}
 
 namespace {
 
@@ -99,13 +112,28 @@ RecomputePlan plan_fixed_strategy(const RecomputeSpec& recompute,
         case RecomputeKind::kNone: stage.layers.push_back(keep_all()); break;
         case RecomputeKind::kSelective: stage.layers.push_back(attention_core_recompute()); break;
         case RecomputeKind::kFull: {
-          // Megatron: `uniform` checkpoints every layer (in chunks of num_layers, each chunk
-          // keeping only its input — we model chunk size 1 exactly and larger chunks as every
-          // layer recomputed, which costs the same time); `block` recomputes only the first
-          // num_layers layers of each stage and keeps the rest.
+          // Megatron (TransformerBlock._checkpointed_forward): `block` recomputes only the
+          // first num_layers layers of each virtual stage and keeps the rest; `uniform` cuts the
+          // virtual stage's layers into chunks of num_layers from its first (the last chunk may
+          // be shorter) and checkpoints each chunk as one function (tensor_parallel.checkpoint):
+          // only the chunk's input is kept, and before the backward of its top layer the whole
+          // chunk's forward runs again, bottom-up (schedule/program_builder.cpp), after which
+          // its layers' backwards consume the recomputed activations. Here the chunk's upper
+          // layers drop their input too, which the recompute of the layer below brings back.
+          //
+          // Memory (one micro-batch, a virtual stage of L layers in chunks of N dividing L; A:
+          // a layer's saved bytes without recomputation, I: its input): L/N · I kept, and while
+          // the top chunk is recomputed N · A − I more (its N layers' activations, less the
+          // kept chunk input). A GPU holding f micro-batches peaks at the top chunk of the
+          // oldest: static + f · (extras + L/N · I) + N · A − I, so N = L versus N = 1 differs
+          // by (L − 1) · (A − f · I). Recompute FLOPs do not depend on N: every layer's forward
+          // runs once more either way.
           const bool recomputed =
               recompute.method == FullMethod::kUniform || i < recompute.num_layers;
-          stage.layers.push_back(recomputed ? whole_layer_recompute() : keep_all());
+          LayerDecision d = recomputed ? whole_layer_recompute() : keep_all();
+          if (recompute.method == FullMethod::kUniform && i % recompute.num_layers != 0)
+            d.group[static_cast<size_t>(model::OpGroup::kLayerInput)] = Action::kRecompute;
+          stage.layers.push_back(d);
           break;
         }
         default:

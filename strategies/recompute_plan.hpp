@@ -78,6 +78,12 @@ bool overlaps_recompute(const RecomputePlan& plan);
 
 /// Uniform layer split over pp·v virtual stages (layers must divide evenly: checked earlier).
 std::vector<int> uniform_partition(int layers, int virtual_stages);
+/// The scenario's layer split over its pp·v virtual stages (chunk c of GPU k: c·pp + k): uniform,
+/// or parallel.first_stage_layers / last_stage_layers (model::pipeline_stage_layers), each chunk
+/// of GPU k holding its layers / v. Checked when the scenario was resolved.
+std::vector<int> stage_partition(int layers, const ParallelSpec& p);
+/// The same from per-GPU counts (size pp): chunk c of GPU k holds per_gpu[k] layers.
+std::vector<int> per_virtual_stage(const std::vector<int>& per_gpu, int virtual_stages);
 
 /// Plans for the strategies that need no search: none, full (uniform / block with
 /// recompute.num_layers), selective. Throws for strategies that need a planner.

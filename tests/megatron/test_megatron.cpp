@@ -382,4 +382,64 @@ TEST_CASE("--tp-comm-overlap and --overlap-param-gather map to their keys, with 
         std::string::npos);
 }
 
+TEST_CASE("uneven pipeline stages, recompute chunks and FP8 read and write as Megatron-LM's arguments") {
+  const std::string base =
+      "--num-layers 10 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --pipeline-model-parallel-size 4 ";
+  const MegatronScenario uneven = load(base + "--bf16 --decoder-first-pipeline-num-layers 1", 4);
+  CHECK(uneven.scenario->parallel.first_stage_layers == 1);
+  CHECK(uneven.scenario->parallel.last_stage_layers == 0);
+  const MegatronScenario both =
+      load(base + "--bf16 --decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 2", 4);
+  CHECK(both.scenario->parallel.last_stage_layers == 2);
+  const std::string out = scenario_to_megatron_args(both.scenario.scenario());
+  CHECK(out.find("--decoder-first-pipeline-num-layers 2 \\\n--decoder-last-pipeline-num-layers 2") != std::string::npos);
+  CHECK(content_of(load(out, 4).scenario.scenario()) == content_of(both.scenario.scenario()));
+  // Megatron-LM's rules: the split must divide; uneven stages with interleaving take the chunk count.
+  CHECK(error_of([&] { load(base + "--bf16 --decoder-first-pipeline-num-layers 2", 4); })
+            .find("key 'parallel.first_stage_layers': parallel.first_stage_layers 2 and "
+                  "parallel.last_stage_layers 0 leave 8 of model.layers 10 for the 3 other stage(s)") !=
+        std::string::npos);
+  CHECK(error_of([&] {
+          load(base + "--bf16 --decoder-first-pipeline-num-layers 1 --num-layers-per-virtual-pipeline-stage 1", 4);
+        }).find("Megatron-LM refuses it (give the chunks per GPU with --num-virtual-stages-per-pipeline-rank") !=
+        std::string::npos);
+  const MegatronScenario chunks = load(
+      "--num-layers 12 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 "
+      "--micro-batch-size 1 --pipeline-model-parallel-size 3 --num-virtual-stages-per-pipeline-rank 2 --bf16 "
+      "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 2",
+      3);
+  CHECK(chunks.scenario->parallel.virtual_stages == 2);
+  const std::string chunk_args = scenario_to_megatron_args(chunks.scenario.scenario());
+  CHECK(chunk_args.find("--num-virtual-stages-per-pipeline-rank 2") != std::string::npos);
+  CHECK(chunk_args.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);
+  CHECK(content_of(load(chunk_args, 3).scenario.scenario()) == content_of(chunks.scenario.scenario()));
+
+  // Full uniform recomputation in chunks: no warning any more (modelled).
+  const MegatronScenario full =
+      load(base + "--bf16 --recompute-granularity full --recompute-method uniform --recompute-num-layers 2 "
+                  "--decoder-first-pipeline-num-layers 1",
+           4);
+  CHECK(full.scenario->recompute.num_layers == 2);
+  CHECK(full.warnings.empty());
+
+  // FP8: --fp8-format hybrid (or e4m3) on an H100; written back as hybrid.
+  const std::string h100 =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --bf16 ";
+  const MegatronScenario fp8 = load(h100 + "--fp8-format hybrid", 1, "dgx-h100-80gb");
+  CHECK(fp8.scenario->model.gemm_precision == GemmPrecision::kFp8);
+  CHECK(load(h100 + "--fp8-format e4m3", 1, "dgx-h100-80gb").scenario->model.gemm_precision == GemmPrecision::kFp8);
+  const std::string fp8_args = scenario_to_megatron_args(fp8.scenario.scenario());
+  CHECK(fp8_args.find("--fp8-format hybrid") != std::string::npos);
+  CHECK(content_of(load(fp8_args, 1, "dgx-h100-80gb").scenario.scenario()) == content_of(fp8.scenario.scenario()));
+  CHECK(load(h100, 1, "dgx-h100-80gb").scenario->model.gemm_precision == GemmPrecision::kBf16);
+  CHECK(scenario_to_megatron_args(load(h100, 1, "dgx-h100-80gb").scenario.scenario()).find("--fp8") == std::string::npos);
+  CHECK(error_of([&] { load(h100 + "--fp8-format e5m2", 1, "dgx-h100-80gb"); })
+            .find("--fp8-format e5m2: expected hybrid or e4m3") != std::string::npos);
+  CHECK(error_of([&] { load(h100 + "--fp8-format hybrid", 1); })
+            .find("model.gemm_precision fp8 needs FP8 tensor cores, and hardware profile 'dgx-a100-80gb'") !=
+        std::string::npos);
+}
+
 }  // namespace lynx::megatron

@@ -304,7 +304,7 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
   bad = with_layer1("{layer: 1, drop: [post, core], mode: overlap, window: bwd-tp}");
   check_error(bad, "[post, core]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
   bad = with_layer1("{layer: 1, drop: [input], mode: demand}");
-  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
+  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): only a layer of a recompute chunk may, dropping every group on demand above a layer below it in the same virtual stage that does the same (its whole recompute brings this input back); other plans keep it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
   bad = with_layer1("{layer: 1, drop: [core], mode: overlap, window: pp-wait}");
   check_error(bad, "pp-wait}", "key 'stages[0].layers[1].window': layer 1: window pp-wait (the wait for the next stage's gradient) belongs to a virtual stage's top layer; use bwd-tp or fwd-tp");
   bad = replaced(good, "{layer: 2, drop: [core], mode: overlap, window: pp-wait}", "{layer: 2, drop: [core], mode: overlap, window: bwd-tp}");
@@ -343,6 +343,9 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
                          "live: key 'stages[0].layers[1].drop': layer 1 brings some dropped groups back on demand and others overlapped; one recompute pass brings them all back one way",
                          Error);
     RecomputePlan full = plan_fixed_strategy(RecomputeSpec{RecomputeKind::kFull}, {3, 3});
+    CHECK_NOTHROW(validate_plan(full, sc, ops, "live"));
+    // A recompute chunk (full uniform recomputation, num_layers 2): layer 4 drops its input too.
+    full.stages[1].layers[1].group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
     CHECK_NOTHROW(validate_plan(full, sc, ops, "live"));
     full.stages[1].layers[0].group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
     CHECK_THROWS_WITH_AS(validate_plan(full, sc, ops, "live"),
