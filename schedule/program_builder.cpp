@@ -603,12 +603,12 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     return chunked && ops[c].op.bwd_collective == model::CollectiveKind::kAllGather && c > 0 &&
            ops[c - 1].op.kind == OpKind::kGemm;
   };
-  auto gather_chunks = [&](size_t c, sim::TaskId after) {
+  auto gather_chunks = [&](size_t c, sim::TaskId first_after) {
     gathered.clear();
     for (int k = 0; k < tp_chunks_; ++k)
       gathered.push_back(emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather, tp_ranks(),
                                          tp_communicator(), ops[c].op.collective_bytes / tp_chunks_,
-                                         ops[c].names.bwd, {k == 0 ? after : -1}));
+                                         ops[c].names.bwd, {k == 0 ? first_after : -1}));
   };
   for (size_t i = ops.size(); i-- > 0;) {
     const Op& op = ops[i].op;
