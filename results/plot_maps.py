@@ -24,7 +24,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 # The paper figures' script beside this one: its CSV error type and its deterministic save.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_paper import CsvError, save  # noqa: E402
+from plot_paper import CsvError, file_token, save  # noqa: E402
 
 PROG = "plot_maps.py"
 DPI = 200
@@ -200,10 +200,6 @@ def figure(cells):
     for k, line in enumerate(note_lines):
         fig.text(0.02, (0.05 + 0.13 * (len(note_lines) - 1 - k)) / height, line, fontsize=5.5, ha="left")
     return fig
-
-
-def file_token(text):
-    return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in text)
 
 
 def main(argv):

@@ -368,16 +368,16 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK(message({"model.layers=4"}) == "p.yaml:33:13: key 'scenario.model.layers': made for 6, s.yaml has 4 (s.yaml: --set model.layers=4)");
     CHECK(message({"model.seq_len=128"}) == "p.yaml:38:14: key 'scenario.model.seq_len': made for 256, s.yaml has 128 (s.yaml: --set model.seq_len=128)");
     CHECK(message({"model.flash_attention=true"}) == "p.yaml:40:22: key 'scenario.model.flash_attention': made for false, s.yaml has true (s.yaml: --set model.flash_attention=true)");
-    CHECK(message({"parallel.tp=1"}) == "p.yaml:48:9: key 'scenario.parallel.tp': made for 2, s.yaml has 1 (s.yaml: --set parallel.tp=1)");
-    CHECK(message({"parallel.micro_batch=2"}) == "p.yaml:52:18: key 'scenario.parallel.micro_batch': made for 1, s.yaml has 2 (s.yaml: --set parallel.micro_batch=2)");
-    CHECK(message({"parallel.schedule=gpipe"}) == "p.yaml:54:15: key 'scenario.parallel.schedule': made for 1f1b, s.yaml has gpipe (s.yaml: --set parallel.schedule=gpipe)");
+    CHECK(message({"parallel.tp=1"}) == "p.yaml:49:9: key 'scenario.parallel.tp': made for 2, s.yaml has 1 (s.yaml: --set parallel.tp=1)");
+    CHECK(message({"parallel.micro_batch=2"}) == "p.yaml:53:18: key 'scenario.parallel.micro_batch': made for 1, s.yaml has 2 (s.yaml: --set parallel.micro_batch=2)");
+    CHECK(message({"parallel.schedule=gpipe"}) == "p.yaml:55:15: key 'scenario.parallel.schedule': made for 1f1b, s.yaml has gpipe (s.yaml: --set parallel.schedule=gpipe)");
     CHECK(message({"parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
-          "p.yaml:51:24: key 'scenario.parallel.sequence_parallel': made for false, s.yaml has true (s.yaml: --set parallel.sequence_parallel=true)");
-    CHECK(message({"hardware.gpu.memory=40GiB"}) == "p.yaml:68:15: key 'scenario.hardware.gpu.memory': made for 80GiB, s.yaml has 40GiB (s.yaml: --set hardware.gpu.memory=40GiB)");
+          "p.yaml:52:24: key 'scenario.parallel.sequence_parallel': made for false, s.yaml has true (s.yaml: --set parallel.sequence_parallel=true)");
+    CHECK(message({"hardware.gpu.memory=40GiB"}) == "p.yaml:75:15: key 'scenario.hardware.gpu.memory': made for 80GiB, s.yaml has 40GiB (s.yaml: --set hardware.gpu.memory=40GiB)");
     // The budget also depends on the reserve and on the optimizer state's sharding.
-    CHECK(message({"hardware.gpu.reserve=8GiB"}) == "p.yaml:69:16: key 'scenario.hardware.gpu.reserve': made for 4GiB, s.yaml has 8GiB (s.yaml: --set hardware.gpu.reserve=8GiB)");
+    CHECK(message({"hardware.gpu.reserve=8GiB"}) == "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 4GiB, s.yaml has 8GiB (s.yaml: --set hardware.gpu.reserve=8GiB)");
     CHECK(message({"parallel.distributed_optimizer=true"}) ==
-          "p.yaml:56:28: key 'scenario.parallel.distributed_optimizer': made for false, s.yaml has true (s.yaml: --set parallel.distributed_optimizer=true)");
+          "p.yaml:59:28: key 'scenario.parallel.distributed_optimizer': made for false, s.yaml has true (s.yaml: --set parallel.distributed_optimizer=true)");
     // What-ifs: the plan does not depend on links, efficiencies or the strategy field.
     CHECK(message({"hardware.node.nvlink.bw=100GB/s", "hardware.gpu.contention=0.3", "recompute.strategy=full"}).empty());
     // A preset and its explicit shape are the same model.
@@ -399,14 +399,14 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
         "model: {layers: 6, hidden: 512, heads: 8, seq_len: 256, vocab: 2048}\n"
         "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4}\n";
     CHECK(message((shape + "hardware: {profile: dgx-a100-80gb, gpu: {reserve: 8GiB}}\n").c_str()) ==
-          "p.yaml:56:28: key 'scenario.parallel.distributed_optimizer': made for true, s.yaml has false (default)");
+          "p.yaml:59:28: key 'scenario.parallel.distributed_optimizer': made for true, s.yaml has false (default)");
     const std::string distributed =
         "model: {layers: 6, hidden: 512, heads: 8, seq_len: 256, vocab: 2048}\n"
         "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4, distributed_optimizer: true}\n";
     CHECK(message((distributed + "hardware: {profile: dgx-a100-80gb}\n").c_str()) ==
-          "p.yaml:69:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 4GiB (hardware.profile at s.yaml:3:21)");
+          "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 4GiB (hardware.profile at s.yaml:3:21)");
     CHECK(message((distributed + "hardware: {profile: dgx-a100-80gb, gpu: {reserve: 6GiB}}\n").c_str()) ==
-          "p.yaml:69:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 6GiB (s.yaml:3:51)");
+          "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 6GiB (s.yaml:3:51)");
   }
   SUBCASE("a scenario file is compared with the plan") {
     const std::string dir = LYNXSIM_SOURCE_DIR "/scenarios/paper/";
@@ -419,7 +419,7 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-1.3b.yaml", {}),
                          fmt::format("p.yaml:27:13: key 'scenario.model.layers': made for 32, {0}pcie-gpt-1.3b.yaml has 24 (model.preset at {0}pcie-gpt-1.3b.yaml:7:11)", dir).c_str(), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"parallel.micro_batch=2"}),
-                         fmt::format("p.yaml:46:18: key 'scenario.parallel.micro_batch': made for 4, {0}pcie-gpt-2.7b.yaml with --set has 2 ({0}pcie-gpt-2.7b.yaml: --set parallel.micro_batch=2)", dir).c_str(), Error);
+                         fmt::format("p.yaml:47:18: key 'scenario.parallel.micro_batch': made for 4, {0}pcie-gpt-2.7b.yaml with --set has 2 ({0}pcie-gpt-2.7b.yaml: --set parallel.micro_batch=2)", dir).c_str(), Error);
   }
   SUBCASE("--set recompute.* is refused, other --set are what-ifs on the embedded scenario") {
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"recompute.strategy=lynx-opt"}),
@@ -428,7 +428,7 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {" recompute.solver_nodes = 10"}),
                          doctest::Contains("--set  recompute.solver_nodes = 10: not allowed with --plan"), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"parallel.tp=1"}),
-                         "p.yaml:48:9: key 'scenario.parallel.tp': made for 2, its scenario with --set has 1 (p.yaml: --set parallel.tp=1)", Error);
+                         "p.yaml:49:9: key 'scenario.parallel.tp': made for 2, its scenario with --set has 1 (p.yaml: --set parallel.tp=1)", Error);
     const auto what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
     CHECK(what_if->hardware.nvlink.bw_bytes_per_s == 100'000'000'000ull);
     CHECK(what_if->name == "unit");
