@@ -11,7 +11,8 @@ case per error code) runs through this script too, with --cases.
 
 Usage: run_hostile.py LYNXSIM CASE [--limit-mib N] [--cases FILE]   (CASE "all": every case)
 A case with `limit_mib` needs the limit: with --limit-mib 0 (sanitizer builds) it is skipped
-(exit status 77).
+(exit status 77). A case with `"needs": "mpi"` is skipped the same way under --without-mpi (a
+lynxsim built without MPI refuses those command lines earlier, with another code).
 """
 import json
 import os
@@ -104,6 +105,9 @@ def main():
         i = args.index("--limit-mib")
         limit_mib = int(args[i + 1])
         del args[i:i + 2]
+    without_mpi = "--without-mpi" in args
+    if without_mpi:
+        args.remove("--without-mpi")
     if "--cases" in args:
         i = args.index("--cases")
         cases_path = args[i + 1]
@@ -119,6 +123,11 @@ def main():
             sys.exit(f"unknown case '{n}' (cases: {', '.join(cases)})")
         if "limit_mib" in cases[n] and limit_mib == 0:
             print(f"{n:28s} skipped: it needs an address-space limit")
+            if name != "all":
+                sys.exit(SKIPPED)
+            continue
+        if cases[n].get("needs") == "mpi" and without_mpi:
+            print(f"{n:28s} skipped: it needs a lynxsim built with MPI")
             if name != "all":
                 sys.exit(SKIPPED)
             continue

@@ -3,7 +3,7 @@
 `lynxsim fit` (plan -> live -> fit), one-line refusals, a plan over two nodes, and the
 bootstrap under mpirun.
 
-Usage: check_live_cli.py LYNXSIM_BINARY CASE   (CASE: dry_run, host_fit, errors, multi_node)
+Usage: check_live_cli.py LYNXSIM_BINARY CASE [with-mpi|without-mpi]   (CASE: dry_run, host_fit, errors, multi_node)
        check_live_cli.py LYNXSIM_BINARY mpi MPIEXEC PROCESSES TEST_LIVE_MPI
        (exit 77: mpirun is not Open MPI, skipped)
 """
@@ -107,6 +107,10 @@ def case_multi_node(b, tmp):
     check(len([l for l in out.splitlines() if l.startswith("peak_memory")]) == 8, f"host backend ran 8 ranks: {out}")
     # The CUDA backend needs one process per node: refused before any GPU is touched.
     spans = "the plan spans 2 nodes (8 GPUs, 4 per node)"
+    if not WITH_MPI:  # a build without MPI cannot join nodes at all
+        refused([b, "live", plan], {}, "E305", spans + ": it runs as one process per node joined by MPI, "
+                "and this lynxsim-live was built without MPI")
+        return
     refused([b, "live", plan], {}, "E807", spans + " and this process runs alone: start one process per node, "
             "e.g. `mpirun -np 2 --map-by node lynxsim-live PLAN.yaml`")
     refused([b, "live", plan], {"OMPI_COMM_WORLD_SIZE": "3"}, "E807", "3 processes were started but " + spans)
@@ -149,6 +153,7 @@ CASES = {"dry_run": case_dry_run, "host_fit": case_host_fit, "errors": case_erro
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]
+    WITH_MPI = sys.argv[3:4] != ["without-mpi"]
     if case == "mpi":
         case_mpi(os.path.abspath(binary), sys.argv[3], sys.argv[4], sys.argv[5])
         print(f"live_mpi_{sys.argv[4]}_processes: ok")
