@@ -24,7 +24,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 # The paper figures' script beside this one: its CSV error type and its deterministic save.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_paper import CsvError, file_token, save  # noqa: E402
+from plot_paper import CsvError, file_token, plot_main  # noqa: E402
 
 PROG = "plot_maps.py"
 DPI = 200
@@ -202,27 +202,17 @@ def figure(cells):
     return fig
 
 
-def main(argv):
-    if len(argv) != 3 or argv[1] in ("-h", "--help"):
-        print(f"usage: {PROG} MAPS_CSV OUTDIR", file=sys.stderr)
-        return 2
-    path, out_dir = argv[1], argv[2]
-    try:
-        rows = read_cells(path)
-    except CsvError as e:
-        print(f"{PROG}: {path}:{e.line}: {e}" if e.line else f"{PROG}: {path}: {e}", file=sys.stderr)
-        return 2
+def build_figures(rows):
+    """One (file name, figure) per map and variant, in the CSV's order."""
     groups = {}
     for row in rows:
         groups.setdefault((row["map"], row["variant"]), []).append(row)
-    os.makedirs(out_dir, exist_ok=True)
-    written = []
-    with plt.rc_context(RC):
-        for (name, variant), cells in groups.items():
-            save(figure(cells), os.path.join(out_dir, f"{file_token(name)}_{file_token(variant)}.png"), written)
-    for target in written:
-        print(target)
-    return 0
+    return [(f"{file_token(name)}_{file_token(variant)}.png", figure(cells))
+            for (name, variant), cells in groups.items()]
+
+
+def main(argv):
+    return plot_main(argv, PROG, "MAPS_CSV", read_cells, build_figures, RC)
 
 
 if __name__ == "__main__":

@@ -862,36 +862,44 @@ def build_figures(rows):
     return figures
 
 
-def main(argv):
+def plot_main(argv, prog, csv_name, read, build, rc):
+    """The command line of the plot scripts: `prog CSV OUTDIR`. read(path) gives the rows (CsvError
+    names the line), build(rows) the [(file name, figure)] drawn under the rc settings (ValueError:
+    the data cannot be drawn); the PNGs are written into OUTDIR and their paths printed."""
     if len(argv) != 3 or argv[1] in ("-h", "--help"):
-        print(f"usage: {PROG} CSV OUTDIR", file=sys.stderr)
+        print(f"usage: {prog} {csv_name} OUTDIR", file=sys.stderr)
         return 2
     csv_path, out_dir = argv[1], argv[2]
     try:
-        rows = read_results(csv_path)
+        rows = read(csv_path)
     except CsvError as e:
         where = f"{csv_path}:{e.line}" if e.line > 0 else csv_path
-        print(f"{PROG}: {where}: {e}", file=sys.stderr)
+        print(f"{prog}: {where}: {e}", file=sys.stderr)
         return 2
     try:
-        figures = build_figures(rows)
+        with plt.rc_context(rc):
+            figures = build(rows)
     except ValueError as e:
-        print(f"{PROG}: {csv_path}: {e}", file=sys.stderr)
+        print(f"{prog}: {csv_path}: {e}", file=sys.stderr)
         return 2
 
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
-        print(f"{PROG}: {out_dir}: cannot create: {e.strerror}", file=sys.stderr)
+        print(f"{prog}: {out_dir}: cannot create: {e.strerror}", file=sys.stderr)
         return 2
 
     written = []
-    with plt.rc_context(PAPER_RC):
+    with plt.rc_context(rc):
         for name, fig in figures:
             save(fig, os.path.join(out_dir, name), written)
     for path in written:
         print(path)
     return 0
+
+
+def main(argv):
+    return plot_main(argv, PROG, "CSV", read_results, build_figures, PAPER_RC)
 
 
 if __name__ == "__main__":
