@@ -864,8 +864,9 @@ def build_figures(rows):
 
 def plot_main(argv, prog, csv_name, read, build, rc):
     """The command line of the plot scripts: `prog CSV OUTDIR`. read(path) gives the rows (CsvError
-    names the line), build(rows) the [(file name, figure)] drawn under the rc settings (ValueError:
-    the data cannot be drawn); the PNGs are written into OUTDIR and their paths printed."""
+    names the line), build(rows) the (file name, figure) pairs drawn under the rc settings, a list
+    or a generator (ValueError: the data cannot be drawn); the PNGs are written into OUTDIR and
+    their paths printed."""
     if len(argv) != 3 or argv[1] in ("-h", "--help"):
         print(f"usage: {prog} {csv_name} OUTDIR", file=sys.stderr)
         return 2
@@ -877,22 +878,19 @@ def plot_main(argv, prog, csv_name, read, build, rc):
         print(f"{prog}: {where}: {e}", file=sys.stderr)
         return 2
     try:
-        with plt.rc_context(rc):
-            figures = build(rows)
-    except ValueError as e:
-        print(f"{prog}: {csv_path}: {e}", file=sys.stderr)
-        return 2
-
-    try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         print(f"{prog}: {out_dir}: cannot create: {e.strerror}", file=sys.stderr)
         return 2
 
     written = []
-    with plt.rc_context(rc):
-        for name, fig in figures:
-            save(fig, os.path.join(out_dir, name), written)
+    try:
+        with plt.rc_context(rc):  # build may yield figures one by one: each is saved and closed
+            for name, fig in build(rows):
+                save(fig, os.path.join(out_dir, name), written)
+    except ValueError as e:
+        print(f"{prog}: {csv_path}: {e}", file=sys.stderr)
+        return 2
     for path in written:
         print(path)
     return 0
