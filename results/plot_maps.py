@@ -10,7 +10,6 @@ only Lynx-style plans fit are hatched "Lynx only"; invalid layouts are blank and
 their reason under the figure; cells confirmed in exact mode are outlined and their exact values
 listed. Standard library and matplotlib only; the same CSV gives the same bytes.
 """
-import csv
 import math
 import os
 import sys
@@ -24,7 +23,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 # The paper figures' script beside this one: its CSV error type and its deterministic save.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_paper import CsvError, file_token, plot_main  # noqa: E402
+from plot_paper import CsvError, csv_records, file_token, plot_main  # noqa: E402
 
 PROG = "plot_maps.py"
 DPI = 200
@@ -51,28 +50,8 @@ INITIAL = {"none": "N", "full": "F", "selective": "S"}
 
 def read_cells(path):
     """Rows as dicts (speedups as floats or None); raises CsvError."""
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise CsvError(0, f"cannot read: {e.strerror}") from None
-    header, rows, seen = None, [], {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip() or text.lstrip().startswith("#"):
-            continue
-        try:
-            fields = next(csv.reader([text], strict=True))
-        except csv.Error as e:
-            raise CsvError(number, f"cannot parse CSV line: {e}") from None
-        if header is None:
-            header = fields
-            missing = [n for n in NEEDED if n not in header]
-            if missing:
-                raise CsvError(number, f"missing column '{missing[0]}' in header")
-            continue
-        if len(fields) != len(header):
-            raise CsvError(number, f"expected {len(header)} fields as in the header, got {len(fields)}")
-        row = dict(zip(header, fields))
+    rows, seen = [], {}
+    for number, row in csv_records(path, NEEDED):
         row["_line"] = number
         for name in NUMBERS:
             text_value = row[name].strip()
@@ -92,10 +71,6 @@ def read_cells(path):
             raise CsvError(number, f"duplicate cell {key} (first on line {seen[key]})")
         seen[key] = number
         rows.append(row)
-    if header is None:
-        raise CsvError(max(len(lines), 1), "no header row")
-    if not rows:
-        raise CsvError(len(lines), "no data rows")
     return rows
 
 

@@ -172,8 +172,10 @@ def parse_cell(column, text, line):
     return value
 
 
-def read_results(path):
-    """Reads the CSV into a list of row dicts (typed cells plus '_line'); raises CsvError."""
+def csv_records(path, required, needed_for=lambda name: ""):
+    """(line number, {column: cell}) for each data row of a CSV whose blank and '#' lines are
+    skipped: the header names each column once and every `required` one (`needed_for(name)`
+    says why in the message), every row has the header's field count; raises CsvError."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             lines = f.read().splitlines()
@@ -181,10 +183,8 @@ def read_results(path):
         raise CsvError(0, f"cannot read: {e.strerror}") from None
     except UnicodeDecodeError:
         raise CsvError(0, "not UTF-8 text") from None
-
     header = None
-    rows = []
-    seen = {}
+    data_rows = 0
     for number, text in enumerate(lines, start=1):
         if text.strip() == "" or text.lstrip().startswith("#"):
             continue
@@ -197,17 +197,29 @@ def read_results(path):
             duplicated = sorted({n for n in header if header.count(n) > 1})
             if duplicated:
                 raise CsvError(number, f"duplicate column '{duplicated[0]}' in header")
-            missing = [name for name in COLUMNS if name not in header]
+            missing = [name for name in required if name not in header]
             if missing:
-                raise CsvError(number, f"missing column '{missing[0]}' in header, needed for "
-                               f"{COLUMNS[missing[0]][1]}"
+                raise CsvError(number, f"missing column '{missing[0]}' in header{needed_for(missing[0])}"
                                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
             continue
         if len(fields) != len(header):
             raise CsvError(number, f"expected {len(header)} fields as in the header, "
                                    f"got {len(fields)}")
+        data_rows += 1
+        yield number, dict(zip(header, fields))
+    if header is None:
+        raise CsvError(max(len(lines), 1), "no header row")
+    if data_rows == 0:
+        raise CsvError(len(lines), "no data rows")
+
+
+def read_results(path):
+    """Reads the CSV into a list of row dicts (typed cells plus '_line'); raises CsvError."""
+    rows = []
+    seen = {}
+    for number, cells in csv_records(path, COLUMNS, lambda name: f", needed for {COLUMNS[name][1]}"):
         row = {"_line": number}
-        for name, cell in zip(header, fields):
+        for name, cell in cells.items():
             if name in COLUMNS or name in OPTIONAL_COLUMNS:
                 row[name] = parse_cell(name, cell, number)
         for name in KEY_COLUMNS:
@@ -226,10 +238,6 @@ def read_results(path):
                             ("memory_capacity_bytes", "memory_capacity_gib")):
             row[gib] = None if row[column] is None else row[column] / GIB
         rows.append(row)
-    if header is None:
-        raise CsvError(max(len(lines), 1), "no header row")
-    if not rows:
-        raise CsvError(len(lines), "no data rows")
     return rows
 
 
