@@ -43,7 +43,7 @@ void agreement(const std::string& file) {
   fmt::print("  |iteration time error|: median {:.4f}%  p95 {:.4f}%  max {:.4f}%  above 1%: {}\n",
              100 * median(errors), 100 * percentile(errors, 95.0), 100 * *std::max_element(errors.begin(), errors.end()),
              std::count_if(errors.begin(), errors.end(), [](double e) { return e > 0.01; }));
-  fmt::print("  Kendall tau {:.4f}; none/full/selective peak memory unequal: {}; lynx max memory error {:.4f}%\n",
+  fmt::print("  Kendall tau {:.4f}; none/full/selective peak memory unequal: {}; lynx max memory error {:.6f}%\n",
              runner::kendall_tau(exact, fast), memory_unequal, 100 * lynx_memory);
   fmt::print("  wall: exact {:.2f} s, fast {:.2f} s (cold cache, incl. scenario loading)\n", exact_s, fast_s);
   fmt::print("  worst:\n");

@@ -41,6 +41,7 @@ std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::st
   if (show_progress_)
     options.on_progress = [&progress](std::size_t ended, std::size_t total) { progress.update(ended, total); };
   r.exec = sim::execute(r.built.machine, r.built.program, options);
+  ++exact_executions_;
   progress.finish();
   r.seconds = seconds_since(start);
   r.makespan_ps = r.exec.makespan_ps;

@@ -52,8 +52,10 @@ class EngineRuns {
   /// Frees run `i`'s programs and result, keeping its plan and summary: for runs that will
   /// not be reported (a plan identical to it still reuses it, for comparison only).
   void discard(std::size_t i);
-  /// sim::execute calls made so far.
+  /// Runs made so far (in sim.mode fast, fast-mode runs).
   int executions() const { return static_cast<int>(runs_.size()); }
+  /// Exact engine runs (sim::execute of a whole program) made so far: 0 in sim.mode fast.
+  int exact_executions() const { return exact_executions_; }
 
  private:
   const Scenario& sc_;
@@ -62,6 +64,7 @@ class EngineRuns {
   sim::ExecOptions options_;
   bool show_progress_;
   std::vector<EngineRun> runs_;
+  int exact_executions_ = 0;
 };
 
 }  // namespace lynx::runner

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace lynx::runner {
 namespace {
@@ -72,6 +74,15 @@ strategies::PlanningInputs measure_inputs(const Scenario& sc, const model::Workl
 
 }  // namespace
 
+bool surely_fits(const fast::FastResult& f, const strategies::RecomputePlan& plan, std::uint64_t memory_bytes) {
+  if (memory_bytes == 0) return true;
+  // Exact mode's peak is at most fast / (1 - bound) (equal to fast's without overlapped recomputation).
+  const double bound = strategies::overlaps_recompute(plan) ? kFastModeMemoryBound : 0;
+  return std::all_of(f.stages.begin(), f.stages.end(), [&](const fast::FastStage& s) {
+    return static_cast<double>(s.peak_memory_bytes) / (1 - bound) <= static_cast<double>(memory_bytes);
+  });
+}
+
 bool cannot_win(TimePs fast_makespan_ps, bool fast_oom, bool memory_exact, TimePs best_makespan_ps,
                 bool best_oom) {
   if (fast_oom && memory_exact) return true;  // out of memory in exact mode too: never reported
@@ -86,6 +97,7 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
                                 bool show_progress) {
   PlanningResult out;
   strategies::PlannerOutput& po = out.planner;
+  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening && fast::supports_schedule(sc.parallel);
 
   const auto started = WallClock::now();
   RecomputeSpec keep;
@@ -107,7 +119,8 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
 
   std::vector<std::int64_t> cut(static_cast<size_t>(sc.parallel.pp), 0);
   strategies::SearchResult searched;
-  std::size_t searched_run = 0;
+  std::optional<std::size_t> searched_run;  // its engine run; none while fast mode vouches for it
+  std::optional<fast::FastResult> searched_fast;
   std::vector<std::size_t> overflowed;  // runs of rounds searched again
   for (int round = 0; round < 3; ++round) {
     StepProgress bar(show_progress, fmt::format("{}: search {}, stage solves", label, round + 1));
@@ -118,22 +131,27 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
     });
     bar.finish();
     po.confirm_rounds = round + 1;
+    searched_run.reset();
+    searched_fast.reset();
+    // A plan fast mode shows fitting on every stage within its memory bound needs no budget cut:
+    // its engine run waits until it is known whether it can win (the final run).
+    if (screen && !runs.has_run(searched.plan)) {
+      searched_fast = fast::simulate_fast(sc, searched.plan, workload, fast::StepCache::shared());
+      if (surely_fits(*searched_fast, searched.plan, sc.hardware.memory_bytes)) break;
+    }
     // Confirm with the engine; tighten the budget of any stage that overflowed.
     searched_run = runs.run(searched.plan, fmt::format("confirmation {}", round + 1));
-    const EngineRun& r = runs[searched_run];
+    const EngineRun& r = runs[*searched_run];
     if (!decide([&] { return planner.tighten_budgets(searched, r.built.gpu_stage, r.exec.peak_bytes, cut); }))
       break;
-    overflowed.push_back(searched_run);
+    overflowed.push_back(*searched_run);
   }
   // Earlier rounds overflowed: out of memory, so never the winner (an identical plan loses too).
   for (std::size_t i : overflowed)
     if (i != out.baseline && i != searched_run && runs[i].oom) runs.discard(i);
   po.problems = searched.problems;
   po.solutions = searched.solutions;
-  po.plan = searched.plan;
-  out.winner = searched_run;
 
-  // Keep the fastest plan that fits in simulation; ties keep the earlier one.
   StepProgress bar(show_progress, fmt::format("{}: alternatives, stage solves", label));
   const auto alternatives = decide([&] {
     int done = 0;
@@ -142,39 +160,71 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
     });
   });
   bar.finish();
-  // Only runs that may still be reported keep their programs (memory of large simulations).
-  const auto is_baseline = [&](const strategies::RecomputePlan& plan) {
-    return strategies::same_decisions(plan, runs[out.baseline].plan);
+
+  // The candidates in order of preference on ties: the searched plan, then its alternatives.
+  struct Candidate {
+    const strategies::RecomputePlan* plan;
+    std::optional<std::size_t> run;
+    std::optional<fast::FastResult> fast;  ///< when screening and not run (yet)
   };
-  if (out.winner != out.baseline && std::none_of(alternatives.begin(), alternatives.end(), is_baseline))
+  std::vector<Candidate> candidates{{&searched.plan, searched_run, std::move(searched_fast)}};
+  for (const strategies::RecomputePlan& a : alternatives) candidates.push_back({&a, std::nullopt, std::nullopt});
+  for (Candidate& c : candidates) {
+    if (!c.run && runs.has_run(*c.plan)) c.run = runs.run(*c.plan, c.plan->strategy);  // costs nothing
+    if (screen && !c.run && !c.fast) c.fast = fast::simulate_fast(sc, *c.plan, workload, fast::StepCache::shared());
+  }
+  // Only runs that may still be reported keep their programs (memory of large simulations).
+  if (std::none_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.run == out.baseline; }))
     runs.discard(out.baseline);
-  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening && fast::supports_schedule(sc.parallel);
-  for (const strategies::RecomputePlan& candidate : alternatives) {
-    if (screen && !runs.has_run(candidate)) {  // a plan already run costs nothing
-      const EngineRun& best = runs[out.winner];
-      const fast::FastResult f = fast::simulate_fast(sc, candidate, workload, fast::StepCache::shared());
-      bool fast_oom = false;
-      for (const fast::FastStage& s : f.stages) fast_oom = fast_oom || s.oom;
-      const bool memory_exact = !strategies::overlaps_recompute(candidate);
-      if (cannot_win(f.makespan_ps, fast_oom, memory_exact, best.makespan_ps, best.oom)) {
+  const auto fast_oom = [](const fast::FastResult& f) {
+    return std::any_of(f.stages.begin(), f.stages.end(), [](const fast::FastStage& s) { return s.oom; });
+  };
+  // The first engine run: the searched plan when it ran, else fast mode's winner (fitting
+  // first, then fastest, then earliest); every other candidate is run only when it can beat it.
+  std::size_t first = 0;
+  if (!candidates[0].run && screen) {
+    const auto rank = [&](const Candidate& c) {
+      const bool oom = c.run ? runs[*c.run].oom : fast_oom(*c.fast);
+      return std::make_pair(oom, oom ? TimePs{0} : (c.run ? runs[*c.run].makespan_ps : c.fast->makespan_ps));
+    };
+    for (std::size_t k = 1; k < candidates.size(); ++k)
+      if (rank(candidates[k]) < rank(candidates[first])) first = k;
+  }
+  const auto engine_run = [&](Candidate& c) {
+    if (!c.run) c.run = runs.run(*c.plan, c.plan->strategy);
+    return *c.run;
+  };
+  std::size_t best = first;  // candidate index
+  engine_run(candidates[best]);
+  // Whether candidate a beats candidate b in the engine: fits where b does not, or both fit and
+  // a is faster; on a tie (or both out of memory) the earlier candidate.
+  const auto beats = [&](std::size_t a, std::size_t b) {
+    const EngineRun& ra = runs[*candidates[a].run];
+    const EngineRun& rb = runs[*candidates[b].run];
+    if (ra.oom != rb.oom) return rb.oom;
+    if (!ra.oom && ra.makespan_ps != rb.makespan_ps) return ra.makespan_ps < rb.makespan_ps;
+    return a < b;
+  };
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    if (k == first) continue;
+    Candidate& c = candidates[k];
+    if (!c.run && c.fast) {
+      const EngineRun& b = runs[*candidates[best].run];
+      if (cannot_win(c.fast->makespan_ps, fast_oom(*c.fast), !strategies::overlaps_recompute(*c.plan), b.makespan_ps,
+                     b.oom)) {
         ++out.fast_screened;
         continue;
       }
     }
-    const std::size_t i = runs.run(candidate, candidate.strategy);
-    if (i == out.winner) continue;  // the same plan: the same result, no faster
-    const EngineRun& best = runs[out.winner];
-    const EngineRun& r = runs[i];
+    engine_run(c);
+    if (*c.run == *candidates[best].run) continue;  // the same plan: the same result
     // A candidate that loses can never be reported, nor can a winner it replaces.
-    if (r.oom || (!best.oom && r.makespan_ps >= best.makespan_ps)) {
-      runs.discard(i);
-      continue;
-    }
-    runs.discard(out.winner);
-    out.winner = i;
-    po.plan = candidate;
-    po.fallback = candidate.strategy;
+    const std::size_t loser = beats(k, best) ? std::exchange(best, k) : k;
+    runs.discard(*candidates[loser].run);
   }
+  out.winner = *candidates[best].run;
+  po.plan = *candidates[best].plan;
+  if (best > 0) po.fallback = po.plan.strategy;
   for (std::size_t i = 0; i < static_cast<std::size_t>(runs.executions()); ++i)
     if (i != out.baseline) out.confirm_seconds += runs[i].seconds;
   po.search_seconds = out.search_seconds;

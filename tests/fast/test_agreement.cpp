@@ -1,9 +1,11 @@
 // Fast mode against exact mode on the committed agreement sets (drawn once by
 // generate_configs.py). configs.txt (NVLink clusters): every iteration time within 1%, peak
-// memory equal for none / full / selective plans and within kLynxMemoryBound for overlapped
-// (lynx) plans, and the two modes rank the configurations alike (Kendall tau >= 0.98).
+// memory equal for none / full / selective plans and within kFastModeMemoryBound
+// (runner/planning.hpp) for overlapped (lynx) plans, and the two modes rank the configurations
+// alike (Kendall tau >= 0.98).
 // configs-pcie.txt: the same except the 1% (its header says why; fast_bench reports it).
 #include "runner/mode_agreement.hpp"
+#include "runner/planning.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -15,9 +17,6 @@ using namespace lynx::runner;
 
 namespace {
 
-/// Overlapped recomputes allocate at times the timeline decides (fast/step_profile.hpp).
-constexpr double kLynxMemoryBound = 0.02;
-
 void check_set(const std::string& file, bool check_time, std::size_t at_least) {
   const auto configs = read_agreement_set(std::string(LYNXSIM_SOURCE_DIR) + "/tests/fast/" + file);
   REQUIRE(configs.size() >= at_least);
@@ -28,7 +27,7 @@ void check_set(const std::string& file, bool check_time, std::size_t at_least) {
     exact.push_back(c.exact.iteration_time_s);
     fast.push_back(c.fast.iteration_time_s);
     const bool time_ok = !check_time || std::abs(c.time_error()) <= 0.01;
-    const bool memory_ok = c.overlapped ? c.memory_error() <= kLynxMemoryBound : c.memory_equal();
+    const bool memory_ok = c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal();
     const bool oom_ok = c.overlapped || c.exact.oom == c.fast.oom;
     if (!time_ok || !memory_ok || !oom_ok) {
       ++failures;
@@ -71,6 +70,6 @@ TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm an
     const ModeComparison c = compare_modes(config);
     CAPTURE(c.time_error());
     CHECK(std::abs(c.time_error()) <= 0.01);
-    CHECK((c.overlapped ? c.memory_error() <= kLynxMemoryBound : c.memory_equal()));
+    CHECK((c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal()));
   }
 }

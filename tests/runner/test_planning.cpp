@@ -1,6 +1,7 @@
 // The planners' engine runs (runner/planning.cpp): counted, never repeated for identical plans,
 // the winner's run reported as it is (not executed again), and the reported strategy names the
 // plan that ran when a narrower fallback wins.
+#include "fast/step_cache.hpp"
 #include "runner/planning.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -140,4 +141,43 @@ TEST_CASE("fast screening changes nothing but the engine runs (planners on paper
       screened += a.fast_screened_runs;
     }
   CHECK(screened > 0);  // it does skip work on this set
+}
+
+TEST_CASE("with screening a lynx-heu plan costs the baseline, the final run and the candidates within the bound") {
+  // Every candidate either runs in the engine or is screened out, and the winner's run is the
+  // reported one: beyond the baseline and the final run, the engine runs only candidates fast
+  // mode cannot rule out (and rounds whose memory it cannot vouch for).
+  for (const char* name : {"pcie-gpt-13b", "pcie-gpt-23b", "nvlink-gpt-13b"}) {
+    CAPTURE(name);
+    const auto sc = paper(name, "lynx-heu");
+    const SimRun on = simulate(sc);
+    check_runs(sc, on);
+    const SimRun off = simulate(model::load_scenario_file(std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/" + name +
+                                                              ".yaml",
+                                                          {"recompute.strategy=lynx-heu", "sim.fast_screening=false"}));
+    CHECK(on.result.engine_runs + on.result.fast_screened_runs == off.result.engine_runs);
+    CHECK(on.result.engine_runs < off.result.engine_runs);
+    CHECK(on.result.event_fingerprint == off.result.event_fingerprint);
+  }
+}
+
+TEST_CASE("fast-mode planning makes no exact engine run: its windows come from a fast-mode baseline") {
+  for (const char* planner : {"lynx-heu", "lynx-opt", "checkmate"}) {
+    CAPTURE(planner);
+    const model::ResolvedScenario resolved = model::load_scenario_file(
+        std::string(LYNXSIM_SOURCE_DIR) + "/scenarios/paper/pcie-gpt-13b.yaml",
+        {std::string("recompute.strategy=") + planner, "sim.mode=fast"});
+    const Scenario& sc = resolved.scenario();
+    const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
+    const hw_models::Topology& topo = *fast::StepCache::shared().context(sc).topology;
+    EngineRuns runs(sc, topo, workload, {}, false);
+    const PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, false);
+    CHECK(runs.exact_executions() == 0);
+    CHECK(runs.executions() >= 2);  // the baseline and the plan, both fast-mode runs
+    CHECK(runs[planned.baseline].fast.steps > 0);
+    CHECK(runs[planned.winner].fast.steps > 0);
+    REQUIRE_FALSE(planned.planner.windows.empty());
+    for (const strategies::StageWindows& w : planned.planner.windows) CHECK_FALSE(w.profiled);  // no engine timeline
+    CHECK(planned.fast_screened == 0);  // screening is exact mode's
+  }
 }
