@@ -59,6 +59,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
   StepCache::Context& context = cache.context(sc);
+  const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
   // step's send, so each step is simulated after its predecessor.
@@ -77,9 +78,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     for (size_t i = 0; i < steps.size(); ++i)
       if (!steps[i].forward) last_bwd[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
     auto& k = keys[static_cast<size_t>(s)];
+    k.reserve(steps.size());
     for (size_t i = 0; i < steps.size(); ++i) {
       const schedule::PipeStep& st = steps[i];
-      StepKey key;
+      StepKey& key = k.emplace_back();  // built in place (a copy through the stack stalls)
       key.stage = s;
       key.virtual_stage = st.chunk * p.pp + s;
       key.forward = st.forward;
@@ -101,14 +103,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         key.prev_grads_final = k[i - 1].grads_final;
         key.prev_forward_windows = k[i - 1].forward_windows;
       }
-      k.push_back(key);
     }
     auto& pr = profiles[static_cast<size_t>(s)];
+    pr.reserve(steps.size());
     std::vector<std::pair<StepKey, const StepProfile*>> distinct;
     for (const StepKey& key : k) {
       auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == key; });
       if (it == distinct.end()) {
-        distinct.push_back({key, &cache.get(context, key, sc, plan, workload)});
+        distinct.push_back({key, &cache.get(context, key, plan_key, sc, plan, workload)});
         it = distinct.end() - 1;
       }
       pr.push_back(it->second);

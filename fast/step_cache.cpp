@@ -1,28 +1,31 @@
 #include "fast/step_cache.hpp"
 
-#include "scenarios/fields.hpp"
-
-#include <fmt/format.h>
+#include <charconv>
+#include <cstdint>
+#include <functional>
 
 namespace lynx::fast {
-namespace {
 
-/// Fields a step's program does not depend on.
-bool irrelevant(const std::string& key) {
-  return key == "parallel.schedule" || key == "parallel.global_batch" || key == "sim.mode" ||
-         key.rfind("recompute.", 0) == 0;
+ContextKey::ContextKey(const Scenario& sc)
+    : model(sc.model), parallel(sc.parallel), hardware(sc.hardware), sim(sc.sim) {
+  parallel.schedule = ParallelSpec{}.schedule;
+  parallel.global_batch = ParallelSpec{}.global_batch;
+  sim.mode = SimSpec{}.mode;
 }
 
-}  // namespace
+std::size_t ContextKeyHash::operator()(const ContextKey& k) const {
+  // The fields sweeps vary most; equal keys hash alike, others rarely collide.
+  std::size_t h = std::hash<std::string>{}(k.hardware.profile);
+  for (const std::int64_t v : {std::int64_t{k.model.layers}, std::int64_t{k.model.hidden}, std::int64_t{k.model.seq_len},
+                               std::int64_t{k.parallel.tp}, std::int64_t{k.parallel.pp}, std::int64_t{k.parallel.dp},
+                               std::int64_t{k.parallel.micro_batch}, std::int64_t{k.parallel.virtual_stages},
+                               std::int64_t{k.parallel.sequence_parallel}, std::int64_t{k.hardware.nodes}})
+    h = h * 1000003 ^ std::hash<std::int64_t>{}(v);
+  return h;
+}
 
 StepCache::Context& StepCache::context(const Scenario& sc) {
-  static const std::vector<FieldDesc> table = scenario_field_table();
-  std::string key;
-  for (const FieldDesc& f : table) {
-    if (!f.in_scenario() || irrelevant(f.key)) continue;
-    key += f.get(sc);
-    key += '\x1f';
-  }
+  ContextKey key(sc);
   std::lock_guard lock(mutex_);
   auto [it, inserted] = contexts_.try_emplace(std::move(key));
   if (inserted) {
@@ -33,21 +36,49 @@ StepCache::Context& StepCache::context(const Scenario& sc) {
   return *it->second;
 }
 
-const StepProfile& StepCache::get(Context& context, const StepKey& k, const Scenario& sc,
-                                  const strategies::RecomputePlan& plan, const model::Workload& workload) {
-  std::string key;
-  fmt::format_to(std::back_inserter(key), "|{} {} {:d}{:d}{:d}{:d}|", k.stage, k.virtual_stage, k.forward,
-                 k.grads_final, k.with_tail, k.forward_windows);
-  if (k.after_previous)
-    fmt::format_to(std::back_inserter(key), "after {} {:d}{:d}{:d}|", k.prev_virtual_stage, k.prev_forward,
-                   k.prev_grads_final, k.prev_forward_windows);
-  if (k.param_gathers) key += "gathers|";
-  for (const strategies::StagePlan& s : plan.stages) fmt::format_to(std::back_inserter(key), "{},", s.layers.size());
-  for (const strategies::LayerDecision& d : plan.stages[static_cast<size_t>(k.virtual_stage)].layers) {
-    for (strategies::Action a : d.group) key += static_cast<char>('0' + static_cast<int>(a));
-    key += static_cast<char>('a' + static_cast<int>(d.window));
-    key += d.rerun_whole_groups ? 'w' : '-';
+namespace {
+
+void append_int(std::string& out, int v) {
+  char buf[16];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+}  // namespace
+
+PlanKey::PlanKey(const strategies::RecomputePlan& plan) {
+  for (const strategies::StagePlan& s : plan.stages) {
+    append_int(split, static_cast<int>(s.layers.size()));
+    split += ',';
+    std::string& d = stages.emplace_back();
+    for (const strategies::LayerDecision& l : s.layers) {
+      for (strategies::Action a : l.group) d += static_cast<char>('0' + static_cast<int>(a));
+      d += static_cast<char>('a' + static_cast<int>(l.window));
+      d += l.rerun_whole_groups ? 'w' : '-';
+    }
   }
+}
+
+const StepProfile& StepCache::get(Context& context, const StepKey& k, const PlanKey& plan_key, const Scenario& sc,
+                                  const strategies::RecomputePlan& plan, const model::Workload& workload) {
+  const auto flag = [](bool b) { return b ? '1' : '0'; };
+  std::string key = "|";
+  key.reserve(32 + plan_key.split.size() + plan_key.stages[static_cast<size_t>(k.virtual_stage)].size());
+  append_int(key, k.stage);
+  key += ' ';
+  append_int(key, k.virtual_stage);
+  key += ' ';
+  for (bool b : {k.forward, k.grads_final, k.with_tail, k.forward_windows}) key += flag(b);
+  key += '|';
+  if (k.after_previous) {
+    key += "after ";
+    append_int(key, k.prev_virtual_stage);
+    key += ' ';
+    for (bool b : {k.prev_forward, k.prev_grads_final, k.prev_forward_windows}) key += flag(b);
+    key += '|';
+  }
+  if (k.param_gathers) key += "gathers|";
+  key += plan_key.split;
+  key += plan_key.stages[static_cast<size_t>(k.virtual_stage)];
   {
     std::lock_guard lock(mutex_);
     auto it = context.profiles.find(key);

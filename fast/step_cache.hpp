@@ -9,10 +9,11 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace lynx::fast {
 
-/// What a step's program depends on beyond the scenario context (see StepCache::context_key).
+/// What a step's program depends on beyond the scenario context (ContextKey).
 struct StepKey {
   int stage = 0;
   int virtual_stage = 0;
@@ -33,6 +34,30 @@ struct StepKey {
   bool operator==(const StepKey&) const = default;
 };
 
+/// A plan's decisions as the text of step-cache keys, made once per simulated plan: its layer
+/// split, and each virtual stage's decisions.
+struct PlanKey {
+  explicit PlanKey(const strategies::RecomputePlan& plan);
+  std::string split;
+  std::vector<std::string> stages;
+};
+
+/// The part of a scenario that step programs depend on: everything but the schedule, the global
+/// batch, the recompute request, sim.mode and the scenario's name and file. Compared member by
+/// member (defaulted ==), so a field added to the scenario is part of it without more code.
+struct ContextKey {
+  ModelSpec model;
+  ParallelSpec parallel;  ///< schedule and global_batch reset to their defaults
+  HardwareSpec hardware;
+  SimSpec sim;            ///< mode reset to its default
+  explicit ContextKey(const Scenario& sc);
+  bool operator==(const ContextKey&) const = default;
+};
+
+struct ContextKeyHash {
+  std::size_t operator()(const ContextKey& k) const;
+};
+
 class StepCache {
  public:
   /// Everything cached for one context: the part of a scenario that step programs depend on
@@ -46,8 +71,9 @@ class StepCache {
   /// The context of `sc` (created on first use; references stay valid until clear()).
   Context& context(const Scenario& sc);
 
-  /// The profile of `key`'s step under `plan` in `context`, simulated on a miss.
-  const StepProfile& get(Context& context, const StepKey& key, const Scenario& sc,
+  /// The profile of `key`'s step under `plan` (`plan_key` its key text) in `context`,
+  /// simulated on a miss.
+  const StepProfile& get(Context& context, const StepKey& key, const PlanKey& plan_key, const Scenario& sc,
                          const strategies::RecomputePlan& plan, const model::Workload& workload);
 
   std::size_t misses() const { return misses_; }  ///< steps simulated
@@ -58,7 +84,7 @@ class StepCache {
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Context>> contexts_;
+  std::unordered_map<ContextKey, std::unique_ptr<Context>, ContextKeyHash> contexts_;
   std::size_t misses_ = 0;
 };
 

@@ -78,6 +78,7 @@ struct ModelSpec {
   LinearBias linear_bias = LinearBias::kDefault;
   Dropout dropout = Dropout::kDefault;
   GemmPrecision gemm_precision = GemmPrecision::kBf16;
+  bool operator==(const ModelSpec&) const = default;
 };
 
 /// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.
@@ -112,6 +113,7 @@ struct ParallelSpec {
   /// Megatron's --overlap-param-gather (needs the distributed optimizer): the parameter
   /// all-gather runs bucket by bucket beside the forward pass instead of after the optimizer step.
   bool overlap_param_gather = false;
+  bool operator==(const ParallelSpec&) const = default;
 };
 
 /// Efficiency that grows with the size of the work: eff(w) = max * w / (w + half_work).
@@ -119,11 +121,13 @@ struct ParallelSpec {
 struct EfficiencyCurve {
   double max = 1.0;
   double half_work = 0.0;
+  bool operator==(const EfficiencyCurve&) const = default;
 };
 
 struct LinkSpec {
   std::uint64_t bw_bytes_per_s = 0;  ///< per direction
   TimePs latency_ps = 0;
+  bool operator==(const LinkSpec&) const = default;
 };
 
 /// How the GPUs of a node talk to each other (profile key `node.intra`).
@@ -157,6 +161,7 @@ struct NcclProtocol {
   TimePs step_pcie_ps = 0;    ///< per ring step over PCIe inside a node
   TimePs step_net_ps = 0;     ///< per ring step across nodes
   double bw_fraction = 0.0;   ///< of the ring bandwidth its wire format carries; 0: not used
+  bool operator==(const NcclProtocol&) const = default;
 };
 
 /// NCCL's three protocols (profile keys nccl.ll.*, nccl.ll128.*, nccl.simple.*).
@@ -164,6 +169,7 @@ struct NcclSpec {
   NcclProtocol ll;
   NcclProtocol ll128;
   NcclProtocol simple;
+  bool operator==(const NcclSpec&) const = default;
 };
 
 /// One hardware profile (hw_models/profiles/NAME.yaml) after overrides.
@@ -202,6 +208,7 @@ struct HardwareSpec {
   double collective_efficiency = 1.0;     ///< achieved/link bandwidth of NCCL ring steps
   CollectiveModel collective_model = CollectiveModel::kAlphaBeta;
   NcclSpec nccl;                          ///< used when collective_model is kNccl
+  bool operator==(const HardwareSpec&) const = default;
 };
 
 /// Activation recomputation strategies, in the paper's order (its figures' bars).
@@ -230,6 +237,7 @@ struct RecomputeSpec {
   /// lynx-opt / checkmate: branch-and-bound nodes per CBC pass of a stage's MILP (a budget
   /// independent of the machine's speed; strategies/milp_planner.hpp).
   int solver_node_limit = 100000;
+  bool operator==(const RecomputeSpec&) const = default;
 };
 
 /// exact: the event engine runs the whole iteration; fast: steps simulated alone, composed (fast/).
@@ -253,6 +261,7 @@ struct SimSpec {
   /// this bandwidth (docs/live.md).
   std::uint64_t comm_standin_bw_bytes_per_s = 0;
   TimePs comm_standin_latency_ps = 0;  ///< latency of each of the two transfers
+  bool operator==(const SimSpec&) const = default;
 };
 
 /// GPUs the layout uses: tp · pp · dp (overflow-checked).

@@ -2,6 +2,7 @@
 // no time (1F1B and GPipe); --trace refused; determinism.
 #include "common/error.hpp"
 #include "fast/compose.hpp"
+#include "fast/step_cache.hpp"
 #include "fast/step_profile.hpp"
 #include "model/resolved_scenario.hpp"
 #include "runner/simulate.hpp"
@@ -118,5 +119,26 @@ TEST_CASE("a collective spanning nodes: fast mode's breakdown equals exact mode'
     CHECK(fb.tp_exposed_s == doctest::Approx(eb.tp_exposed_s).epsilon(1e-9));
     CHECK(fb.dp_exposed_s == doctest::Approx(eb.dp_exposed_s).epsilon(1e-9));
     CHECK(f.iteration_time_s == doctest::Approx(e.iteration_time_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the step cache shares a context across schedules, batches and strategies, and no further") {
+  fast::StepCache cache;
+  const std::vector<std::string> base = {"model.preset=gpt-1.3b", "parallel.tp=2", "parallel.pp=2", "parallel.dp=1",
+                                         "hardware.nodes=1"};
+  const auto context = [&](std::vector<std::string> extra) {
+    std::vector<std::string> sets = base;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return &cache.context(model::default_scenario(sets).scenario());
+  };
+  const auto* reference = context({});
+  CHECK(context({"parallel.schedule=gpipe", "parallel.global_batch=16", "recompute.strategy=full",
+                 "sim.mode=fast", "name=other"}) == reference);
+  // Any field a step program depends on selects another context: a model, layout, hardware
+  // (profile-level) or simulation field.
+  for (const std::string field : {"model.seq_len=1024", "parallel.micro_batch=4", "parallel.sequence_parallel=true",
+                            "hardware.node.nic.bw=10GB/s", "hardware.gpu.contention=0.3", "sim.exploit_symmetry=false"}) {
+    CAPTURE(field);
+    CHECK(context({field}) != reference);
   }
 }
