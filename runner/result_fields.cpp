@@ -150,7 +150,7 @@ std::vector<ResultField> make_fields() {
       {"engine_runs", "", kRun, "engine executions this result took, planning included", true,
        line("engine runs", 0, ""), [](R r, S) { return integer(r.engine_runs); }},
       {"fast_screened_runs", "", kRun,
-       "planner alternatives fast mode showed cannot win, so never run in the engine "
+       "planner candidates fast mode showed cannot win, so never run in the engine "
        "(sim.fast_screening)",
        true, line("fast-screened", 0, ""), [](R r, S) { return integer(r.fast_screened_runs); }},
       {"solver_gap", "", kRun, "largest relative MILP gap over stages (0 = optimal)", true,
