@@ -17,7 +17,7 @@ HEADER = {
     "pcie": """# fast mode agreement set (PCIe clusters): NOT checked at 1%. On PCIe nodes GPUs share PCIe
 # switch and host links, so the steps of different pipeline stages (and a stage's sends and
 # its collectives) share links; fast mode simulates each stage's steps alone and misses that
-# sharing between stages (measured: most within 1%, some up to -14%, fast mode too fast).
+# sharing between stages (measured: 55 of 60 within 1%, worst +3.4%; BENCHMARKS.md, session 11).
 # Checked: equal peak memory and OOM (none / full / selective), Kendall tau >= 0.98; the
 # iteration time error is reported by build/bench/fast_bench."""}
 
