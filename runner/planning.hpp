@@ -34,8 +34,9 @@ struct PlanningResult {
 };
 
 /// Fast mode's iteration time is within this fraction of exact mode's. The worst measured
-/// disagreement on the committed agreement sets is 3.54% (PCIe, stages sharing links;
-/// BENCHMARKS.md, session 8; NVLink 0.25%); the bound rounds it up to 5%.
+/// disagreement on the committed agreement sets is 3.41% (PCIe: links shared between stages, and
+/// a step paired with its predecessor's send; NVLink 0.38%; BENCHMARKS.md, session 11; 3.54% in
+/// session 8); the bound rounds it up to 5%.
 inline constexpr double kFastModeErrorBound = 0.05;
 
 /// Fast mode's peak memory of a plan with overlapped (lynx) recomputation is within this
