@@ -181,3 +181,29 @@ TEST_CASE("fast-mode planning makes no exact engine run: its windows come from a
     CHECK(planned.fast_screened == 0);  // screening is exact mode's
   }
 }
+
+TEST_CASE("fast mode vouches that a plan fits only within its memory bound") {
+  const std::uint64_t capacity = 1'000'000'000;
+  const auto result = [](std::int64_t peak) {
+    fast::FastResult f;
+    f.stages.resize(2);
+    f.stages[0].peak_memory_bytes = peak;
+    f.stages[1].peak_memory_bytes = peak / 2;
+    return f;
+  };
+  const auto sc = paper("pcie-gpt-13b", "lynx-heu");
+  const strategies::RecomputePlan keep =
+      strategies::plan_fixed_strategy(RecomputeSpec{}, strategies::stage_partition(sc.scenario().model.layers,
+                                                                                  sc.scenario().parallel));
+  REQUIRE_FALSE(strategies::overlaps_recompute(keep));
+  CHECK(surely_fits(result(static_cast<std::int64_t>(capacity)), keep, capacity));  // exact: equal fits
+  CHECK_FALSE(surely_fits(result(static_cast<std::int64_t>(capacity) + 1), keep, capacity));
+  CHECK(surely_fits(result(std::int64_t{1} << 62), keep, 0));  // no capacity: everything fits
+  const strategies::RecomputePlan lynx = simulate(sc).plan;
+  REQUIRE(strategies::overlaps_recompute(lynx));
+  // Exact mode's peak may be fast's / (1 - bound): fits only when that does.
+  const auto at_bound = static_cast<std::int64_t>(static_cast<double>(capacity) * (1 - kFastModeMemoryBound));
+  CHECK(surely_fits(result(at_bound), lynx, capacity));
+  CHECK_FALSE(surely_fits(result(at_bound + 1000), lynx, capacity));
+  CHECK_FALSE(surely_fits(result(static_cast<std::int64_t>(capacity)), lynx, capacity));
+}
