@@ -381,6 +381,7 @@ class Builder {
   const std::vector<hw_models::Rank>& dp_ranks() const { return dp_ranks_; }
   int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
+  int embedding_communicator() const { return 2'000'000 + dp_rank_ * p_.tp + tp_rank_; }
   hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
   std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
     return ((static_cast<std::int64_t>(virtual_stage) * p_.global_batch + micro_batch) * 2 +
@@ -1038,9 +1039,17 @@ sim::TaskId Builder::emit_tied_embedding_allreduce(sim::TaskId reduced) {
   // stage built alone (fast mode) leaves it out: fast/compose.cpp couples the two stages.
   const bool member = stage_ == 0 || stage_ == p_.pp - 1;
   if (part_ || !member || work_.tied_embedding_params == 0) return reduced;
-  // Both members start it when both are ready and finish when both have: dependencies on the
-  // other member's tasks, not a rendezvous group (the reduced simulation has none, and groups
-  // turn the executor's steady-state fast-forward off).
+  const std::uint32_t name = intern_name("embedding_grad_allreduce");
+  const auto ranks = embedding_group_ranks(p_, dp_rank_, tp_rank_);
+  const std::uint64_t bytes = tied_embedding_grad_bytes(p_, work_);
+  // Every GPU simulated: a rendezvous group, as every other collective has (live mode runs it
+  // as one NCCL call of the two ranks).
+  if (!symmetric_)
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, ranks,
+                           embedding_communicator(), bytes, name, {reduced});
+  // The reduced simulation has no groups (and groups turn the executor's steady-state
+  // fast-forward off): both members start it when both are ready and go on when both have
+  // finished, by dependencies on the other member's tasks.
   const auto key = [this](int member_stage, int what) -> std::int64_t {
     const int side = member_stage == 0 ? 0 : 1;
     return -1 - ((side * 2 + what) * static_cast<std::int64_t>(p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_);
@@ -1053,9 +1062,7 @@ sim::TaskId Builder::emit_tied_embedding_allreduce(sim::TaskId reduced) {
   const sim::TaskId ready = add_task(join, {reduced});
   add_pending_dep(ready, key(other, 0));
   const sim::TaskId allreduce =
-      emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce,
-                      embedding_group_ranks(p_, dp_rank_, tp_rank_), -1, tied_embedding_grad_bytes(p_, work_),
-                      intern_name("embedding_grad_allreduce"), {ready});
+      emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, ranks, -1, bytes, name, {ready});
   transfers_[key(stage_, 1)] = allreduce;
   join.name = intern_name("embedding_grads_reduced");
   const sim::TaskId done = add_task(join, {allreduce});

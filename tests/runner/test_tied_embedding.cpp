@@ -98,12 +98,16 @@ TEST_CASE("tied embeddings, pp > 1: the first and last stage all-reduce V*h/t ma
     int tp, pp, nodes;
   };
   for (const Layout layout : {Layout{2, 4, 1}, Layout{8, 2, 2}}) {
-    for (bool fp32_grads : {true, false}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      // fp32 main gradients, bf16 ones, and every GPU simulated (a rendezvous group instead of
+      // the reduced simulation's dependencies between the two members).
+      const bool fp32_grads = variant != 1;
       CAPTURE(layout.tp);
       CAPTURE(layout.pp);
-      CAPTURE(fp32_grads);
+      CAPTURE(variant);
       Scenario sc = tied_gpt(layout.tp, layout.pp, layout.nodes);
       sc.parallel.fp32_main_grads = fp32_grads;
+      sc.sim.exploit_symmetry = variant != 2;
       const SimRun run = run_kept(sc);
       const schedule::BuiltProgram& built = run.built;
       const Scenario& rs = sc;
