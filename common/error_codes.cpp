@@ -80,7 +80,8 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
      "change one of them as the message says",
      "bad.yaml:2:19: key 'parallel.virtual_stages': 2 model chunks per GPU need schedule 'interleaved'", ""},
     {ErrorCode::kNotModelled, "not-modelled",
-     "an input lynxsim does not model yet (a Megatron-LM argument, fp32 training)",
+     "an input lynxsim does not model yet (a Megatron-LM argument, fp32 training), or a plan "
+     "live mode would run as another (TP-comm overlap, FP8 GEMMs)",
      "leave it out or replace it as the message says",
      "--megatron-args: neither --bf16 nor --fp16: fp32 training is not modelled by lynxsim yet (it simulates 16-bit mixed precision); add --bf16 or --fp16", ""},
     {ErrorCode::kNotInBuild, "not-in-build",

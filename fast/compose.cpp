@@ -2,6 +2,8 @@
 
 #include "common/error.hpp"
 #include "common/statistics.hpp"
+#include "hw_models/collectives.hpp"
+#include "schedule/program_builder.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -31,6 +33,8 @@ struct StageState {
   std::size_t live_send = 0, live_dp = 0;  ///< before these, everything ended before the step
   TimePs dp_free_ps = 0;
   TimePs end_ps = 0;
+  TimePs grads_reduced_ps = 0;  ///< after the last step: when its optimizer step could start
+  TimePs optimizer_ps = 0;      ///< the optimizer step's duration
   std::int64_t level_bytes = 0;
   FastStage out;
   TimePs other_comm_ps = 0;
@@ -44,6 +48,24 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
   return std::any_of(sp.layers.begin(), sp.layers.end(), [](const strategies::LayerDecision& d) {
     return d.overlapped() && d.window == strategies::Window::kFwdTpComm;
   });
+}
+
+/// The tied-embedding gradient all-reduce between the first and last stage, as exact mode
+/// runs it (schedule/program_builder.cpp): it starts once both stages have reduced their
+/// gradients, and the optimizer step of both follows it. Its time is the collective model's on
+/// idle links: nothing else of the two GPUs communicates then.
+void couple_tied_embedding(const Scenario& sc, const model::Workload& workload, const hw_models::Topology& topo,
+                           StageState& first, StageState& last) {
+  const ParallelSpec& p = sc.parallel;
+  const TimePs allreduce_ps = hw_models::idle_collective_time_ps(
+      topo, hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing,
+                                       schedule::embedding_group_ranks(p, 0, 0),
+                                       schedule::tied_embedding_grad_bytes(p, workload)));
+  const TimePs reduced_ps = std::max(first.grads_reduced_ps, last.grads_reduced_ps) + allreduce_ps;
+  for (StageState* g : {&first, &last}) {
+    g->end_ps = std::max(g->end_ps, reduced_ps + g->optimizer_ps);
+    g->out.dp_exposed_ps += allreduce_ps;  // the compute stream waits for it
+  }
 }
 
 }  // namespace
@@ -215,6 +237,8 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       // The optimizer step follows every gradient reduction: earlier buckets still running,
       // or this step's own, delayed behind them.
       end = std::max(end, std::max(dp_before, g.dp_free_ps) + pr.optimizer_ps);
+      g.grads_reduced_ps = std::max({start + pr.end_ps + delta - pr.optimizer_ps, dp_before, g.dp_free_ps});
+      g.optimizer_ps = pr.optimizer_ps;
     }
     g.end_ps = std::max(g.end_ps, end);
 
@@ -246,6 +270,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       while (advance(s)) ++done;
     LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
   }
+  if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, state.front(), state.back());
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
   const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
   for (int vs = 0; vs <= last_vs && measure_windows; ++vs) {

@@ -2,7 +2,9 @@
 
 #include "common/bytes.hpp"
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "model/workload.hpp"
+#include "schedule/program_builder.hpp"
 #include "strategies/plan_check.hpp"
 
 #include <fmt/format.h>
@@ -171,6 +173,30 @@ std::uint64_t ring_payload(std::uint64_t member_bytes, model::CollectiveKind kin
   return member_bytes * static_cast<std::uint64_t>(n) / (factor * static_cast<std::uint64_t>(n - 1));
 }
 
+/// Live mode runs each GEMM whole, in bf16 (cuBLAS), and each TP collective beside it: a plan
+/// that chunks them to overlap (parallel.tp_comm_overlap) or runs FP8 GEMMs would be measured
+/// as another plan than the one it was made for, so it is refused at the key that asks for it.
+void refuse_what_live_runs_otherwise(const model::ResolvedScenario& resolved, const strategies::PlanFile& plan,
+                                     const std::string& plan_label, const std::vector<std::string>& overrides) {
+  const Scenario& sc = resolved.scenario();
+  // The --set override that gave the key, else the plan file's line of it.
+  const auto origin = [&](const std::string& key) {
+    const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) {
+      return trim(std::string_view(o).substr(0, o.find('='))) == key;
+    });
+    if (overridden) return resolved.origins().origin_of(key);
+    const std::string at = plan.scenario_origins.origin_of(key);
+    return at.empty() ? plan_label : at;
+  };
+  if (schedule::tp_overlap_chunks(sc.parallel) > 1)
+    fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "
+         "not chunked and overlapped as this plan does; make the plan with parallel.tp_comm_overlap=false",
+         origin("parallel.tp_comm_overlap"));
+  if (sc.model.gemm_precision == GemmPrecision::kFp8)
+    fail(ErrorCode::kNotModelled, "{}: key 'model.gemm_precision': live mode runs bf16 GEMMs, not this plan's FP8 ones; "
+         "make the plan with model.gemm_precision=bf16", origin("model.gemm_precision"));
+}
+
 }  // namespace
 
 OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& plan_label,
@@ -180,6 +206,7 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
   sets.push_back("sim.exploit_symmetry=false");
   sets.push_back("sim.mode=exact");
   const model::ResolvedScenario resolved = strategies::scenario_for_plan(plan, plan_label, "", sets);
+  refuse_what_live_runs_otherwise(resolved, plan, plan_label, overrides);
   runner::SimOptions sim_options;
   sim_options.plan = &plan.plan;
   sim_options.keep_trace_data = true;

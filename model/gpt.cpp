@@ -825,4 +825,9 @@ std::uint64_t head_parameter_count_per_gpu(const ModelSpec& spec, const Parallel
   return u64(norm_parameters(d) + output_layer);
 }
 
+std::uint64_t tied_embedding_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  return d.untied || p.pp == 1 ? 0 : u64(d.v * d.h / d.t);
+}
+
 }  // namespace lynx::model

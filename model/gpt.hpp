@@ -164,5 +164,8 @@ std::uint64_t embedding_parameter_count_per_gpu(const ModelSpec& m, const Parall
 /// output layer V·h/t when untied, or (tied, pp > 1) the copy of the word embedding Megatron
 /// keeps there for the LM head.
 std::uint64_t head_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
+/// Word-embedding parameters whose gradient the first and last stage all-reduce after the
+/// backward (Megatron-LM's embedding group): V·h/t when tied with pp > 1, else 0.
+std::uint64_t tied_embedding_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
 
 }  // namespace lynx::model

@@ -14,6 +14,7 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   w.layer_params = layer_parameter_count_per_gpu(model, parallel);
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);
   w.head_params = head_parameter_count_per_gpu(model, parallel);
+  w.tied_embedding_params = tied_embedding_parameter_count_per_gpu(model, parallel);
   return w;
 }
 

@@ -24,6 +24,9 @@ struct Workload {
   std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
   std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
   std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
+  /// Word-embedding gradient the first and last stage all-reduce before the optimizer step
+  /// (tied_embedding_parameter_count_per_gpu; 0 when untied or pp == 1).
+  std::uint64_t tied_embedding_params = 0;
 };
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -524,22 +525,35 @@ std::string emit_yaml(const YamlTree& tree, const std::string& comment) {
 
 }  // namespace
 
-UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
-                                      const std::vector<std::string>& overrides) {
+struct ParsedScenario::Parsed {
+  std::vector<FieldDesc> table = scenario_field_table();
+  KeySet keys = key_set(table, FileKind::kScenario);
+  FileValues values;
+  Parsed(std::string_view yaml_text, const std::string& file_label)
+      : values(read_values(yaml_text, file_label, keys)) {}
+};
+
+ParsedScenario::ParsedScenario(std::string_view yaml_text, const std::string& file_label)
+    : parsed_(with_one_line_errors([&] { return std::make_shared<const Parsed>(yaml_text, file_label); })) {}
+
+UnresolvedScenario ParsedScenario::read(const std::vector<std::string>& overrides) const {
   return with_one_line_errors([&] {
-    const std::vector<FieldDesc> table = scenario_field_table();
-    const KeySet keys = key_set(table, FileKind::kScenario);
-    FileValues values = read_values(yaml_text, file_label, keys);
-    apply_overrides(overrides, keys, values);
+    FileValues values = parsed_->values;
+    apply_overrides(overrides, parsed_->keys, values);
 
     Scenario scenario;
-    scenario.name = file_stem(file_label);
-    scenario.source_file = file_label;
+    scenario.name = file_stem(values.label);
+    scenario.source_file = values.label;
     scenario.hardware = base_hardware(values);
-    apply_values(table, FileKind::kScenario, values, scenario);
-    check_hardware(scenario.hardware, values, keys, "hardware.");
+    apply_values(parsed_->table, FileKind::kScenario, values, scenario);
+    check_hardware(scenario.hardware, values, parsed_->keys, "hardware.");
     return UnresolvedScenario{std::move(scenario), std::move(values.origins)};
   });
+}
+
+UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
+                                      const std::vector<std::string>& overrides) {
+  return ParsedScenario(yaml_text, file_label).read(overrides);
 }
 
 UnresolvedScenario read_scenario_file(const std::string& path,

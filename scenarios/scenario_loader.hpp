@@ -5,6 +5,7 @@
 #include "scenarios/key_origins.hpp"
 #include "scenarios/scenario.hpp"
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,18 @@ UnresolvedScenario read_scenario_file(const std::string& path,
 /// Same, from YAML text; `file_label` is used in messages.
 UnresolvedScenario read_scenario_text(std::string_view yaml_text, const std::string& file_label,
                                       const std::vector<std::string>& overrides = {});
+/// A scenario's YAML text parsed once (syntax and keys checked), to read with many sets of
+/// overrides: read(o) gives what read_scenario_text(text, label, o) gives, without parsing the
+/// text again (lynxsim best reads every candidate from one base). read() is thread-safe.
+class ParsedScenario {
+ public:
+  ParsedScenario(std::string_view yaml_text, const std::string& file_label);
+  UnresolvedScenario read(const std::vector<std::string>& overrides = {}) const;
+
+ private:
+  struct Parsed;
+  std::shared_ptr<const Parsed> parsed_;
+};
 /// The built-in default scenario (what `lynxsim run` simulates with no file).
 UnresolvedScenario read_default_scenario(const std::vector<std::string>& overrides = {});
 /// The layout checks that need only the scenario (global batch, GPU count, schedule); errors

@@ -343,6 +343,9 @@ class Builder {
   /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only).
   static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::OpGroup::kLayerInput) + 1;
   sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
+  /// After `reduced` (the gradient reductions): the tied-embedding gradient all-reduce of the
+  /// first and last stage (pp > 1, tied); returns what the optimizer step waits for.
+  sim::TaskId emit_tied_embedding_allreduce(sim::TaskId reduced);
   /// Megatron's optimizer step over `params` gradients of the stage (`stage_params` in all).
   void emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after);
   /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
@@ -378,6 +381,7 @@ class Builder {
   const std::vector<hw_models::Rank>& dp_ranks() const { return dp_ranks_; }
   int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
+  int embedding_communicator() const { return 2'000'000 + dp_rank_ * p_.tp + tp_rank_; }
   hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
   std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
     return ((static_cast<std::int64_t>(virtual_stage) * p_.global_batch + micro_batch) * 2 +
@@ -1024,7 +1028,46 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   TaskArgs join;
   join.kind = sim::TaskKind::kMarker;
   join.name = intern_name("grads_reduced");
-  emit_optimizer_step(g.dp.total_params, stage_params, add_task(join, g.dp.tasks.begin(), g.dp.tasks.end()));
+  const sim::TaskId reduced = add_task(join, g.dp.tasks.begin(), g.dp.tasks.end());
+  emit_optimizer_step(g.dp.total_params, stage_params, emit_tied_embedding_allreduce(reduced));
+}
+
+sim::TaskId Builder::emit_tied_embedding_allreduce(sim::TaskId reduced) {
+  // Megatron-LM's finalize_model_grads: after the data-parallel reduction, the first and last
+  // stage all-reduce the word embedding's main gradient (_allreduce_word_embedding_grads, the
+  // embedding group of each (dp, tp) rank), and the optimizer step of both waits for it. A
+  // stage built alone (fast mode) leaves it out: fast/compose.cpp couples the two stages.
+  const bool member = stage_ == 0 || stage_ == p_.pp - 1;
+  if (part_ || !member || work_.tied_embedding_params == 0) return reduced;
+  const std::uint32_t name = intern_name("embedding_grad_allreduce");
+  const auto ranks = embedding_group_ranks(p_, dp_rank_, tp_rank_);
+  const std::uint64_t bytes = tied_embedding_grad_bytes(p_, work_);
+  // Every GPU simulated: a rendezvous group, as every other collective has (live mode runs it
+  // as one NCCL call of the two ranks).
+  if (!symmetric_)
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, ranks,
+                           embedding_communicator(), bytes, name, {reduced});
+  // The reduced simulation has no groups (and groups turn the executor's steady-state
+  // fast-forward off): both members start it when both are ready and go on when both have
+  // finished, by dependencies on the other member's tasks.
+  const auto key = [this](int member_stage, int what) -> std::int64_t {
+    const int side = member_stage == 0 ? 0 : 1;
+    return -1 - ((side * 2 + what) * static_cast<std::int64_t>(p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_);
+  };
+  const int other = stage_ == 0 ? p_.pp - 1 : 0;
+  transfers_[key(stage_, 0)] = reduced;
+  TaskArgs join;
+  join.kind = sim::TaskKind::kMarker;
+  join.name = intern_name("embedding_group_ready");
+  const sim::TaskId ready = add_task(join, {reduced});
+  add_pending_dep(ready, key(other, 0));
+  const sim::TaskId allreduce =
+      emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, ranks, -1, bytes, name, {ready});
+  transfers_[key(stage_, 1)] = allreduce;
+  join.name = intern_name("embedding_grads_reduced");
+  const sim::TaskId done = add_task(join, {allreduce});
+  add_pending_dep(done, key(other, 1));
+  return done;
 }
 
 void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_params, sim::TaskId after) {
@@ -1152,6 +1195,14 @@ BuiltProgram Builder::build() {
 }
 
 }  // namespace
+
+std::vector<hw_models::Rank> embedding_group_ranks(const ParallelSpec& p, int dp_rank, int tp_rank) {
+  return {global_rank(p, 0, dp_rank, tp_rank), global_rank(p, p.pp - 1, dp_rank, tp_rank)};
+}
+
+std::uint64_t tied_embedding_grad_bytes(const ParallelSpec& p, const Workload& workload) {
+  return model::grad_bytes_per_param(p) * workload.tied_embedding_params;
+}
 
 int tp_overlap_chunks(const ParallelSpec& p) {
   if (!p.tp_comm_overlap || !p.sequence_parallel || p.tp == 1) return 1;

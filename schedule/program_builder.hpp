@@ -92,6 +92,13 @@ struct StageSteps {
 /// order, TP fastest, then DP, then PP.
 hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
 
+/// Megatron-LM's embedding group of (dp_rank, tp_rank): its first- and last-stage ranks, which
+/// all-reduce the tied word embedding's gradient before the optimizer step (pp > 1).
+std::vector<hw_models::Rank> embedding_group_ranks(const ParallelSpec& p, int dp_rank, int tp_rank);
+/// Bytes of that all-reduce: the tied word-embedding shard's gradient in the main-gradient
+/// dtype (model::grad_bytes_per_param); 0 when untied or pp == 1.
+std::uint64_t tied_embedding_grad_bytes(const ParallelSpec& p, const model::Workload& workload);
+
 /// Chunks each TP collective next to a layer GEMM is split into (parallel.tp_comm_overlap):
 /// tp_comm_overlap_chunks, or tp when 0; 1 (nothing chunked) with the option off, without
 /// sequence parallelism or with tp 1.

@@ -78,7 +78,8 @@ BestOutcome run_best(const BestRequest& request) {
                                     : read_text_file(request.scenario_path, "scenario file");
   // The base must read on its own (an unknown key is the search's error, not a candidate's);
   // enough nodes for N GPUs are added when the base's cluster is smaller.
-  const UnresolvedScenario base = read_scenario_text(base_text, label, request.overrides);
+  const ParsedScenario parsed(base_text, label);  // every candidate is read from it
+  const UnresolvedScenario base = parsed.read(request.overrides);
   std::vector<std::string> common = request.overrides;
   const int per_node = base.scenario.hardware.gpus_per_node;
   if (static_cast<std::int64_t>(base.scenario.hardware.nodes) * per_node < gpus)
@@ -102,7 +103,7 @@ BestOutcome run_best(const BestRequest& request) {
       std::vector<std::string> sets = common;
       for (std::string& o : candidates[i].overrides()) sets.push_back(std::move(o));
       try {
-        p.scenario.emplace(model::resolve_scenario(read_scenario_text(base_text, label, sets)));
+        p.scenario.emplace(model::resolve_scenario(parsed.read(sets)));
         // The schedule's own rules (interleaving needs micro-batches a multiple of pp).
         const ParallelSpec& par = p.scenario->scenario().parallel;
         schedule::pipeline_order(par.schedule, par.pp, static_cast<int>(micro_batches_per_pipeline(par)),

@@ -6,7 +6,9 @@ Each case runs lynxsim under an address-space limit (1 GiB by default, or the ca
 checks the exit status, the error code (`code`: the line reads "lynxsim: error CODE (name): "),
 that the one-line message names the key or file (`expect`), that nothing aborted or reported an
 internal error, and prints the wall time and peak RSS (issue 14's target: <= 1 s, <= 256 MiB;
-time is reported, not asserted). `env` adds environment variables. tests/errors/cases.json (one
+time is reported, not asserted). `env` adds environment variables. In `expect`, {at:FILE:KEY}
+is the LINE:COL of KEY's value (a dotted path, "scenario.model.seq_len") in FILE of the case's
+folder as the setup wrote it, so a message's position follows the plan file's layout. tests/errors/cases.json (one
 case per error code) runs through this script too, with --cases.
 
 Usage: run_hostile.py LYNXSIM CASE [--limit-mib N] [--cases FILE]   (CASE "all": every case)
@@ -16,6 +18,7 @@ lynxsim built without MPI refuses those command lines earlier, with another code
 """
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -47,6 +50,27 @@ def run_limited(argv, limit_bytes, env):
     wall = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, out.decode(errors="replace"), wall, usage.ru_maxrss / 1024.0
+
+
+def value_at(text, key):
+    """LINE:COL (1-based) of the value of the dotted `key` in block YAML, or None."""
+    sections = []  # (indent, name) of the sections above the line
+    for line_no, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip(" ")
+        if not stripped or stripped[0] in "#-" or ":" not in stripped:
+            continue
+        indent = len(line) - len(stripped)
+        while sections and sections[-1][0] >= indent:
+            sections.pop()
+        name = stripped[: stripped.index(":")]
+        colon = indent + len(name)
+        rest = line[colon + 1:]
+        value = colon + 1 + (len(rest) - len(rest.lstrip(" "))) if rest.strip() else None
+        if ".".join([s[1] for s in sections] + [name]) == key:
+            return f"{line_no}:{(value if value is not None else colon + 1) + 1}"
+        if value is None:
+            sections.append((indent, name))
+    return None
 
 
 def run_case(binary, case, limit_bytes):
@@ -91,9 +115,14 @@ def run_case(binary, case, limit_bytes):
             out = errors[0]
             if "code" in case and not out.startswith(f"lynxsim: error {case['code']} ("):
                 return f"expected error code {case['code']}: {out[-500:]}", stats
+        def at(match):
+            with open(os.path.join(tmp, match.group(1)), encoding="utf-8") as f:
+                position = value_at(f.read(), match.group(2))
+            return position if position else f"<no key {match.group(2)} in {match.group(1)}>"
         for want in case.get("expect", []):
-            if sub(want) not in out:
-                return f"message lacks '{sub(want)}': {out[-500:]}", stats
+            want = re.sub(r"\{at:([^:}]+):([^}]+)\}", at, sub(want))
+            if want not in out:
+                return f"message lacks '{want}': {out[-500:]}", stats
         return None, stats
 
 

@@ -49,20 +49,23 @@ TEST_CASE("bootstrap plan: 2 nodes of 4 GPUs, tp 2 x pp 2 x dp 2") {
   CHECK(plan.rank_process == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
   CHECK(plan.rank_device == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});
   CHECK(plan.process_ranks == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
-  // TP and DP groups inside a node, in the op stream's order; then the pipeline pairs across.
-  CHECK(names(plan) == std::vector<std::string>{"tp[0,1]", "dp[0,2]", "dp[1,3]", "tp[2,3]", "tp[4,5]", "dp[4,6]",
-                                                 "dp[5,7]", "tp[6,7]", "pp 0->4", "pp 1->5", "pp 2->6", "pp 3->7",
-                                                 "pp 4->0", "pp 5->1", "pp 6->2", "pp 7->3"});
+  // TP and DP groups inside a node and the tied-embedding pairs of the first and last stage
+  // (dp stream, across the nodes), in the op stream's order; then the pipeline pairs across.
+  CHECK(names(plan) == std::vector<std::string>{"tp[0,1]", "dp[0,2]", "dp[0,4]", "dp[1,3]", "dp[1,5]", "tp[2,3]",
+                                                 "dp[2,6]", "dp[3,7]", "tp[4,5]", "dp[4,6]", "dp[5,7]", "tp[6,7]",
+                                                 "pp 0->4", "pp 1->5", "pp 2->6", "pp 3->7", "pp 4->0", "pp 5->1",
+                                                 "pp 6->2", "pp 7->3"});
   REQUIRE(plan.num_collective_groups == ops.comms.size());
   for (std::size_t g = 0; g < ops.comms.size(); ++g) CHECK(plan.groups[g].ranks == ops.comms[g].ranks);
-  CHECK(plan.groups[12].ranks == std::vector<int>{4, 0});  // sender first: NCCL rank 0
+  CHECK(plan.groups[16].ranks == std::vector<int>{4, 0});  // sender first: NCCL rank 0
   // The id of each comes from the node of its lowest rank.
-  CHECK(owners(plan) == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0});
+  CHECK(owners(plan) == std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0});
   CHECK(plan.groups[0].processes == std::vector<int>{0});
-  CHECK(plan.groups[8].processes == std::vector<int>{0, 1});
-  CHECK(plan.groups_of(0) == std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15});
-  CHECK(plan.groups_of(1) == std::vector<int>{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
-  CHECK(plan.pair_group(6, 2) == 14);
+  CHECK(plan.groups[2].processes == std::vector<int>{0, 1});  // dp[0,4]: the embedding pair
+  CHECK(plan.groups[12].processes == std::vector<int>{0, 1});
+  CHECK(plan.groups_of(0) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 16, 17, 18, 19});
+  CHECK(plan.groups_of(1) == std::vector<int>{2, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19});
+  CHECK(plan.pair_group(6, 2) == 18);
 }
 
 TEST_CASE("bootstrap plan: 4 nodes of 2 GPUs put DP groups and pairs across nodes, ids from three owners") {
@@ -70,9 +73,9 @@ TEST_CASE("bootstrap plan: 4 nodes of 2 GPUs put DP groups and pairs across node
   REQUIRE(plan.processes == 4);
   CHECK(plan.rank_process == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
   CHECK(plan.rank_device == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});
-  CHECK(owners(plan) == std::vector<int>{0, 0, 0, 1, 2, 2, 2, 3, 0, 0, 1, 1, 0, 0, 1, 1});
+  CHECK(owners(plan) == std::vector<int>{0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 0, 0, 1, 1, 0, 0, 1, 1});
   CHECK(plan.groups[1].processes == std::vector<int>{0, 1});  // dp[0,2]
-  CHECK(plan.groups_of(3) == std::vector<int>{5, 6, 7, 10, 11, 14, 15});
+  CHECK(plan.groups_of(3) == std::vector<int>{6, 7, 9, 10, 11, 14, 15, 18, 19});
 }
 
 TEST_CASE("bootstrap plan: one node is one process that makes every id") {
@@ -81,9 +84,11 @@ TEST_CASE("bootstrap plan: one node is one process that makes every id") {
   CHECK(plan.processes == 1);
   CHECK(plan.rank_process == std::vector<int>{0, 0, 0, 0});
   CHECK(plan.rank_device == std::vector<int>{0, 1, 2, 3});
-  CHECK(names(plan) == std::vector<std::string>{"tp[0,1]", "tp[2,3]", "pp 0->2", "pp 1->3", "pp 2->0", "pp 3->1"});
-  CHECK(owners(plan) == std::vector<int>(6, 0));
-  CHECK(plan.groups_of(0) == std::vector<int>{0, 1, 2, 3, 4, 5});
+  // tp 2 x pp 2: the tied-embedding pairs of the two stages run on the dp stream.
+  CHECK(names(plan) == std::vector<std::string>{"tp[0,1]", "dp[0,2]", "dp[1,3]", "tp[2,3]", "pp 0->2", "pp 1->3",
+                                                 "pp 2->0", "pp 3->1"});
+  CHECK(owners(plan) == std::vector<int>(8, 0));
+  CHECK(plan.groups_of(0) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(plan_nodes(ops.scenario) == 1);
 }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -585,4 +586,44 @@ TEST_CASE("the field table filtered by a key prefix") {
         "'hardware.gpu.memory'?");
   CHECK(error_of([] { scenario_fields_markdown("zzz"); })
             .find("(top-level keys: base, collective_efficiency, collective_model, gpu, ") != std::string::npos);
+}
+
+TEST_CASE("a scenario parsed once reads each set of overrides as a fresh read of the text does") {
+  const std::string yaml = kHeader + "model:\n  preset: gpt-1.3b\nparallel:\n  tp: 2\n  global_batch: 8\n";
+  const ParsedScenario parsed(yaml, "t.yaml");
+  // Valid sets, sets that fail (unknown key, bad value, bad hardware), and valid ones again:
+  // one read leaves nothing behind for the next.
+  const std::vector<std::vector<std::string>> sets = {
+      {},
+      {"parallel.tp=4", "parallel.pp=2", "hardware.nodes=2"},
+      {"parallel.bogus=1"},
+      {"parallel.tp=two"},
+      {"hardware.gpu.memory=1GiB"},
+      {"hardware.profile=dgx-h100-80gb", "model.layers=12"},
+      {},
+  };
+  for (const auto& overrides : sets) {
+    CAPTURE(overrides.size());
+    std::string fresh_error, reused_error;
+    std::optional<UnresolvedScenario> fresh, reused;
+    try {
+      fresh.emplace(read_scenario_text(yaml, "t.yaml", overrides));
+    } catch (const Error& e) {
+      fresh_error = fmt::format("{} {}", static_cast<int>(e.code()), e.what());
+    }
+    try {
+      reused.emplace(parsed.read(overrides));
+    } catch (const Error& e) {
+      reused_error = fmt::format("{} {}", static_cast<int>(e.code()), e.what());
+    }
+    CHECK(reused_error == fresh_error);
+    REQUIRE(fresh.has_value() == reused.has_value());
+    if (!fresh) continue;
+    CHECK(scenario_to_yaml(reused->scenario) == scenario_to_yaml(fresh->scenario));
+    CHECK(reused->scenario.source_file == fresh->scenario.source_file);
+    for (const char* key : {"parallel.tp", "parallel.pp", "hardware.nodes", "model.layers", "model", "sim.mode"})
+      CHECK(reused->origins.origin_of(key) == fresh->origins.origin_of(key));
+  }
+  // The text's own errors are the parse's.
+  CHECK(error_of([] { ParsedScenario("model: [", "t.yaml"); }) == load_error("model: ["));
 }

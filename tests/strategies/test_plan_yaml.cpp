@@ -27,6 +27,33 @@ const char* kScenario =
     "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4}\n"
     "hardware: {profile: dgx-a100-80gb}\n";
 
+/// "LINE:COL" (1-based) of the value of `key` ("scenario.model.layers") in block YAML as
+/// plan_to_yaml writes it: the expected position of a message, derived from the text so that
+/// new scenario keys do not move the tests' line numbers.
+std::string value_at(const std::string& text, const std::string& key) {
+  std::vector<std::pair<std::size_t, std::string>> sections;  // (indent, name) above the line
+  std::size_t line_no = 0, begin = 0;
+  while (begin < text.size()) {
+    const std::size_t eol = std::min(text.find('\n', begin), text.size());
+    const std::string line = text.substr(begin, eol - begin);
+    begin = eol + 1;
+    ++line_no;
+    const std::size_t indent = line.find_first_not_of(' ');
+    const std::size_t colon = line.find(':');
+    if (indent == std::string::npos || line[indent] == '#' || line[indent] == '-' || colon == std::string::npos) continue;
+    while (!sections.empty() && sections.back().first >= indent) sections.pop_back();
+    std::string path;
+    for (const auto& s : sections) path += s.second + ".";
+    const std::string name = line.substr(indent, colon - indent);
+    path += name;
+    const std::size_t value = line.find_first_not_of(' ', colon + 1);
+    if (path == key) return fmt::format("{}:{}", line_no, value == std::string::npos ? colon + 2 : value + 1);
+    if (value == std::string::npos) sections.push_back({indent, name});
+  }
+  FAIL("no key '" << key << "' in the plan text");
+  return {};
+}
+
 Scenario unit_scenario(const std::vector<std::string>& overrides = {}) {
   return model::load_scenario_text(kScenario, "unit.yaml", overrides).scenario();
 }
@@ -354,7 +381,8 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
 }
 
 TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it") {
-  const PlanFile file = read_plan_text(plan_to_yaml(sample_file()), "p.yaml");
+  const std::string plan_text = plan_to_yaml(sample_file());
+  const PlanFile file = read_plan_text(plan_text, "p.yaml");
 
   SUBCASE("mismatches name the first key that differs and both values, per key class") {
     auto message = [&](const std::vector<std::string>& overrides) {
@@ -365,19 +393,19 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
       }
       return std::string();
     };
-    CHECK(message({"model.layers=4"}) == "p.yaml:33:13: key 'scenario.model.layers': made for 6, s.yaml has 4 (s.yaml: --set model.layers=4)");
-    CHECK(message({"model.seq_len=128"}) == "p.yaml:38:14: key 'scenario.model.seq_len': made for 256, s.yaml has 128 (s.yaml: --set model.seq_len=128)");
-    CHECK(message({"model.flash_attention=true"}) == "p.yaml:40:22: key 'scenario.model.flash_attention': made for false, s.yaml has true (s.yaml: --set model.flash_attention=true)");
-    CHECK(message({"parallel.tp=1"}) == "p.yaml:49:9: key 'scenario.parallel.tp': made for 2, s.yaml has 1 (s.yaml: --set parallel.tp=1)");
-    CHECK(message({"parallel.micro_batch=2"}) == "p.yaml:53:18: key 'scenario.parallel.micro_batch': made for 1, s.yaml has 2 (s.yaml: --set parallel.micro_batch=2)");
-    CHECK(message({"parallel.schedule=gpipe"}) == "p.yaml:55:15: key 'scenario.parallel.schedule': made for 1f1b, s.yaml has gpipe (s.yaml: --set parallel.schedule=gpipe)");
+    CHECK(message({"model.layers=4"}) == fmt::format("p.yaml:{}: key 'scenario.model.layers': made for 6, s.yaml has 4 (s.yaml: --set model.layers=4)", value_at(plan_text, "scenario.model.layers")));
+    CHECK(message({"model.seq_len=128"}) == fmt::format("p.yaml:{}: key 'scenario.model.seq_len': made for 256, s.yaml has 128 (s.yaml: --set model.seq_len=128)", value_at(plan_text, "scenario.model.seq_len")));
+    CHECK(message({"model.flash_attention=true"}) == fmt::format("p.yaml:{}: key 'scenario.model.flash_attention': made for false, s.yaml has true (s.yaml: --set model.flash_attention=true)", value_at(plan_text, "scenario.model.flash_attention")));
+    CHECK(message({"parallel.tp=1"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.tp': made for 2, s.yaml has 1 (s.yaml: --set parallel.tp=1)", value_at(plan_text, "scenario.parallel.tp")));
+    CHECK(message({"parallel.micro_batch=2"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.micro_batch': made for 1, s.yaml has 2 (s.yaml: --set parallel.micro_batch=2)", value_at(plan_text, "scenario.parallel.micro_batch")));
+    CHECK(message({"parallel.schedule=gpipe"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.schedule': made for 1f1b, s.yaml has gpipe (s.yaml: --set parallel.schedule=gpipe)", value_at(plan_text, "scenario.parallel.schedule")));
     CHECK(message({"parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
-          "p.yaml:52:24: key 'scenario.parallel.sequence_parallel': made for false, s.yaml has true (s.yaml: --set parallel.sequence_parallel=true)");
-    CHECK(message({"hardware.gpu.memory=40GiB"}) == "p.yaml:75:15: key 'scenario.hardware.gpu.memory': made for 80GiB, s.yaml has 40GiB (s.yaml: --set hardware.gpu.memory=40GiB)");
+          fmt::format("p.yaml:{}: key 'scenario.parallel.sequence_parallel': made for false, s.yaml has true (s.yaml: --set parallel.sequence_parallel=true)", value_at(plan_text, "scenario.parallel.sequence_parallel")));
+    CHECK(message({"hardware.gpu.memory=40GiB"}) == fmt::format("p.yaml:{}: key 'scenario.hardware.gpu.memory': made for 80GiB, s.yaml has 40GiB (s.yaml: --set hardware.gpu.memory=40GiB)", value_at(plan_text, "scenario.hardware.gpu.memory")));
     // The budget also depends on the reserve and on the optimizer state's sharding.
-    CHECK(message({"hardware.gpu.reserve=8GiB"}) == "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 4GiB, s.yaml has 8GiB (s.yaml: --set hardware.gpu.reserve=8GiB)");
+    CHECK(message({"hardware.gpu.reserve=8GiB"}) == fmt::format("p.yaml:{}: key 'scenario.hardware.gpu.reserve': made for 4GiB, s.yaml has 8GiB (s.yaml: --set hardware.gpu.reserve=8GiB)", value_at(plan_text, "scenario.hardware.gpu.reserve")));
     CHECK(message({"parallel.distributed_optimizer=true"}) ==
-          "p.yaml:59:28: key 'scenario.parallel.distributed_optimizer': made for false, s.yaml has true (s.yaml: --set parallel.distributed_optimizer=true)");
+          fmt::format("p.yaml:{}: key 'scenario.parallel.distributed_optimizer': made for false, s.yaml has true (s.yaml: --set parallel.distributed_optimizer=true)", value_at(plan_text, "scenario.parallel.distributed_optimizer")));
     // What-ifs: the plan does not depend on links, efficiencies or the strategy field.
     CHECK(message({"hardware.node.nvlink.bw=100GB/s", "hardware.gpu.contention=0.3", "recompute.strategy=full"}).empty());
     // A preset and its explicit shape are the same model.
@@ -386,7 +414,8 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
   SUBCASE("a mismatch says where the scenario's value came from: its line, a profile, or a default") {
     PlanFile made = sample_file();
     made.scenario = unit_scenario({"parallel.distributed_optimizer=true", "hardware.gpu.reserve=8GiB"});
-    const PlanFile plan = read_plan_text(plan_to_yaml(made), "p.yaml");
+    const std::string made_text = plan_to_yaml(made);
+    const PlanFile plan = read_plan_text(made_text, "p.yaml");
     auto message = [&](const char* text) {
       try {
         check_plan_scenario(plan, "p.yaml", model::load_scenario_text(text, "s.yaml"), "s.yaml");
@@ -399,27 +428,28 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
         "model: {layers: 6, hidden: 512, heads: 8, seq_len: 256, vocab: 2048}\n"
         "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4}\n";
     CHECK(message((shape + "hardware: {profile: dgx-a100-80gb, gpu: {reserve: 8GiB}}\n").c_str()) ==
-          "p.yaml:59:28: key 'scenario.parallel.distributed_optimizer': made for true, s.yaml has false (default)");
+          fmt::format("p.yaml:{}: key 'scenario.parallel.distributed_optimizer': made for true, s.yaml has false (default)", value_at(made_text, "scenario.parallel.distributed_optimizer")));
     const std::string distributed =
         "model: {layers: 6, hidden: 512, heads: 8, seq_len: 256, vocab: 2048}\n"
         "parallel: {tp: 2, pp: 2, dp: 1, micro_batch: 1, global_batch: 4, distributed_optimizer: true}\n";
     CHECK(message((distributed + "hardware: {profile: dgx-a100-80gb}\n").c_str()) ==
-          "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 4GiB (hardware.profile at s.yaml:3:21)");
+          fmt::format("p.yaml:{}: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 4GiB (hardware.profile at s.yaml:3:21)", value_at(made_text, "scenario.hardware.gpu.reserve")));
     CHECK(message((distributed + "hardware: {profile: dgx-a100-80gb, gpu: {reserve: 6GiB}}\n").c_str()) ==
-          "p.yaml:76:16: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 6GiB (s.yaml:3:51)");
+          fmt::format("p.yaml:{}: key 'scenario.hardware.gpu.reserve': made for 8GiB, s.yaml has 6GiB (s.yaml:3:51)", value_at(made_text, "scenario.hardware.gpu.reserve")));
   }
   SUBCASE("a scenario file is compared with the plan") {
     const std::string dir = LYNXSIM_SOURCE_DIR "/scenarios/paper/";
     PlanFile f;
     f.scenario = model::load_scenario_file(dir + "pcie-gpt-2.7b.yaml").scenario();
     f.plan = plan_fixed_strategy(RecomputeSpec{RecomputeKind::kSelective}, uniform_partition(32, 4));
-    const PlanFile plan = read_plan_text(plan_to_yaml(f), "p.yaml");
+    const std::string f_text = plan_to_yaml(f);
+    const PlanFile plan = read_plan_text(f_text, "p.yaml");
     CHECK(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"hardware.node.nic.bw=10GB/s"})
               ->hardware.nic.bw_bytes_per_s == 10'000'000'000ull);
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-1.3b.yaml", {}),
-                         fmt::format("p.yaml:27:13: key 'scenario.model.layers': made for 32, {0}pcie-gpt-1.3b.yaml has 24 (model.preset at {0}pcie-gpt-1.3b.yaml:7:11)", dir).c_str(), Error);
+                         fmt::format("p.yaml:{1}: key 'scenario.model.layers': made for 32, {0}pcie-gpt-1.3b.yaml has 24 (model.preset at {0}pcie-gpt-1.3b.yaml:7:11)", dir, value_at(f_text, "scenario.model.layers")).c_str(), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(plan, "p.yaml", dir + "pcie-gpt-2.7b.yaml", {"parallel.micro_batch=2"}),
-                         fmt::format("p.yaml:47:18: key 'scenario.parallel.micro_batch': made for 4, {0}pcie-gpt-2.7b.yaml with --set has 2 ({0}pcie-gpt-2.7b.yaml: --set parallel.micro_batch=2)", dir).c_str(), Error);
+                         fmt::format("p.yaml:{1}: key 'scenario.parallel.micro_batch': made for 4, {0}pcie-gpt-2.7b.yaml with --set has 2 ({0}pcie-gpt-2.7b.yaml: --set parallel.micro_batch=2)", dir, value_at(f_text, "scenario.parallel.micro_batch")).c_str(), Error);
   }
   SUBCASE("--set recompute.* is refused, other --set are what-ifs on the embedded scenario") {
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"recompute.strategy=lynx-opt"}),
@@ -428,7 +458,7 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {" recompute.solver_nodes = 10"}),
                          doctest::Contains("--set  recompute.solver_nodes = 10: not allowed with --plan"), Error);
     CHECK_THROWS_WITH_AS(scenario_for_plan(file, "p.yaml", "", {"parallel.tp=1"}),
-                         "p.yaml:49:9: key 'scenario.parallel.tp': made for 2, its scenario with --set has 1 (p.yaml: --set parallel.tp=1)", Error);
+                         fmt::format("p.yaml:{}: key 'scenario.parallel.tp': made for 2, its scenario with --set has 1 (p.yaml: --set parallel.tp=1)", value_at(plan_text, "scenario.parallel.tp")).c_str(), Error);
     const auto what_if = scenario_for_plan(file, "p.yaml", "", {"hardware.node.nvlink.bw=100GB/s"});
     CHECK(what_if->hardware.nvlink.bw_bytes_per_s == 100'000'000'000ull);
     CHECK(what_if->name == "unit");
