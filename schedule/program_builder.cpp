@@ -76,7 +76,7 @@ class Builder {
   /// Steady-state (forward, backward) pairs a compressed program keeps on its first GPU (the
   /// one with the fewest): the executor proves the period on them before inserting the
   /// omitted ones (sim::Program::omitted_periods); the state repeats after a few periods.
-  static constexpr int kBuiltPairs = 12;
+  static constexpr int kBuiltPairs = 16;
   /// Pairs whose starts give periodic_from_per_gpu and period_cut_per_gpu (sim::FullProgram):
   /// dependencies reach at most one pair back across stages, so copies of the pair before the
   /// cut depend on pairs from periodic_from on.
