@@ -30,29 +30,12 @@ std::vector<sim::TaskId> stream_predecessors(const sim::Program& prog) {
   return prev;
 }
 
-/// stream_predecessors of a full program (ids of the full program).
-std::vector<sim::TaskId> stream_predecessors(const sim::FullProgram& prog) {
-  const sim::Program& built = prog.built();
-  size_t gpus = 0, streams = 0;
-  for (const sim::Task& t : built.tasks) {
-    gpus = std::max(gpus, static_cast<size_t>(t.gpu) + 1);
-    streams = std::max(streams, static_cast<size_t>(t.stream) + 1);
-  }
-  std::vector<sim::TaskId> last(gpus * streams, -1);
-  std::vector<sim::TaskId> prev(prog.num_tasks(), -1);
-  prog.for_each([&](sim::TaskId i, sim::TaskId source, std::int64_t) {
-    const sim::Task& t = built.tasks[static_cast<size_t>(source)];
-    const size_t slot = static_cast<size_t>(t.gpu) * streams + static_cast<size_t>(t.stream);
-    prev[static_cast<size_t>(i)] = std::exchange(last[slot], i);
-  });
-  return prev;
-}
-
 /// Fills an idle gap's communication fields (rule at compute_stream_gaps).
 class GapCommunication {
  public:
+  /// Stream predecessors are the built program's, read like dependencies (sim::FullProgram).
   GapCommunication(const sim::FullProgram& prog, const sim::ExecResult& ex)
-      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog)) {}
+      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog.built())) {}
 
   /// `next`: the compute-stream task the gap precedes (built task `source`, `periods` on).
   void attribute(sim::TaskId source, std::int64_t periods, IdleGap& gap) {
@@ -68,8 +51,8 @@ class GapCommunication {
       if (t.kind != sim::TaskKind::kComm || end(id) <= gap.start_ps) continue;
       if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
       chain_.push_back(id);
-      const sim::TaskId before = stream_prev_[static_cast<size_t>(id)];
-      if (before >= 0) stack_.push_back(before);
+      const sim::TaskId before = stream_prev_[static_cast<size_t>(from.task)];
+      if (before >= 0) stack_.push_back(prog_.full_id(before, from.periods));
       if (t.gpu == next.gpu) push_deps(from.task, from.periods);
     }
     std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {

@@ -91,7 +91,11 @@ class FullProgram {
 
   /// Full-program id of dependency `k` of built task `task` copied `periods` periods on.
   TaskId dep(TaskId task, std::int64_t periods, std::uint32_t k) const {
-    const TaskId y = program_.deps[program_.tasks[static_cast<std::size_t>(task)].first_dep + k];
+    return full_id(program_.deps[program_.tasks[static_cast<std::size_t>(task)].first_dep + k], periods);
+  }
+  /// Full-program id of built task `y` as a dependency (or stream predecessor) of a task copied
+  /// `periods` periods on: periodic tasks move with it, the warm-up's do not.
+  TaskId full_id(TaskId y, std::int64_t periods) const {
     if (gpus_.empty()) return y;
     const Gpu& gpu = gpus_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(y)].gpu)];
     const std::int64_t moved = y >= gpu.periodic_from ? periods * gpu.period : 0;

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -174,8 +175,22 @@ bool check_compressed(const std::string& file, const std::vector<std::string>& o
   // The full program, read through the compressed one.
   const sim::FullProgram view(compressed.program);
   REQUIRE(view.num_tasks() == full.program.tasks.size());
+  // Stream predecessors (the order a dependency does not list), of both programs.
+  auto stream_prev = [](const sim::Program& prog) {
+    std::map<std::pair<sim::GpuId, sim::StreamId>, sim::TaskId> last;
+    std::vector<sim::TaskId> prev(prog.tasks.size(), -1);
+    for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+      auto [it, fresh] = last.try_emplace({prog.tasks[i].gpu, prog.tasks[i].stream}, -1);
+      prev[i] = it->second;
+      it->second = static_cast<sim::TaskId>(i);
+    }
+    return prev;
+  };
+  const std::vector<sim::TaskId> full_prev = stream_prev(full.program), built_prev = stream_prev(compressed.program);
   std::size_t mismatches = 0;
   view.for_each([&](sim::TaskId x, sim::TaskId source, std::int64_t periods) {
+    const sim::TaskId before = built_prev[static_cast<std::size_t>(source)];
+    if (full_prev[static_cast<std::size_t>(x)] != (before < 0 ? -1 : view.full_id(before, periods))) ++mismatches;
     const sim::Task& a = full.program.tasks[static_cast<std::size_t>(x)];
     const sim::Task& b = compressed.program.tasks[static_cast<std::size_t>(source)];
     bool same = a.kind == b.kind && a.gpu == b.gpu && a.stream == b.stream && a.category == b.category &&
