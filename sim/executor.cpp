@@ -508,7 +508,7 @@ class Execution {
     for (std::uint32_t m = 0; m < members.count; ++m) {
       const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
-      const std::int64_t out_shift = out_task_shift_[static_cast<std::size_t>(task.gpu)];
+      const std::int64_t out_shift = omitted_ == 0 ? 0 : out_task_shift_[static_cast<std::size_t>(task.gpu)];
       result_.task_start_ps[static_cast<std::size_t>(t + out_shift)] = engine_.now();
       if (ff_) {
         note_touched(t);
@@ -566,7 +566,7 @@ class Execution {
       const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
-      result_.task_end_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(task.gpu)])] = now;
+      result_.task_end_ps[static_cast<std::size_t>(omitted_ == 0 ? t : t + out_task_shift_[static_cast<std::size_t>(task.gpu)])] = now;
       if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
