@@ -30,6 +30,8 @@ struct ExecOptions {
   static constexpr std::size_t kProgressTasks = 4096;
 };
 
+/// Per-task and per-flow entries are indexed by the full program's ids: for a compressed
+/// program (Program::omitted_periods > 0) they include the omitted periods (sim::FullProgram).
 struct ExecResult {
   TimePs makespan_ps = 0;                ///< end of the last task
   std::vector<TimePs> task_start_ps;     ///< per task
