@@ -39,10 +39,17 @@ std::size_t EngineRuns::run(const strategies::RecomputePlan& plan, const std::st
   sim::ExecOptions options = options_;
   if (show_progress_)
     options.on_progress = [&progress](std::size_t ended, std::size_t total) { progress.update(ended, total); };
-  // Omitted periods need the fast-forward to insert them.
-  r.built = schedule::build_program(sc_, plan, topo_, workload_, compress && options.fast_forward);
-  r.exec = sim::execute(r.built.machine, r.built.program, options);
-  if (!r.exec.complete) {  // the period was not proven on the built periods: the full program
+  // Omitted periods need the fast-forward to insert them. Where the period is not proven on
+  // the built periods, more of them; then the full program.
+  bool done = false;
+  for (const int pairs : schedule::kCompressedPairs) {
+    if (!compress || !options.fast_forward) break;
+    r.built = schedule::build_program(sc_, plan, topo_, workload_, pairs);
+    r.exec = sim::execute(r.built.machine, r.built.program, options);
+    done = r.exec.complete;
+    if (done || !r.built.compressed) break;
+  }
+  if (!done) {
     r.built = schedule::build_program(sc_, plan, topo_, workload_);
     r.exec = sim::execute(r.built.machine, r.built.program, options);
   }

@@ -70,13 +70,8 @@ struct GroupKey {
 class Builder {
  public:
   Builder(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-          const Workload& workload, const StageSteps* part = nullptr, bool compress = false)
-      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part), compress_(compress) {}
-
-  /// Steady-state (forward, backward) pairs a compressed program keeps on its first GPU (the
-  /// one with the fewest): the executor proves the period on them before inserting the
-  /// omitted ones (sim::Program::omitted_periods); the state repeats after a few periods.
-  static constexpr int kBuiltPairs = 16;
+          const Workload& workload, const StageSteps* part = nullptr, int built_pairs = 0)
+      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part), built_pairs_(built_pairs) {}
   /// Pairs whose starts give periodic_from_per_gpu and period_cut_per_gpu (sim::FullProgram):
   /// dependencies reach at most one pair back across stages, so copies of the pair before the
   /// cut depend on pairs from periodic_from on.
@@ -412,7 +407,9 @@ class Builder {
   const hw_models::Topology& topo_;
   const Workload& work_;
   const StageSteps* part_;  ///< build only this part of one stage (fast mode); null: everything
-  bool compress_ = false;   ///< omit steady-state periods where the executor can insert them
+  /// > 0: omit steady-state periods where the executor can insert them, keeping this many
+  /// (forward, backward) pairs on the first GPU (the one with the fewest).
+  int built_pairs_ = 0;
   bool compressible_ = true;  ///< every GPU's kept pairs from kPeriodicFromPair to kCutPair are one period long
   sim::Program prog_;
   std::vector<double> flops_;
@@ -1095,12 +1092,12 @@ BuiltProgram Builder::build() {
   // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
   // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
   // some from all of them is the program for fewer micro-batches.
-  if (compress_ && !part_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
+  if (built_pairs_ > kCutPair && !part_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
       (symmetric_ || p_.tp * p_.dp == 1)) {
     const int first_gpu_pairs = micro_batches_ - p_.pp + 1;
-    if (first_gpu_pairs > kBuiltPairs) {
-      prog_.omitted_periods = first_gpu_pairs - kBuiltPairs;
-      micro_batches_ -= first_gpu_pairs - kBuiltPairs;
+    if (first_gpu_pairs > built_pairs_) {
+      prog_.omitted_periods = first_gpu_pairs - built_pairs_;
+      micro_batches_ -= first_gpu_pairs - built_pairs_;
     }
   }
   layer_ = with_times(work_.layer, NamedOp::List::kLayer);
@@ -1203,12 +1200,12 @@ bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& 
 }
 
 BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-                           const Workload& workload, bool compress_steady_state) {
+                           const Workload& workload, int steady_pairs) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
     fail(ErrorCode::kPlanMismatch, "plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
-  if (compress_steady_state) {
-    BuiltProgram built = Builder(sc, plan, topo, workload, nullptr, true).build();
+  if (steady_pairs > 0) {
+    BuiltProgram built = Builder(sc, plan, topo, workload, nullptr, steady_pairs).build();
     if (built.compressed || built.program.omitted_periods == 0) return built;
   }
   return Builder(sc, plan, topo, workload).build();

@@ -159,7 +159,7 @@ namespace {
 /// program on the slow path: the executor's results, read in full-program ids, and the full
 /// program sim::FullProgram reads through the compressed one, must be the full program's.
 /// Returns whether the executor inserted the omitted periods (ExecResult::complete).
-bool check_compressed(const std::string& file, const std::vector<std::string>& overrides) {
+bool check_compressed(const std::string& file, const std::vector<std::string>& overrides, int pairs = 16) {
   const std::string path = (kScenarios / file).string();
   INFO(file);
   const model::ResolvedScenario resolved = model::load_scenario_file(path, overrides);
@@ -168,7 +168,7 @@ bool check_compressed(const std::string& file, const std::vector<std::string>& o
   const SimRun run = simulate(model::load_scenario_file(path, with(overrides, "sim.fast_forward=false")));
   const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
   const schedule::BuiltProgram full = schedule::build_program(sc, run.plan, topo, workload);
-  const schedule::BuiltProgram compressed = schedule::build_program(sc, run.plan, topo, workload, true);
+  const schedule::BuiltProgram compressed = schedule::build_program(sc, run.plan, topo, workload, pairs);
   REQUIRE(compressed.compressed);
   REQUIRE(compressed.program.omitted_periods > 0);
   CHECK(compressed.program.tasks.size() < full.program.tasks.size());
@@ -239,6 +239,10 @@ TEST_CASE("compressed program: where the period is not proven, the full program 
   const std::vector<std::string> host_bound = with(with(kPp8, "hardware.gpu.host_op=1ms"), "hardware.gpu.host_collective=0s");
   CHECK_FALSE(check_compressed("selective-1f1b.yaml", host_bound));
   check_both_ways("selective-1f1b.yaml", host_bound);
+  // Selective at pp 8 repeats from its 11th pair: not within 8 built pairs (simulate() then
+  // builds 16, check_both_ways above), within 16.
+  CHECK_FALSE(check_compressed("selective-1f1b.yaml", kPp8, 8));
+  CHECK(check_compressed("full-1f1b.yaml", kPp8, 8));
   // Fast-forward off: nothing inserts the omitted periods.
   const std::string path = (kScenarios / "full-1f1b.yaml").string();
   const model::ResolvedScenario resolved = model::load_scenario_file(path, kPp8);
@@ -246,7 +250,7 @@ TEST_CASE("compressed program: where the period is not proven, the full program 
   const hw_models::Topology topo(sc.hardware);
   const SimRun run = simulate(resolved);
   schedule::BuiltProgram compressed =
-      schedule::build_program(sc, run.plan, topo, model::gpt_workload(sc.model, sc.parallel), true);
+      schedule::build_program(sc, run.plan, topo, model::gpt_workload(sc.model, sc.parallel), 8);
   REQUIRE(compressed.compressed);
   sim::ExecOptions slow_options;
   slow_options.fast_forward = false;
