@@ -41,8 +41,11 @@ class EngineRuns {
              sim::ExecOptions options, bool show_progress);
 
   /// Index of the run of `plan`'s decisions: an earlier one, else a new engine run (`what`
-  /// names it on the progress bar).
-  std::size_t run(const strategies::RecomputePlan& plan, const std::string& what);
+  /// names it on the progress bar). `compress`: the run's program may omit steady-state
+  /// periods (schedule::build_program; read it through sim::FullProgram), for a caller that
+  /// needs only the full program's results, not its task spans; when the executor cannot
+  /// insert them, the full program is built and run instead.
+  std::size_t run(const strategies::RecomputePlan& plan, const std::string& what, bool compress = false);
   /// Whether a run of `plan`'s decisions exists already (run() would reuse it).
   bool has_run(const strategies::RecomputePlan& plan) const;
 

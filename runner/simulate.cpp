@@ -13,6 +13,7 @@
 #include "runner/work_estimate.hpp"
 #include "schedule/program_builder.hpp"
 #include "schedule/overlap_windows.hpp"
+#include "sim/full_program.hpp"
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
@@ -23,20 +24,21 @@ namespace {
 /// Where each GPU's iteration went (index = GPU): busy time of its compute stream by
 /// category, and its idle gaps attributed to the communication in flight that the stream waited
 /// for (schedule::compute_stream_gaps), the remainder being pipeline bubble. One pass.
-std::vector<StageBreakdown> breakdown_per_gpu(const sim::Program& prog, const sim::ExecResult& ex,
+std::vector<StageBreakdown> breakdown_per_gpu(const sim::FullProgram& prog, const sim::ExecResult& ex,
                                               size_t gpus) {
   std::vector<StageBreakdown> out(gpus);
   auto add_s = [](double& slot, TimePs ps) { slot += ps_to_s(ps); };
-  for (size_t i = 0; i < prog.tasks.size(); ++i) {
-    const sim::Task& t = prog.tasks[i];
-    if (t.kind != sim::TaskKind::kKernel) continue;
+  const std::vector<sim::Task>& tasks = prog.built().tasks;
+  prog.for_each([&](sim::TaskId i, sim::TaskId source, std::int64_t) {
+    const sim::Task& t = tasks[static_cast<size_t>(source)];
+    if (t.kind != sim::TaskKind::kKernel) return;
     StageBreakdown& b = out[static_cast<size_t>(t.gpu)];
-    const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
+    const TimePs busy = ex.task_end_ps[static_cast<size_t>(i)] - ex.task_start_ps[static_cast<size_t>(i)];
     if (t.stream == schedule::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
-    if (t.stream != schedule::kCompute) continue;
+    if (t.stream != schedule::kCompute) return;
     add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
     if (busy > t.work_ps) add_s(b.contention_s, busy - t.work_ps);
-  }
+  });
   const auto gaps = schedule::compute_stream_gaps(prog, ex, gpus);
   for (size_t g = 0; g < gpus; ++g) {
     StageBreakdown& b = out[g];
@@ -152,7 +154,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   std::size_t reported = 0;
   if (options.plan) {
     run.plan = *options.plan;
-    reported = runs.run(run.plan, run.plan.strategy);
+    reported = runs.run(run.plan, run.plan.strategy, /*compress=*/!options.keep_trace_data && !options.record_event_order);
   } else if (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
              kind == RecomputeKind::kCheckmate) {
     PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, progress);
@@ -170,7 +172,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   } else {
     run.plan = strategies::plan_fixed_strategy(
         sc.recompute, strategies::stage_partition(sc.model.layers, p));
-    reported = runs.run(run.plan, run.plan.strategy);
+    reported = runs.run(run.plan, run.plan.strategy, /*compress=*/!options.keep_trace_data && !options.record_event_order);
   }
   r.engine_runs = runs.executions();
   for (int i = 0; i < runs.executions(); ++i) {
@@ -193,14 +195,16 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
   r.symmetric = run.built.symmetric;
   r.events = run.exec.events;
   r.event_fingerprint = run.exec.fingerprint;
-  r.tasks = run.built.program.tasks.size();
+  // A compressed program's omitted periods are read through the full program's ids.
+  const sim::FullProgram full(run.built.program);
+  r.tasks = full.num_tasks();
   double executed = 0;
-  for (double f : run.built.task_flops) executed += f;
+  full.for_each([&](sim::TaskId, sim::TaskId source, std::int64_t) { executed += run.built.task_flops[static_cast<size_t>(source)]; });
   set_rates(r, sc, run.exec.makespan_ps, executed * run.built.replication);
 
   // One breakdown per pipeline stage, from its first simulated GPU.
   const auto per_gpu =
-      breakdown_per_gpu(run.built.program, run.exec, run.built.machine.gpus.size());
+      breakdown_per_gpu(full, run.exec, run.built.machine.gpus.size());
   for (int s = 0; s < p.pp; ++s) {
     const auto it = std::find(run.built.gpu_stage.begin(), run.built.gpu_stage.end(), s);
     StageBreakdown b = per_gpu[static_cast<size_t>(it - run.built.gpu_stage.begin())];

@@ -33,24 +33,27 @@ std::vector<sim::TaskId> stream_predecessors(const sim::Program& prog) {
 /// Fills an idle gap's communication fields (rule at compute_stream_gaps).
 class GapCommunication {
  public:
-  GapCommunication(const sim::Program& prog, const sim::ExecResult& ex)
-      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog)) {}
+  /// Stream predecessors are the built program's, read like dependencies (sim::FullProgram).
+  GapCommunication(const sim::FullProgram& prog, const sim::ExecResult& ex)
+      : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog.built())) {}
 
-  /// `next`: the compute-stream task the gap precedes.
-  void attribute(const sim::Task& next, IdleGap& gap) {
+  /// `next`: the compute-stream task the gap precedes (built task `source`, `periods` on).
+  void attribute(sim::TaskId source, std::int64_t periods, IdleGap& gap) {
     chain_.clear();
     stack_.clear();
-    push_deps(next);
+    const sim::Task& next = prog_.built().tasks[static_cast<size_t>(source)];
+    push_deps(source, periods);
     while (!stack_.empty()) {
       const sim::TaskId id = stack_.back();
       stack_.pop_back();
-      const sim::Task& t = prog_.tasks[static_cast<size_t>(id)];
+      const sim::FullProgram::Source from = prog_.source(id);
+      const sim::Task& t = prog_.built().tasks[static_cast<size_t>(from.task)];
       if (t.kind != sim::TaskKind::kComm || end(id) <= gap.start_ps) continue;
       if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
       chain_.push_back(id);
-      const sim::TaskId before = stream_prev_[static_cast<size_t>(id)];
-      if (before >= 0) stack_.push_back(before);
-      if (t.gpu == next.gpu) push_deps(t);
+      const sim::TaskId before = stream_prev_[static_cast<size_t>(from.task)];
+      if (before >= 0) stack_.push_back(prog_.full_id(before, from.periods));
+      if (t.gpu == next.gpu) push_deps(from.task, from.periods);
     }
     std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {
       return std::pair(start(a), a) < std::pair(start(b), b);
@@ -61,15 +64,15 @@ class GapCommunication {
       const TimePs to = std::min(end(id), gap.end_ps);
       if (to <= from) continue;
       covered = to;
-      slot(gap, prog_.tasks[static_cast<size_t>(id)].category) += to - from;
+      slot(gap, prog_.task(id).category) += to - from;
       gap.comm_in_flight_ps += to - from;
     }
   }
 
  private:
-  void push_deps(const sim::Task& t) {
-    for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d)
-      stack_.push_back(prog_.deps[d]);
+  void push_deps(sim::TaskId source, std::int64_t periods) {
+    const std::uint32_t n = prog_.built().tasks[static_cast<size_t>(source)].num_deps;
+    for (std::uint32_t k = 0; k < n; ++k) stack_.push_back(prog_.dep(source, periods, k));
   }
   TimePs start(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
   TimePs end(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
@@ -82,7 +85,7 @@ class GapCommunication {
     }
   }
 
-  const sim::Program& prog_;
+  const sim::FullProgram& prog_;
   const sim::ExecResult& ex_;
   std::vector<sim::TaskId> stream_prev_;
   std::vector<sim::TaskId> chain_, stack_;  // scratch, reused across gaps
@@ -92,29 +95,36 @@ class GapCommunication {
 
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
                                                       const sim::ExecResult& ex, size_t gpus) {
+  return compute_stream_gaps(sim::FullProgram(prog), ex, gpus);
+}
+
+std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::FullProgram& prog,
+                                                      const sim::ExecResult& ex, size_t gpus) {
   std::vector<std::vector<IdleGap>> gaps(gpus);
   std::vector<TimePs> prev_end(gpus, 0);
   GapCommunication communication(prog, ex);
-  for (size_t i = 0; i < prog.tasks.size(); ++i) {
-    const sim::Task& t = prog.tasks[i];
-    if (t.stream != kCompute) continue;
+  const std::vector<sim::Task>& tasks = prog.built().tasks;
+  prog.for_each([&](sim::TaskId id, sim::TaskId source, std::int64_t periods) {
+    const size_t i = static_cast<size_t>(id);
+    const sim::Task& t = tasks[static_cast<size_t>(source)];
+    if (t.stream != kCompute) return;
     const auto gpu = static_cast<size_t>(t.gpu);
     const TimePs start = ex.task_start_ps[i];
     if (start > prev_end[gpu]) {
       IdleGap g;
       g.start_ps = prev_end[gpu];
       g.end_ps = start;
-      g.next_task = static_cast<sim::TaskId>(i);
-      for (std::uint32_t d = t.first_dep; d < t.first_dep + t.num_deps; ++d) {
-        const sim::TaskId dep = prog.deps[d];
+      g.next_task = id;
+      for (std::uint32_t k = 0; k < t.num_deps; ++k) {
+        const sim::TaskId dep = prog.dep(source, periods, k);
         if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
           g.gate = dep;
       }
-      communication.attribute(t, g);
+      communication.attribute(source, periods, g);
       gaps[gpu].push_back(g);
     }
     prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
-  }
+  });
   for (size_t g = 0; g < gpus; ++g) {
     if (ex.makespan_ps <= prev_end[g]) continue;
     IdleGap tail;

@@ -3,6 +3,7 @@
 /// stream sits idle while communication it waits for is in flight. They size what an
 /// overlapped recompute can hide (lynx planners) and are drawn on the trace.
 #include "sim/executor.hpp"
+#include "sim/full_program.hpp"
 #include "schedule/program_builder.hpp"
 #include "sim/window_cost.hpp"
 
@@ -35,6 +36,9 @@ struct IdleGap {
 /// category of the earliest-started one. Other GPUs' dependencies are not followed: waiting
 /// for another pipeline stage is bubble, except the transfer itself.
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& program,
+                                                      const sim::ExecResult& exec, size_t gpus);
+/// The same over a compressed program's full program (task ids of the full program).
+std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::FullProgram& program,
                                                       const sim::ExecResult& exec, size_t gpus);
 
 /// Window capacity (ps) each layer's overlapped recompute can use, per virtual stage:

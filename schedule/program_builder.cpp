@@ -70,8 +70,12 @@ struct GroupKey {
 class Builder {
  public:
   Builder(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-          const Workload& workload, const StageSteps* part = nullptr)
-      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part) {}
+          const Workload& workload, const StageSteps* part = nullptr, int built_pairs = 0)
+      : sc_(sc), p_(sc.parallel), plan_(plan), topo_(topo), work_(workload), part_(part), built_pairs_(built_pairs) {}
+  /// Pairs whose starts give periodic_from_per_gpu and period_cut_per_gpu (sim::FullProgram):
+  /// dependencies reach at most one pair back across stages, so copies of the pair before the
+  /// cut depend on pairs from periodic_from on.
+  static constexpr int kPeriodicFromPair = 1, kCutPair = 4;
 
   BuiltProgram build();
 
@@ -366,6 +370,19 @@ class Builder {
       period = pair_starts[middle] - pair_starts[middle - 1];
     prog_.period_tasks_per_gpu.push_back(period);
     if (gpu_ == 0 && period > 0) prog_.period_anchors = pair_starts;
+    if (prog_.omitted_periods == 0) return;
+    // Compressed: where the omitted periods go, and their flows.
+    const auto at = [&](int pair) { return pair_starts[static_cast<size_t>(pair)]; };
+    if (pair_starts.size() <= static_cast<size_t>(kCutPair)) {
+      compressible_ = false;
+      return;
+    }
+    for (int i = kPeriodicFromPair; i < kCutPair; ++i)
+      compressible_ = compressible_ && at(i + 1) - at(i) == period;
+    const auto flow_of = [&](sim::TaskId t) { return prog_.tasks[static_cast<size_t>(t)].first_flow; };
+    prog_.period_flows_per_gpu.push_back(flow_of(at(kCutPair)) - flow_of(at(kCutPair - 1)));
+    prog_.period_cut_per_gpu.push_back(at(kCutPair));
+    prog_.periodic_from_per_gpu.push_back(at(kPeriodicFromPair));
   }
 
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
@@ -394,6 +411,10 @@ class Builder {
   const hw_models::Topology& topo_;
   const Workload& work_;
   const StageSteps* part_;  ///< build only this part of one stage (fast mode); null: everything
+  /// > 0: omit steady-state periods where the executor can insert them, keeping this many
+  /// (forward, backward) pairs on the first GPU (the one with the fewest).
+  int built_pairs_ = 0;
+  bool compressible_ = true;  ///< every GPU's kept pairs from kPeriodicFromPair to kCutPair are one period long
   sim::Program prog_;
   std::vector<double> flops_;
   std::vector<NamedOp> name_ops_;
@@ -1110,6 +1131,18 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
 
 BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
+  symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
+  // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
+  // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
+  // some from all of them is the program for fewer micro-batches.
+  if (built_pairs_ > kCutPair && !part_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
+      (symmetric_ || p_.tp * p_.dp == 1)) {
+    const int first_gpu_pairs = micro_batches_ - p_.pp + 1;
+    if (first_gpu_pairs > built_pairs_) {
+      prog_.omitted_periods = first_gpu_pairs - built_pairs_;
+      micro_batches_ -= first_gpu_pairs - built_pairs_;
+    }
+  }
   layer_ = with_times(work_.layer, NamedOp::List::kLayer);
   tp_chunks_ = tp_overlap_chunks(p_);
   if (tp_chunks_ > 1) {
@@ -1127,7 +1160,6 @@ BuiltProgram Builder::build() {
   prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
   if (zero_bubble()) prog_.tags.push_back("grad/held_for_weight_pass");  // kOutputGradTag
 
-  symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   if (sc_.sim.comm_standin_bw_bytes_per_s > 0) {
     if (p_.pp != 1 || p_.dp != 1)
       fail(ErrorCode::kIncompatibleSettings, "sim.comm_standin.bw: the one-GPU stand-in for communication needs pp = 1 and dp = 1, got pp {} and dp {}",
@@ -1191,6 +1223,9 @@ BuiltProgram Builder::build() {
   name_ops_.resize(out.program.names.size());
   out.name_ops = std::move(name_ops_);
   out.optimizer_bytes = std::move(optimizer_bytes_);
+  out.compressed = out.program.omitted_periods > 0;
+  if (out.compressed && (!compressible_ || next_group_ > 0 || out.program.period_flows_per_gpu.size() != gpus.size()))
+    out.compressed = false;  // build_program builds it again in full
   return out;
 }
 
@@ -1216,10 +1251,14 @@ bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& 
 }
 
 BuiltProgram build_program(const Scenario& sc, const RecomputePlan& plan, const hw_models::Topology& topo,
-                           const Workload& workload) {
+                           const Workload& workload, int steady_pairs) {
   const int virtual_stages = sc.parallel.pp * sc.parallel.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
     fail(ErrorCode::kPlanMismatch, "plan has {} stages, the layout needs {}", plan.stages.size(), virtual_stages);
+  if (steady_pairs > 0) {
+    BuiltProgram built = Builder(sc, plan, topo, workload, nullptr, steady_pairs).build();
+    if (built.compressed || built.program.omitted_periods == 0) return built;
+  }
   return Builder(sc, plan, topo, workload).build();
 }
 

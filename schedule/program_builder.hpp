@@ -68,6 +68,10 @@ struct BuiltProgram {
   std::vector<StepSpan> steps;            ///< every pipeline step, in program order
   std::vector<NamedOp> name_ops;          ///< per Program::names entry (live mode)
   std::unordered_map<sim::TaskId, double> optimizer_bytes;  ///< HBM bytes of each optimizer-step kernel
+  /// Steady-state periods omitted (program.omitted_periods > 0): the program, task_flops and
+  /// the spans cover the built tasks only; sim::FullProgram reads the full program through
+  /// them, and sim::execute's results are the full program's.
+  bool compressed = false;
 };
 
 /// A part of one stage's schedule, built alone (fast mode): `steps` in order on the simulated
@@ -112,8 +116,19 @@ bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& 
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With
 /// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).
+/// `steady_pairs` > 0: where the executor's fast-forward applies (1F1B, no interleaving, one
+/// rank per stage), build only warm-up, that many steady-state (forward, backward) pairs on the
+/// first GPU and cool-down, with the omitted periods as data (sim::Program::omitted_periods);
+/// if sim::execute cannot insert them (ExecResult::complete false) the caller tries more pairs
+/// (kCompressedPairs) or builds the full program (0).
 BuiltProgram build_program(const Scenario& sc, const strategies::RecomputePlan& plan,
-                           const hw_models::Topology& topo, const model::Workload& workload);
+                           const hw_models::Topology& topo, const model::Workload& workload,
+                           int steady_pairs = 0);
+
+/// The built pairs of compressed programs, in the order to try them: the state repeats after a
+/// few pairs on most pipelines (GPT-175B, 1T: within 8), later on some (selective pp 8: from
+/// the 11th); a run whose state never repeats (host-bound) ends with the full program.
+inline constexpr int kCompressedPairs[] = {8, 16};
 
 /// The program of a part of one stage's schedule (fast/), with the same tasks the full program
 /// gives those steps, except the waits for other stages' transfers.

@@ -166,7 +166,7 @@ class Execution {
     arm_fast_forward();
     settle();
     engine_.run();
-    if (ended_tasks_ != program_.tasks.size()) report_stuck();
+    if (ended_tasks_ != (inserted_ ? full_tasks_ : program_.tasks.size())) report_stuck();
     finish_result();
     return std::move(result_);
   }
@@ -380,13 +380,60 @@ class Execution {
       memory_.emplace_back(static_bytes, machine_.gpus[g].memory_capacity_bytes, program_.tags.size());
     }
     link_touched_.assign(machine_.links.size(), false);
-    result_.task_start_ps.assign(program_.tasks.size(), -1);
-    result_.task_end_ps.assign(program_.tasks.size(), -1);
-    result_.flow_end_ps.assign(program_.flows.size(), -1);
+    init_full_ids();
+    result_.task_start_ps.assign(full_tasks_, -1);
+    result_.task_end_ps.assign(full_tasks_, -1);
+    result_.flow_end_ps.assign(full_flows_, -1);
     if (options_.record_memory_timeline) {
       result_.memory_timeline.assign(num_gpus, {});
       for (std::size_t g = 0; g < num_gpus; ++g) result_.memory_timeline[g].emplace_back(0, memory_[g].current_bytes());
     }
+  }
+
+  /// Full-program ids of a compressed program's results (Program::omitted_periods; the
+  /// identity for a complete one): GPU g's built task t is full task t + out_task_shift_[g],
+  /// its flow f full flow f + out_flow_shift_[g]. Before the omitted periods are inserted the
+  /// shifts hold the omitted tasks of the GPUs before g, after it also g's own.
+  void init_full_ids() {
+    const std::size_t num_gpus = machine_.gpus.size();
+    omitted_ = program_.omitted_periods;
+    out_task_shift_.assign(num_gpus, 0);
+    out_flow_shift_.assign(num_gpus, 0);
+    issue_shift_ps_.assign(num_gpus, 0);
+    issue_step_ps_.assign(num_gpus, 0);
+    full_tasks_ = program_.tasks.size();
+    full_flows_ = program_.flows.size();
+    if (omitted_ == 0) return;
+    if (omitted_ < 0 || program_.period_tasks_per_gpu.size() != num_gpus || program_.period_flows_per_gpu.size() != num_gpus ||
+        !gpus_contiguous_ || !units_.empty())
+      fail(ErrorCode::kInternal, "compressed program ({} omitted periods) without per-GPU periods, contiguous GPUs or free of "
+           "collective groups", omitted_);
+    std::vector<std::size_t> order;
+    for (std::size_t g = 0; g < num_gpus; ++g)
+      if (gpu_first_[g] >= 0) order.push_back(g);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return gpu_first_[a] < gpu_first_[b]; });
+    std::int64_t tasks = 0, flows = 0;
+    for (const std::size_t g : order) {
+      out_task_shift_[g] = tasks;
+      out_flow_shift_[g] = flows;
+      tasks = checked_sum("a compressed program's tasks",
+                          {tasks, checked_product("a compressed program's tasks", {omitted_, std::int64_t{program_.period_tasks_per_gpu[g]}})});
+      flows = checked_sum("a compressed program's flows",
+                          {flows, checked_product("a compressed program's flows", {omitted_, std::int64_t{program_.period_flows_per_gpu[g]}})});
+    }
+    full_tasks_ += static_cast<std::size_t>(tasks);
+    full_flows_ += static_cast<std::size_t>(flows);
+    if (full_tasks_ > static_cast<std::size_t>(INT32_MAX)) fail(ErrorCode::kWorkTooLarge, "program has too many tasks: {}", full_tasks_);
+  }
+  std::size_t out_flow(std::uint32_t f, std::uint32_t unit) const {
+    if (omitted_ == 0) return f;
+    return static_cast<std::size_t>(f + out_flow_shift_[static_cast<std::size_t>(program_.tasks[unit].gpu)]);  // unit = task
+  }
+  TimePs start_of(TaskId t) const {
+    return result_.task_start_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
+  }
+  TimePs end_of(TaskId t) const {
+    return result_.task_end_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
   }
 
   /// The tasks of a unit: a collective group's list, or the one ungrouped task.
@@ -450,6 +497,7 @@ class Execution {
     TimePs latest = 0;
     for (std::uint32_t m = 0; m < members.count; ++m)
       latest = std::max(latest, program_.issue_ps[static_cast<std::size_t>(members[m])]);
+    if (omitted_ > 0) latest += issue_shift_ps_[static_cast<std::size_t>(program_.tasks[unit].gpu)];  // unit = task
     return latest;
   }
 
@@ -460,7 +508,8 @@ class Execution {
     for (std::uint32_t m = 0; m < members.count; ++m) {
       const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
-      result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
+      const std::int64_t out_shift = omitted_ == 0 ? 0 : out_task_shift_[static_cast<std::size_t>(task.gpu)];
+      result_.task_start_ps[static_cast<std::size_t>(t + out_shift)] = engine_.now();
       if (ff_) {
         note_touched(t);
         if (have_previous_) log_.push_back({engine_.now(), t, 0});
@@ -475,7 +524,7 @@ class Execution {
       if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
         __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
         __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
-        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
+        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next + out_shift)]);
       }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
@@ -517,7 +566,7 @@ class Execution {
       const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
-      result_.task_end_ps[ti] = now;
+      result_.task_end_ps[static_cast<std::size_t>(omitted_ == 0 ? t : t + out_task_shift_[static_cast<std::size_t>(task.gpu)])] = now;
       if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
@@ -529,7 +578,7 @@ class Execution {
       }
       ++ended_tasks_;
       if (options_.on_progress && ended_tasks_ % ExecOptions::kProgressTasks == 0)
-        options_.on_progress(ended_tasks_, program_.tasks.size());
+        options_.on_progress(ended_tasks_, full_tasks_);
       const TaskState& ended = state_[ti];
       for (std::uint32_t k = ended.first_successor; k < state_[ti + 1].first_successor; ++k) release(successors_[k]);
       if (ended.stream_next >= 0) release(ended.stream_next);
@@ -668,7 +717,7 @@ class Execution {
     const TimePs latency = flow_latency_ps_[f];
     if (flow.bytes == 0 || flow.num_links == 0) {  // nothing to share: only the path latency
       if (latency == 0) {
-        result_.flow_end_ps[f] = engine_.now();
+        result_.flow_end_ps[out_flow(f, unit)] = engine_.now();
         if (ff_) log_flow_end(f, unit);
         return;
       }
@@ -714,7 +763,7 @@ class Execution {
   }
 
   void flow_done(std::uint32_t f, std::uint32_t unit) {
-    result_.flow_end_ps[f] = engine_.now();
+    result_.flow_end_ps[out_flow(f, unit)] = engine_.now();
     if (ff_) log_flow_end(f, unit);
     if (--parts_of(unit).open_flows == 0) comm_flows_done(unit);
   }
@@ -815,7 +864,7 @@ class Execution {
   }
   bool untouched(TaskId t) const {
     const std::size_t ti = static_cast<std::size_t>(t);
-    return result_.task_start_ps[ti] < 0 && state_[ti].pending == initial_pending(t);
+    return start_of(t) < 0 && state_[ti].pending == initial_pending(t);
   }
   void note_touched(TaskId t) {
     TaskId& hi = hi_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)];
@@ -831,10 +880,12 @@ class Execution {
     out.clear();
     for (std::size_t g = 0; g < gpu_first_.size(); ++g) {
       TaskId& lo = lo_[g];
-      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo)] >= 0) ++lo;
+      const std::int64_t shift = out_task_shift_[g];
+      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo + shift)] >= 0) ++lo;
       for (TaskId t = lo; t <= hi_[g] && t < gpu_end_[g]; ++t) {
         const std::size_t ti = static_cast<std::size_t>(t);
-        if (result_.task_end_ps[ti] < 0 && (result_.task_start_ps[ti] >= 0 || state_[ti].pending < initial_pending(t)))
+        const std::size_t full = static_cast<std::size_t>(t + shift);
+        if (result_.task_end_ps[full] < 0 && (result_.task_start_ps[full] >= 0 || state_[ti].pending < initial_pending(t)))
           out.push_back(t);
       }
     }
@@ -928,7 +979,7 @@ class Execution {
       out.push_back(st.pending);
       out.push_back(st.parts.open_parts);
       out.push_back(st.parts.open_flows);
-      out.push_back(result_.task_start_ps[static_cast<std::size_t>(t)] >= 0 ? 1 : 0);
+      out.push_back(start_of(t) >= 0 ? 1 : 0);
     }
   }
 
@@ -964,11 +1015,15 @@ class Execution {
     if (!program_.issue_ps.empty()) {
       const TimePs host_shift = program_.issue_ps[static_cast<std::size_t>(b)] - program_.issue_ps[static_cast<std::size_t>(a)];
       if (waited_for_issue_ ? host_shift != skip_period_ps_ : host_shift > skip_period_ps_) return false;
+      // Omitted periods move the host's later issue times by one fixed step each.
+      if (omitted_ > 0 && host_shift != issue_step_ps_[static_cast<std::size_t>(x.gpu)]) return false;
     }
     if (x.work_ps != y.work_ps || x.gpu != y.gpu || x.stream != y.stream || x.group != y.group || x.kind != y.kind ||
         x.category != y.category || x.num_deps != y.num_deps || x.num_flows != y.num_flows || x.num_mem != y.num_mem)
       return false;
     if (has_stream_pred_[static_cast<std::size_t>(a)] != has_stream_pred_[static_cast<std::size_t>(b)]) return false;
+    // Omitted periods: their flows are numbered one period's flows apart, as the built ones.
+    if (omitted_ > 0 && y.first_flow - x.first_flow != program_.period_flows_per_gpu[static_cast<std::size_t>(x.gpu)]) return false;
     const std::size_t g = static_cast<std::size_t>(x.gpu);
     for (std::uint32_t k = 0; k < x.num_deps; ++k)
       if (program_.deps[y.first_dep + k] != phi_near(program_.deps[x.first_dep + k], g)) return false;
@@ -1025,6 +1080,15 @@ class Execution {
     std::vector<TaskId> new_tasks;
     std::set_difference(fresh.begin(), fresh.end(), previous.begin(), previous.end(), std::back_inserter(new_tasks));
 
+    // A compressed program: the host time one period adds on each GPU (the same for every
+    // period, checked by same_structure over the built ones).
+    if (omitted_ > 0 && !program_.issue_ps.empty()) {
+      for (std::size_t g = 0; g < num_gpus; ++g) {
+        const TaskId d = delta_[g];
+        if (hi[g] >= 0 && lo[g] + d < gpu_end_[g])
+          issue_step_ps_[g] = program_.issue_ps[static_cast<std::size_t>(lo[g] + d)] - program_.issue_ps[static_cast<std::size_t>(lo[g])];
+      }
+    }
     std::int64_t periods = INT32_MAX;
     // The program is phi-invariant over every orbit x, phi(x), ..., phi^N(x) of x in I.
     for (std::size_t g = 0; g < num_gpus && periods > 0; ++g) {
@@ -1035,6 +1099,14 @@ class Execution {
       while (x < scan_end && same_structure(x, x + d)) ++x;
       // x + (N - 1)·d < x_first_mismatch for the largest member of I on this GPU.
       periods = std::min<std::int64_t>(periods, x > hi[g] ? (x - 1 - hi[g]) / d + 1 : 0);
+    }
+    // A compressed program: the built periods proved the period (the touched tasks and at
+    // least one period beyond are phi-invariant); the omitted ones are further copies of it
+    // (the builder's), inserted here with their ids, the built tasks keeping theirs.
+    const bool insert = omitted_ > 0;
+    if (insert) {
+      if (periods < 1) return;
+      periods = omitted_;
     }
     // Images of newly touched tasks are untouched now, and never newly touched themselves.
     for (const TaskId u : new_tasks) {
@@ -1049,11 +1121,15 @@ class Execution {
         }
       }
     }
-    if (periods < 1) return;
-    apply_skip(periods, period_ps);
+    if (periods < 1 || (insert && periods < omitted_)) return;
+    apply_skip(periods, period_ps, insert);
   }
 
-  void apply_skip(std::int64_t periods, TimePs period_ps) {
+  /// Skips `periods` periods of length `period_ps`: writes their task and flow times and moves
+  /// the state on. `insert`: periods a compressed program omitted (full-program ids only; the
+  /// state keeps its built task ids), else built ones (the state moves to their images).
+  void apply_skip(std::int64_t periods, TimePs period_ps, bool insert) {
+    const std::int64_t id_periods = insert ? 0 : periods;  // how far built task ids move
     const TimePs now = engine_.now();
     const TimePs shift_ps = checked_product(kSimulatedClock, {periods, period_ps});
     checked_add(checked_add(now, shift_ps, kSimulatedClock), period_ps, kSimulatedClock);  // overflow check of every time written
@@ -1075,14 +1151,18 @@ class Execution {
     }
     for (std::size_t g = 0; g < num_gpus; ++g) {
       const TaskId d = delta_[g];
+      const std::int64_t out_shift = out_task_shift_[g];
       for (std::int64_t j = 1; j <= periods; ++j) {
         const TimePs offset = static_cast<TimePs>(j) * period_ps;
         const std::int64_t shift = j * d;
         for (std::size_t i = gpu_begin[g]; i < gpu_begin[g + 1]; ++i) {
           const PeriodLogEntry& e = log_[by_gpu[i]];
-          const std::size_t t = static_cast<std::size_t>(e.task + shift);
+          const std::size_t t = static_cast<std::size_t>(e.task + out_shift + shift);
           if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
           else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
+          else if (insert)
+            result_.flow_end_ps[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].first_flow + out_flow_shift_[g] +
+                                                         j * program_.period_flows_per_gpu[g] + (e.what - 2))] = e.time_ps + offset;
           else result_.flow_end_ps[program_.tasks[t].first_flow + (e.what - 2)] = e.time_ps + offset;
         }
       }
@@ -1090,7 +1170,7 @@ class Execution {
     ended_tasks_ += static_cast<std::size_t>(periods) * ends_per_period;
     skipped_periods_ += static_cast<std::uint64_t>(periods);
     skipped_events_ += static_cast<std::uint64_t>(periods) * (engine_.events_processed() - previous_events_);
-    // The frontier moves to its image.
+    // The frontier moves to its image (inserted periods: stays).
     struct Moved {
       TaskId task;
       std::uint32_t pending;
@@ -1100,7 +1180,7 @@ class Execution {
     moved.reserve(frontier_.size());
     for (const TaskId t : frontier_) {
       TaskState& st = state_[static_cast<std::size_t>(t)];
-      moved.push_back({phi(t, periods), st.pending, st.parts});
+      moved.push_back({phi(t, id_periods), st.pending, st.parts});
       st.pending = 0;
       st.parts = {};
     }
@@ -1109,12 +1189,12 @@ class Execution {
       st.pending = m.pending;
       st.parts = m.parts;
     }
-    for (std::size_t g = 0; g < hi_.size(); ++g) hi_[g] += static_cast<TaskId>(periods * delta_[g]);
+    for (std::size_t g = 0; g < hi_.size(); ++g) hi_[g] += static_cast<TaskId>(id_periods * delta_[g]);
     // Running kernels and flows belong to the image tasks; their clocks move with the shift.
     for (GpuState& gpu : gpus_) {
       for (const std::uint32_t index : gpu.running_kernels) {
         KernelRun& run = kernels_[index];
-        run.task = phi(run.task, periods);
+        run.task = phi(run.task, id_periods);
         run.unit = static_cast<std::uint32_t>(run.task);
         run.last_update_ps += shift_ps;
       }
@@ -1125,7 +1205,7 @@ class Execution {
       if (free_flow[i]) continue;
       FlowRun& run = flows_[i];
       const std::uint32_t k = run.flow - program_.tasks[run.unit].first_flow;
-      run.unit = static_cast<std::uint32_t>(phi(static_cast<TaskId>(run.unit), periods));
+      run.unit = static_cast<std::uint32_t>(phi(static_cast<TaskId>(run.unit), id_periods));
       run.flow = program_.tasks[run.unit].first_flow + k;
       run.last_update_ps += shift_ps;
     }
@@ -1144,18 +1224,28 @@ class Execution {
         case EventKind::kFlowBytesDone: break;
         case EventKind::kFlowDone: {
           const std::uint32_t k = d.a - program_.tasks[d.b].first_flow;
-          d.b = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.b), periods));
+          d.b = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.b), id_periods));
           d.a = program_.tasks[d.b].first_flow + k;
           break;
         }
         case EventKind::kCommWorkDone:
-        case EventKind::kIssued: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), periods)); break;
+        case EventKind::kIssued: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), id_periods)); break;
       }
       const EventId id = schedule_event(events[i].time_ps + shift_ps, d);
       if (d.kind == EventKind::kKernelDone) kernels_[d.a].completion = id;
       if (d.kind == EventKind::kFlowBytesDone) flows_[d.a].completion = id;
     }
-    if (options_.on_progress) options_.on_progress(ended_tasks_, program_.tasks.size());
+    if (insert) {
+      // From now on the built tasks stand for the full program's tasks after the inserted
+      // periods: their results, and their host issue times, move on by those periods.
+      for (std::size_t g = 0; g < num_gpus; ++g) {
+        out_task_shift_[g] += periods * delta_[g];
+        out_flow_shift_[g] += periods * static_cast<std::int64_t>(program_.period_flows_per_gpu[g]);
+        issue_shift_ps_[g] = checked_add(issue_shift_ps_[g], checked_product(kSimulatedClock, {periods, issue_step_ps_[g]}), kSimulatedClock);
+      }
+      inserted_ = true;
+    }
+    if (options_.on_progress) options_.on_progress(ended_tasks_, full_tasks_);
   }
 
   // ---- results and diagnostics ----
@@ -1169,6 +1259,7 @@ class Execution {
       result_.first_oom_ps[g] = memory_[g].first_oom_ps();
     }
     result_.events = engine_.events_processed() + skipped_events_;
+    result_.complete = omitted_ == 0 || inserted_;
     result_.skipped_periods = skipped_periods_;
     Fingerprint combined = engine_.fingerprint();
     combined.add(task_fingerprint_.value());
@@ -1183,7 +1274,7 @@ class Execution {
     for (std::size_t t = 0; t < num_tasks; ++t) {
       if (state_[t].stream_next >= 0) stream_prev[static_cast<std::size_t>(state_[t].stream_next)] = static_cast<TaskId>(t);
     }
-    auto unfinished = [&](TaskId t) { return result_.task_end_ps[static_cast<std::size_t>(t)] < 0; };
+    auto unfinished = [&](TaskId t) { return end_of(t) < 0; };
     TaskId current = -1;
     for (std::size_t t = 0; t < num_tasks && current < 0; ++t) {
       if (unfinished(static_cast<TaskId>(t))) current = static_cast<TaskId>(t);
@@ -1192,7 +1283,7 @@ class Execution {
     while (!visited[static_cast<std::size_t>(current)]) {
       visited[static_cast<std::size_t>(current)] = 1;
       const std::size_t ci = static_cast<std::size_t>(current);
-      LYNX_CHECK(result_.task_start_ps[ci] < 0, "{} started but never ended", task_label(current));
+      LYNX_CHECK(start_of(current) < 0, "{} started but never ended", task_label(current));
       const Task& task = program_.tasks[ci];
       TaskId blocker = -1;
       if (stream_prev[ci] >= 0 && unfinished(stream_prev[ci])) blocker = stream_prev[ci];
@@ -1281,6 +1372,14 @@ class Execution {
   std::uint64_t previous_events_ = 0;
   std::uint64_t skipped_events_ = 0;  ///< events the skipped periods would have run
   std::uint64_t skipped_periods_ = 0;
+  // compressed programs (init_full_ids)
+  std::int64_t omitted_ = 0;           ///< Program::omitted_periods
+  bool inserted_ = false;              ///< the omitted periods were inserted (results complete)
+  std::size_t full_tasks_ = 0, full_flows_ = 0;
+  std::vector<std::int64_t> out_task_shift_;
+  std::vector<std::int64_t> out_flow_shift_;
+  std::vector<TimePs> issue_shift_ps_;  ///< per GPU: added to built issue times (the omitted periods' host time)
+  std::vector<TimePs> issue_step_ps_;   ///< per GPU: host issue time one period adds (try_skip)
 };
 
 }  // namespace

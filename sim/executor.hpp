@@ -30,6 +30,8 @@ struct ExecOptions {
   static constexpr std::size_t kProgressTasks = 4096;
 };
 
+/// Per-task and per-flow entries are indexed by the full program's ids: for a compressed
+/// program (Program::omitted_periods > 0) they include the omitted periods (sim::FullProgram).
 struct ExecResult {
   TimePs makespan_ps = 0;                ///< end of the last task
   std::vector<TimePs> task_start_ps;     ///< per task
@@ -39,6 +41,10 @@ struct ExecResult {
   std::vector<TimePs> first_oom_ps;      ///< per GPU: first time usage exceeded capacity, -1 if never
   std::uint64_t events = 0;              ///< engine events processed (skipped periods' included)
   std::uint64_t skipped_periods = 0;     ///< steady-state periods the fast-forward skipped
+  /// False only for a compressed program (Program::omitted_periods) whose omitted periods the
+  /// executor could not insert (no period proven, or fast_forward off): the results are then
+  /// not the full program's, and the caller must execute the full program.
+  bool complete = true;
   /// Hash of the engine's (time, sequence) event stream and of every task start and end
   /// (time, task): equal for two runs that did the same thing (sim/fingerprint.hpp).
   std::uint64_t fingerprint = 0;

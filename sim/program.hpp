@@ -106,6 +106,18 @@ struct Program {
   /// Empty: no hint. The executor proves every skip itself; a wrong hint only costs the skip.
   std::vector<TaskId> period_tasks_per_gpu;
   std::vector<TaskId> period_anchors;  ///< see period_tasks_per_gpu
+  /// Steady-state compression (schedule::build_program): the builder left out this many
+  /// periods of every GPU's steady state (period_tasks_per_gpu[g] tasks and
+  /// period_flows_per_gpu[g] flows each). The executor inserts them once it has proven the
+  /// built periods repeat, and reports the full program's results (full-program task and flow
+  /// ids, sim::FullProgram); where it cannot, ExecResult::complete is false. 0: complete.
+  std::int64_t omitted_periods = 0;
+  std::vector<std::uint32_t> period_flows_per_gpu;
+  /// Per GPU, with omitted periods: the full program has them just before built task
+  /// period_cut_per_gpu[g] (any steady-state place gives the same program), and a dependency
+  /// on a built task from periodic_from_per_gpu[g] on moves with the periods (sim::FullProgram).
+  std::vector<TaskId> period_cut_per_gpu;
+  std::vector<TaskId> periodic_from_per_gpu;
   /// Per task, its host issue time: the earliest it may start (its GPU's host thread issues
   /// tasks in program order). Empty: every task is issued at time 0 (no host model).
   std::vector<TimePs> issue_ps;

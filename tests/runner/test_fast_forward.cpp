@@ -9,10 +9,12 @@
 #include "runner/simulate.hpp"
 #include "schedule/program_builder.hpp"
 #include "sim/executor.hpp"
+#include "sim/full_program.hpp"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -149,4 +151,112 @@ TEST_CASE("fast-forward: with a host stream, host far ahead or host-bound") {
   // Host-bound (1 ms per kernel): every task waits for its issue; results still equal.
   check_both_ways("selective-1f1b.yaml", with(with(pp8, "hardware.gpu.host_op=1ms"), "hardware.gpu.host_collective=0s"));
   check_both_ways("none-1f1b.yaml", with(with(pp8, "parallel.dp=1"), "hardware.gpu.host_op=300us"));
+}
+
+namespace {
+
+/// The compressed program of `file` with `overrides` (the reported plan's) against its full
+/// program on the slow path: the executor's results, read in full-program ids, and the full
+/// program sim::FullProgram reads through the compressed one, must be the full program's.
+/// Returns whether the executor inserted the omitted periods (ExecResult::complete).
+bool check_compressed(const std::string& file, const std::vector<std::string>& overrides, int pairs = 16) {
+  const std::string path = (kScenarios / file).string();
+  INFO(file);
+  const model::ResolvedScenario resolved = model::load_scenario_file(path, overrides);
+  const Scenario& sc = resolved.scenario();
+  const hw_models::Topology topo(sc.hardware);
+  const SimRun run = simulate(model::load_scenario_file(path, with(overrides, "sim.fast_forward=false")));
+  const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
+  const schedule::BuiltProgram full = schedule::build_program(sc, run.plan, topo, workload);
+  const schedule::BuiltProgram compressed = schedule::build_program(sc, run.plan, topo, workload, pairs);
+  REQUIRE(compressed.compressed);
+  REQUIRE(compressed.program.omitted_periods > 0);
+  CHECK(compressed.program.tasks.size() < full.program.tasks.size());
+  // The full program, read through the compressed one.
+  const sim::FullProgram view(compressed.program);
+  REQUIRE(view.num_tasks() == full.program.tasks.size());
+  // Stream predecessors (the order a dependency does not list), of both programs.
+  auto stream_prev = [](const sim::Program& prog) {
+    std::map<std::pair<sim::GpuId, sim::StreamId>, sim::TaskId> last;
+    std::vector<sim::TaskId> prev(prog.tasks.size(), -1);
+    for (std::size_t i = 0; i < prog.tasks.size(); ++i) {
+      auto [it, fresh] = last.try_emplace({prog.tasks[i].gpu, prog.tasks[i].stream}, -1);
+      prev[i] = it->second;
+      it->second = static_cast<sim::TaskId>(i);
+    }
+    return prev;
+  };
+  const std::vector<sim::TaskId> full_prev = stream_prev(full.program), built_prev = stream_prev(compressed.program);
+  std::size_t mismatches = 0;
+  view.for_each([&](sim::TaskId x, sim::TaskId source, std::int64_t periods) {
+    const sim::TaskId before = built_prev[static_cast<std::size_t>(source)];
+    if (full_prev[static_cast<std::size_t>(x)] != (before < 0 ? -1 : view.full_id(before, periods))) ++mismatches;
+    const sim::Task& a = full.program.tasks[static_cast<std::size_t>(x)];
+    const sim::Task& b = compressed.program.tasks[static_cast<std::size_t>(source)];
+    bool same = a.kind == b.kind && a.gpu == b.gpu && a.stream == b.stream && a.category == b.category &&
+                a.work_ps == b.work_ps && a.num_deps == b.num_deps && a.num_flows == b.num_flows && a.num_mem == b.num_mem &&
+                full.task_flops[static_cast<std::size_t>(x)] == compressed.task_flops[static_cast<std::size_t>(source)];
+    for (std::uint32_t k = 0; same && k < a.num_deps; ++k)
+      same = full.program.deps[a.first_dep + k] == view.dep(source, periods, k);
+    if (!same) ++mismatches;
+  });
+  CHECK(mismatches == 0);
+  sim::ExecOptions slow_options;
+  slow_options.fast_forward = false;
+  const sim::ExecResult slow = sim::execute(full.machine, full.program, slow_options);
+  const sim::ExecResult fast = sim::execute(compressed.machine, compressed.program);
+  if (!fast.complete) return false;
+  CHECK(fast.makespan_ps == slow.makespan_ps);
+  CHECK(fast.task_start_ps == slow.task_start_ps);
+  CHECK(fast.task_end_ps == slow.task_end_ps);
+  CHECK(fast.flow_end_ps == slow.flow_end_ps);
+  CHECK(fast.peak_bytes == slow.peak_bytes);
+  CHECK(fast.first_oom_ps == slow.first_oom_ps);
+  CHECK(fast.events == slow.events);
+  CHECK(fast.skipped_periods >= static_cast<std::uint64_t>(compressed.program.omitted_periods));
+  return true;
+}
+
+const std::vector<std::string> kPp8 = {"parallel.pp=8", "parallel.micro_batch=1", "parallel.global_batch=64",
+                                       "model.preset=gpt-1.3b", "hardware.nodes=2"};
+
+}  // namespace
+
+TEST_CASE("compressed program: the omitted periods inserted give the full program's timelines") {
+  CHECK(check_compressed("selective-1f1b.yaml", kPp8));
+  CHECK(check_compressed("full-1f1b.yaml", kPp8));
+  CHECK(check_compressed("none-1f1b.yaml", with(kPp8, "parallel.dp=1")));
+  CHECK(check_compressed("none-1f1b.yaml", with(with(kPp8, "parallel.dp=1"), "hardware.gpu.memory=6GiB")));
+  CHECK(check_compressed("selective-1f1b.yaml", {"parallel.pp=1", "parallel.global_batch=512", "model.preset=gpt-1.3b"}));
+  CHECK(check_compressed("lynx-heu-multinode-dp.yaml", {"parallel.global_batch=512"}));
+  CHECK(check_compressed("lynx-opt-1f1b.yaml", {"parallel.global_batch=256"}));
+  CHECK(check_compressed("selective-1f1b.yaml", with(with(kPp8, "hardware.gpu.host_op=2us"), "hardware.gpu.host_collective=5us")));
+}
+
+TEST_CASE("compressed program: where the period is not proven, the full program runs instead") {
+  // Host-bound (every task waits for its issue): the state does not repeat within the built
+  // periods, so the executor reports incomplete results and simulate() builds the full program.
+  const std::vector<std::string> host_bound = with(with(kPp8, "hardware.gpu.host_op=1ms"), "hardware.gpu.host_collective=0s");
+  CHECK_FALSE(check_compressed("selective-1f1b.yaml", host_bound));
+  check_both_ways("selective-1f1b.yaml", host_bound);
+  // Selective at pp 8 repeats from its 11th pair: not within 8 built pairs (simulate() then
+  // builds 16, check_both_ways above), within 16.
+  CHECK_FALSE(check_compressed("selective-1f1b.yaml", kPp8, 8));
+  CHECK(check_compressed("full-1f1b.yaml", kPp8, 8));
+  // Fast-forward off: nothing inserts the omitted periods.
+  const std::string path = (kScenarios / "full-1f1b.yaml").string();
+  const model::ResolvedScenario resolved = model::load_scenario_file(path, kPp8);
+  const Scenario& sc = resolved.scenario();
+  const hw_models::Topology topo(sc.hardware);
+  const SimRun run = simulate(resolved);
+  schedule::BuiltProgram compressed =
+      schedule::build_program(sc, run.plan, topo, model::gpt_workload(sc.model, sc.parallel), 8);
+  REQUIRE(compressed.compressed);
+  sim::ExecOptions slow_options;
+  slow_options.fast_forward = false;
+  CHECK_FALSE(sim::execute(compressed.machine, compressed.program, slow_options).complete);
+  CHECK(sim::execute(compressed.machine, compressed.program).complete);
+  // A wrong period hint: no period is proven, and the omitted periods are not inserted.
+  for (sim::TaskId& d : compressed.program.period_tasks_per_gpu) ++d;
+  CHECK_FALSE(sim::execute(compressed.machine, compressed.program).complete);
 }

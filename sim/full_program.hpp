@@ -1,0 +1,118 @@
+#pragma once
+/// The full program a compressed one stands for (Program::omitted_periods > 0): its tasks in
+/// full-program ids, each read from the built task it copies, with its dependencies in
+/// full-program ids. The executor's results of a compressed program are indexed by these ids,
+/// so metrics over every task (the runner's breakdown, schedule::compute_stream_gaps) read the
+/// omitted periods through it. For a complete program it is the program itself.
+#include "common/error.hpp"
+#include "sim/program.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lynx::sim {
+
+class FullProgram {
+ public:
+  /// Consecutive full-program tasks copying consecutive built tasks: full id = built id +
+  /// offset, and their dependencies on periodic built tasks move by `periods` periods.
+  struct Run {
+    TaskId full_first = 0;
+    TaskId built_first = 0;
+    TaskId count = 0;
+    std::int64_t periods = 0;
+  };
+
+  explicit FullProgram(const Program& program) : program_(program) {
+    const std::size_t num_tasks = program.tasks.size();
+    num_full_ = num_tasks;
+    if (program.omitted_periods == 0) {
+      runs_.push_back({0, 0, static_cast<TaskId>(num_tasks), 0});
+      return;
+    }
+    const std::int64_t m = program.omitted_periods;
+    const std::size_t num_gpus = program.period_tasks_per_gpu.size();
+    LYNX_CHECK(program.period_cut_per_gpu.size() == num_gpus && program.periodic_from_per_gpu.size() == num_gpus,
+               "compressed program without its period cuts");
+    // Each GPU's tasks are one id range, in GPU order (the builder's layout).
+    gpus_.assign(num_gpus, Gpu{});
+    for (std::size_t t = num_tasks; t-- > 0;) gpus_[static_cast<std::size_t>(program.tasks[t].gpu)].built_first = static_cast<TaskId>(t);
+    for (std::size_t t = 0; t < num_tasks; ++t) gpus_[static_cast<std::size_t>(program.tasks[t].gpu)].built_end = static_cast<TaskId>(t) + 1;
+    std::int64_t offset = 0;
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      Gpu& gpu = gpus_[g];
+      gpu.period = program.period_tasks_per_gpu[g];
+      gpu.cut = program.period_cut_per_gpu[g];
+      gpu.periodic_from = program.periodic_from_per_gpu[g];
+      LYNX_CHECK(gpu.period > 0 && gpu.cut - gpu.period >= gpu.built_first && gpu.cut <= gpu.built_end &&
+                     (g == 0 || gpu.built_first == gpus_[g - 1].built_end),
+                 "bad period cut on gpu {}", g);
+      gpu.offset = offset;
+      gpu.full_first = static_cast<TaskId>(gpu.built_first + offset);
+      runs_.push_back({gpu.full_first, gpu.built_first, gpu.cut - gpu.built_first, 0});
+      for (std::int64_t j = 1; j <= m; ++j)
+        runs_.push_back({static_cast<TaskId>(gpu.cut - gpu.period + offset + j * gpu.period), gpu.cut - gpu.period, gpu.period, j});
+      runs_.push_back({static_cast<TaskId>(gpu.cut + offset + m * gpu.period), gpu.cut, gpu.built_end - gpu.cut, m});
+      offset += m * gpu.period;
+      full_first_.push_back(gpu.full_first);
+    }
+    num_full_ = num_tasks + static_cast<std::size_t>(offset);
+  }
+
+  std::size_t num_tasks() const { return num_full_; }
+  const std::vector<Run>& runs() const { return runs_; }
+  const Program& built() const { return program_; }
+
+  /// Calls f(full id, built task id, periods) for every full-program task, in id order.
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const Run& run : runs_)
+      for (TaskId i = 0; i < run.count; ++i) f(run.full_first + i, run.built_first + i, run.periods);
+  }
+
+  /// The built task full-program task `x` copies, and by how many periods.
+  struct Source {
+    TaskId task = 0;
+    std::int64_t periods = 0;
+  };
+  Source source(TaskId x) const {
+    if (gpus_.empty()) return {x, 0};
+    const auto after = std::upper_bound(full_first_.begin(), full_first_.end(), x);
+    const Gpu& gpu = gpus_[static_cast<std::size_t>(after - full_first_.begin()) - 1];
+    const std::int64_t local = x - gpu.full_first, cut = gpu.cut - gpu.built_first;
+    const std::int64_t m = program_.omitted_periods;
+    if (local < cut) return {static_cast<TaskId>(gpu.built_first + local), 0};
+    const std::int64_t j = local < cut + m * gpu.period ? (local - cut) / gpu.period + 1 : m;
+    return {static_cast<TaskId>(gpu.built_first + local - j * gpu.period), j};
+  }
+  const Task& task(TaskId x) const { return program_.tasks[static_cast<std::size_t>(source(x).task)]; }
+
+  /// Full-program id of dependency `k` of built task `task` copied `periods` periods on.
+  TaskId dep(TaskId task, std::int64_t periods, std::uint32_t k) const {
+    return full_id(program_.deps[program_.tasks[static_cast<std::size_t>(task)].first_dep + k], periods);
+  }
+  /// Full-program id of built task `y` as a dependency (or stream predecessor) of a task copied
+  /// `periods` periods on: periodic tasks move with it, the warm-up's do not.
+  TaskId full_id(TaskId y, std::int64_t periods) const {
+    if (gpus_.empty()) return y;
+    const Gpu& gpu = gpus_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(y)].gpu)];
+    const std::int64_t moved = y >= gpu.periodic_from ? periods * gpu.period : 0;
+    return static_cast<TaskId>(y + gpu.offset + moved);
+  }
+
+ private:
+  struct Gpu {
+    TaskId built_first = 0, built_end = 0, full_first = 0;
+    TaskId period = 0, cut = 0, periodic_from = 0;
+    std::int64_t offset = 0;  ///< omitted tasks of the GPUs before
+  };
+  const Program& program_;
+  std::vector<Run> runs_;
+  std::vector<Gpu> gpus_;  ///< empty for a complete program
+  std::vector<TaskId> full_first_;
+  std::size_t num_full_ = 0;
+};
+
+}  // namespace lynx::sim
