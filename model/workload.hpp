@@ -24,6 +24,8 @@ struct Workload {
   std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
   std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
   std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
+  /// Parameter tensors of the same (the optimizer's kernels launch per tensor list).
+  std::int64_t layer_param_tensors = 0, embedding_param_tensors = 0, head_param_tensors = 0;
 };
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).

@@ -30,10 +30,10 @@ std::vector<FitParameter> make_parameters() {
                [](HardwareSpec& h, double v) { h.kernel_launch_ps = us_to_ps(v); }});
   // Host costs: a server CPU issues an eager PyTorch op in a few to tens of µs; a collective
   // call (torch.distributed + NCCL enqueue) in about ten to a hundred.
-  p.push_back({"gpu.host_op", "us",
+  p.push_back({"gpu.host_kernel", "us",
                "host (CPU) time to issue one kernel: framework dispatch and the launch call",
-               0.5, 200.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_op_ps); },
-               [](HardwareSpec& h, double v) { h.host_op_ps = us_to_ps(v); }});
+               0.5, 200.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_kernel_ps); },
+               [](HardwareSpec& h, double v) { h.host_kernel_ps = us_to_ps(v); }});
   p.push_back({"gpu.host_collective", "us",
                "host time to issue one collective or send/recv call (torch.distributed + NCCL "
                "enqueue), separate from link latency",
@@ -125,7 +125,7 @@ const FitParameter& fittable_parameter(const std::string& key) {
 }
 
 std::vector<std::string> default_fit_keys() {
-  return {"gpu.host_op", "gpu.host_collective", "gpu.gemm_efficiency.max",
+  return {"gpu.host_kernel", "gpu.host_collective", "gpu.gemm_efficiency.max",
           "gpu.gemm_efficiency.half_flops", "gpu.memory_bound_efficiency.max"};
 }
 

@@ -277,7 +277,7 @@ Scenario two_node_gpt(int tp, int dp) {
   sc.recompute.strategy = RecomputeKind::kNone;
   // No host stream: its first issue (gpu.host_op) delays the first kernel, which the breakdown
   // counts as bubble; these cases check that no communication is counted so.
-  sc.hardware.host_op_ps = 0;
+  sc.hardware.host_kernel_ps = 0;
   sc.hardware.host_collective_ps = 0;
   return sc;
 }
