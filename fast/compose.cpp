@@ -38,6 +38,7 @@ struct StageState {
   std::int64_t level_bytes = 0;
   FastStage out;
   TimePs other_comm_ps = 0;
+  TimePs host_ps = 0;  ///< host model: the stage's host clock (issue of its last task so far)
 };
 
 TimePs overlap(Interval a, Interval b) {
@@ -208,11 +209,13 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       gather_credit = std::min(start, pr.dp_exposed_ps);
       delta -= gather_credit;
     }
-    const TimePs compute_end = start + pr.compute_end_ps + delta;
-    const TimePs tail_end = start + pr.tail_end_ps + delta;
+    // With the host model every time is also bounded by the tasks' issue (host_bound_ps).
+    const HostProfile& host = pr.host;
+    const TimePs compute_end = host_bound_ps(host, start + pr.compute_end_ps + delta, g.host_ps, host.compute_end_ps);
+    const TimePs tail_end = host_bound_ps(host, start + pr.tail_end_ps + delta, g.host_ps, host.tail_end_ps);
     TimePs end = std::max(compute_end, tail_end);
     if (pr.sends) {
-      const TimePs send_start = std::max(tail_end, g.pp_free_ps);
+      const TimePs send_start = host_bound_ps(host, std::max(tail_end, g.pp_free_ps), g.host_ps, host.send_issue_ps);
       const TimePs send_end = send_start + pr.send_ps;
       const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
       g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
@@ -226,14 +229,17 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     const TimePs dp_before = g.dp_free_ps;
     g.previous_had_dp = pr.has_dp;
     if (pr.has_dp) {
-      const TimePs dp_start = std::max(start + pr.dp_start_ps + delta, g.dp_free_ps);
-      const TimePs dp_end = std::max(start + pr.dp_end_ps + delta, dp_start + (pr.dp_end_ps - pr.dp_start_ps));
+      const TimePs dp_start = host_bound_ps(host, std::max(start + pr.dp_start_ps + delta, g.dp_free_ps), g.host_ps,
+                                            host.dp_start_ps);
+      const TimePs dp_end = host_bound_ps(
+          host, std::max(start + pr.dp_end_ps + delta, dp_start + (pr.dp_end_ps - pr.dp_start_ps)), g.host_ps,
+          host.dp_end_ps);
       g.dp.push_back({dp_start, dp_end});
       g.dp_free_ps = dp_end;
       end = std::max(end, dp_end);
     }
     if (key.with_tail) {
-      end = std::max(end, start + pr.end_ps + delta);
+      end = std::max(end, host_bound_ps(host, start + pr.end_ps + delta, g.host_ps, host.end_ps));
       // The optimizer step follows every gradient reduction: earlier buckets still running,
       // or this step's own, delayed behind them.
       end = std::max(end, std::max(dp_before, g.dp_free_ps) + pr.optimizer_ps);
@@ -257,6 +263,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
 
     g.compute_free_ps = compute_end;
     g.tail_end_ps = tail_end;
+    g.host_ps += host.cost_ps;
     ++g.next;
     return true;
   };

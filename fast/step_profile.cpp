@@ -43,6 +43,75 @@ std::vector<Segment> activity(const sim::Program& prog, const sim::ExecResult& e
   return out;
 }
 
+/// The measured step of a part's program: its span (GPU 0's) and the end of its task range
+/// (with the tail: every later task of GPU 0).
+struct MeasuredRange {
+  const schedule::StepSpan* span = nullptr;
+  sim::TaskId end = 0;
+  sim::TaskId optimizer_first = 0;  ///< first optimizer kernel after the step (end: none)
+};
+
+MeasuredRange measured_range(const schedule::BuiltProgram& built, const schedule::StageSteps& part,
+                             std::size_t measured) {
+  const sim::Program& prog = built.program;
+  std::vector<const schedule::StepSpan*> spans;  // GPU 0's
+  for (const schedule::StepSpan& s : built.steps)
+    if (s.gpu == 0) spans.push_back(&s);
+  LYNX_CHECK(measured < spans.size(), "step {} of a part of {} steps", measured, spans.size());
+  MeasuredRange r;
+  r.span = spans[measured];
+  const bool last = measured + 1 == spans.size();
+  r.end = static_cast<sim::TaskId>(r.span->end_task);
+  if (last && part.with_tail)
+    while (static_cast<size_t>(r.end) < prog.tasks.size() && prog.tasks[static_cast<size_t>(r.end)].gpu == 0) ++r.end;
+  // The optimizer step (its kernels and the collectives between them) runs from its first
+  // kernel to the end of the range; data-parallel traffic before it is the gradient reduction.
+  r.optimizer_first = r.end;
+  for (sim::TaskId i = r.span->end_task; i < r.end; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].category == sim::Category::kOptimizer) {
+      r.optimizer_first = i;
+      break;
+    }
+  return r;
+}
+
+/// The step's HostProfile: its part built with the host starting at `host_start_ps` (after
+/// the host-free run's end, so every task waits for its issue) and run.
+HostProfile measure_host_bound(const Scenario& sc, const strategies::RecomputePlan& plan,
+                               const hw_models::Topology& topo, const model::Workload& workload,
+                               schedule::StageSteps part, std::size_t measured, TimePs host_start_ps) {
+  part.host_start_ps = host_start_ps;
+  schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
+  sim::Program& prog = built.program;
+  for (sim::Task& t : prog.tasks) t.num_mem = 0;  // timing only
+  sim::Machine machine = built.machine;
+  for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
+  const sim::ExecResult ex = sim::execute(machine, prog);
+  const MeasuredRange r = measured_range(built, part, measured);
+  const schedule::StepSpan& sp = *r.span;
+  const auto first = static_cast<size_t>(sp.first_task);
+  // The host clock just before the step's first issue (GPU 0's tasks come first).
+  const TimePs host = first > 0 ? prog.issue_ps[first - 1] : host_start_ps;
+  const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)] - host; };
+  HostProfile h;
+  h.on = true;
+  h.cost_ps = prog.issue_ps[static_cast<size_t>(r.end - 1)] - host;
+  h.tail_end_ps = end(sp.compute_tail);
+  if (sp.send >= 0) h.send_issue_ps = prog.issue_ps[static_cast<size_t>(sp.send)] - host;
+  bool dp = false;
+  for (sim::TaskId i = sp.first_task; i < r.end; ++i) {
+    const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
+    h.end_ps = std::max(h.end_ps, end(i));
+    if (t.stream == schedule::kCompute && i < sp.end_task) h.compute_end_ps = std::max(h.compute_end_ps, end(i));
+    if (i < r.optimizer_first && t.stream == schedule::kDp) {
+      if (!dp) h.dp_start_ps = ex.task_start_ps[static_cast<size_t>(i)] - host;
+      dp = true;
+      h.dp_end_ps = std::max(h.dp_end_ps, end(i));
+    }
+  }
+  return h;
+}
+
 }  // namespace
 
 StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
@@ -58,16 +127,9 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   const sim::ExecResult ex = sim::execute(machine, prog);
   for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
 
-  std::vector<const schedule::StepSpan*> spans;  // GPU 0's
-  for (const schedule::StepSpan& s : built.steps)
-    if (s.gpu == 0) spans.push_back(&s);
-  LYNX_CHECK(measured < spans.size(), "step {} of a part of {} steps", measured, spans.size());
-  const schedule::StepSpan& sp = *spans[measured];
-  const bool last = measured + 1 == spans.size();
-  auto range_end = static_cast<sim::TaskId>(sp.end_task);
-  if (last && part.with_tail)
-    while (static_cast<size_t>(range_end) < prog.tasks.size() && prog.tasks[static_cast<size_t>(range_end)].gpu == 0)
-      ++range_end;
+  const MeasuredRange range = measured_range(built, part, measured);
+  const schedule::StepSpan& sp = *range.span;
+  const sim::TaskId range_end = range.end;
   const auto start = [&](sim::TaskId id) { return ex.task_start_ps[static_cast<size_t>(id)]; };
   const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)]; };
 
@@ -83,14 +145,7 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     p.send_ps = end(sp.send) - start(sp.send);
   }
   TimePs dp_start = -1;
-  // The optimizer step (its kernels and the collectives between them) runs from its first
-  // kernel to the end of the range; data-parallel traffic before it is the gradient reduction.
-  sim::TaskId optimizer_first = range_end;
-  for (sim::TaskId i = sp.end_task; i < range_end; ++i)
-    if (prog.tasks[static_cast<size_t>(i)].category == sim::Category::kOptimizer) {
-      optimizer_first = i;
-      break;
-    }
+  const sim::TaskId optimizer_first = range.optimizer_first;
   for (sim::TaskId i = sp.first_task; i < range_end; ++i) {
     const sim::Task& t = prog.tasks[static_cast<size_t>(i)];
     p.end_ps = std::max(p.end_ps, end(i) - t0);
@@ -155,6 +210,8 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     p.memory_peak_bytes = std::max(p.memory_peak_bytes, level);
   }
   p.memory_net_bytes = level;
+  if (sc.hardware.host_kernel_ps > 0 || sc.hardware.host_collective_ps > 0)
+    p.host = measure_host_bound(sc, plan, topo, workload, part, measured, checked_add(ex.makespan_ps, 1));
   return p;
 }
 

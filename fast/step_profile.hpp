@@ -5,6 +5,7 @@
 #include "schedule/program_builder.hpp"
 #include "sim/time.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +18,27 @@ struct Segment {
   std::int32_t kernels = 0;
   std::int32_t comms = 0;
 };
+
+/// The host model's view of a step (hardware.gpu.host_kernel / host_collective > 0): its tasks
+/// wait for their issue by the GPU's host thread, which issues in program order and never
+/// waits for the GPU. Measured on the step made host-bound (its host starting after the
+/// host-free run would have ended), times relative to the host clock when the step's first
+/// task is about to be issued. The engine's timeline is max-plus in the task readiness and
+/// issue times, so each time of the step is max(GPU-bound time, host clock + host-bound time)
+/// (host_bound_ps).
+struct HostProfile {
+  bool on = false;
+  TimePs cost_ps = 0;         ///< host time to issue the step's tasks (the clock advances so)
+  TimePs compute_end_ps = 0, tail_end_ps = 0, end_ps = 0;
+  TimePs send_issue_ps = 0;   ///< issue of its pipeline send
+  TimePs dp_start_ps = 0, dp_end_ps = 0;
+};
+
+/// A step's time given both bounds: `gpu_ps` from the GPU-bound profile, `host_relative_ps`
+/// from HostProfile, with the stage's host clock at `host_clock_ps`.
+inline TimePs host_bound_ps(const HostProfile& h, TimePs gpu_ps, TimePs host_clock_ps, TimePs host_relative_ps) {
+  return h.on ? std::max(gpu_ps, host_clock_ps + host_relative_ps) : gpu_ps;
+}
 
 /// One step, measured from the start of its marker (times relative to it, in ps).
 struct StepProfile {
@@ -50,6 +72,7 @@ struct StepProfile {
   bool symmetric = false;         ///< built in the reduced (one rank per stage) form
   std::int64_t memory_peak_bytes = 0;  ///< highest usage above the level at its start (>= 0)
   std::int64_t memory_net_bytes = 0;   ///< usage change over the step
+  HostProfile host;  ///< with the host model on
 };
 
 /// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what

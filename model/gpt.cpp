@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -266,7 +267,18 @@ Op gemm_op(std::string name, OpGroup group, std::int64_t m, std::int64_t n, std:
   op.bwd_dgrad_bytes = op.fwd_bytes;
   op.bwd_wgrad_flops = op.fwd_flops;
   op.bwd_wgrad_bytes = op.fwd_bytes;
+  // One cuBLAS GEMM each (the wgrad accumulating into the fp32 main gradient, Megatron's
+  // gradient-accumulation fusion); a bias adds kernels (add_linear_bias).
+  op.fwd_kernels = op.bwd_dgrad_kernels = op.bwd_wgrad_kernels = 1;
   return op;
+}
+
+/// A linear layer that adds its own bias (Megatron's column-parallel QKV; the others skip it
+/// into the fused bias-GeLU / bias-dropout-add after them): `output + bias` after the GEMM,
+/// and `grad_output.sum(0)` for the bias gradient beside the wgrad.
+void add_linear_bias(Op& gemm) {
+  ++gemm.fwd_kernels;
+  ++gemm.bwd_wgrad_kernels;
 }
 
 /// `batch` GEMMs of two activations (QK^T, ·V): no weights, so the backward is two input
@@ -285,6 +297,7 @@ Op batched_attention_op(std::string name, std::int64_t batch, std::int64_t m, st
   op.fwd_bytes = dbl(kBytesPerElement * batch * (m * k + k * n + m * n));
   op.bwd_dgrad_flops = 2.0 * op.fwd_flops;
   op.bwd_dgrad_bytes = 2.0 * op.fwd_bytes;
+  op.bwd_dgrad_kernels = 2;  // one batched GEMM per input gradient
   return op;
 }
 
@@ -350,8 +363,11 @@ Op norm_op(const Dims& d, const std::string& number, OpGroup group) {
   const std::string kind = d.rmsnorm ? "rmsnorm" : "layernorm";
   std::string name = number == "final" ? "final_" + kind : (d.rmsnorm ? "rmsnorm" : "ln") + number;
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
-  return elementwise_op(std::move(name), group, 2 * act + kBytesPerElement * norm_parameters(d),
-                        act);
+  Op op = elementwise_op(std::move(name), group, 2 * act + kBytesPerElement * norm_parameters(d), act);
+  // Apex's fused norm: one forward kernel; its backward launches three (partial parameter
+  // gradients per block, their sum, the input gradient).
+  op.bwd_dgrad_kernels = 3;
+  return op;
 }
 
 /// Fused bias + dropout + residual add over the local tokens: reads x, residual and the bias
@@ -363,6 +379,9 @@ Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
   const std::int64_t bias = d.bias ? kBytesPerElement * d.h : 0;
   Op op = elementwise_op(std::move(name), group, 3 * act + mask + bias, mask);
   op.saves = Saves::kOutput;
+  // Fused by TorchScript (nvFuser) into one kernel each way; the bias the linear layer before
+  // it skipped gets its gradient here, a reduction over the tokens.
+  op.bwd_dgrad_kernels = d.bias ? 2 : 1;
   return op;
 }
 
@@ -378,7 +397,23 @@ Op rotary_op(const Dims& d) {
                          qkv);
   op.bwd_dgrad_bytes = op.fwd_bytes;
   op.saves = Saves::kOutput;
+  op.fwd_kernels = op.bwd_dgrad_kernels = 2;  // Q and K, each way
   return op;
+}
+
+/// Megatron's fused scale-mask-softmax kernel runs only for some shapes
+/// (FusedScaleMaskSoftmax.is_kernel_available: 16 < s <= 4096, s divisible by 4, and
+/// micro-batch × local heads divisible by 4 — the batches a 128-thread block handles for
+/// s > 128); otherwise PyTorch's softmax runs. Inputs are 16-bit here, as the kernel needs.
+bool fused_softmax_available(const Dims& d) {
+  return d.s > 16 && d.s <= 4096 && d.s % 4 == 0 && (d.b * (d.a / d.t)) % 4 == 0;
+}
+
+/// ·V: the batched GEMM, then the context's [b·a, s, d] → [s, b, h] layout copy
+/// (permute().contiguous()); its backward copies the gradient back before the two GEMMs.
+void with_context_copy(Op& av) {
+  av.fwd_kernels = 2;
+  av.bwd_dgrad_kernels = 3;
 }
 
 void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
@@ -410,6 +445,9 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     op.bwd_dgrad_bytes = kElementwiseBackwardBytesRatio * op.fwd_bytes;
     op.saved_bytes = u64(lse);
     op.saves = Saves::kOutput;
+    // Its backward: the row-wise dot(dO, O) pre-pass, the main kernel, and the conversion of
+    // the fp32 dQ accumulator (flash-attention 2's mha_bwd).
+    op.bwd_dgrad_kernels = 3;
     ops.push_back(std::move(op));
     return;
   }
@@ -427,6 +465,7 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     Op expand = elementwise_op("gqa_expand_kv", OpGroup::kAttnCore, 2 * kv_one + expanded, expanded);
     expand.bwd_dgrad_bytes = expand.fwd_bytes;  // sums the gradient back over each group
     expand.saves = Saves::kOutput;
+    expand.fwd_kernels = expand.bwd_dgrad_kernels = 2;  // K and V, each way
     ops.push_back(std::move(expand));
   }
   Op qk = batched_attention_op("qk_matmul", batch, d.s, d.s, head_dim);  // Q, K on qkv_gemm
@@ -434,10 +473,17 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   Op softmax = elementwise_op("softmax", OpGroup::kAttnCore, 2 * kBytesPerElement * score_elems,
                               kBytesPerElement * score_elems);
   softmax.saves = Saves::kOutput;
+  if (!fused_softmax_available(d)) {
+    // PyTorch fallback (FusedScaleMaskSoftmax.forward_torch_softmax): cast to fp32, scale,
+    // mask, softmax, cast back; each a kernel, and each backward too.
+    softmax.fwd_kernels = softmax.bwd_dgrad_kernels = 5;
+  }
   if (!d.dropout) {
     // No attention dropout: ·V reads the softmax output, saved once (on softmax).
     ops.push_back(std::move(softmax));
-    ops.push_back(batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s));
+    Op av = batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s);
+    with_context_copy(av);
+    ops.push_back(std::move(av));
     return;
   }
   ops.push_back(std::move(softmax));
@@ -449,6 +495,7 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   ops.push_back(std::move(dropout));
   Op av = batched_attention_op("attn_v_matmul", batch, d.s, head_dim, d.s);
   av.saved_bytes = u64(kBytesPerElement * score_elems);  // the dropout output; V on qkv_gemm
+  with_context_copy(av);
   ops.push_back(std::move(av));
 }
 
@@ -668,6 +715,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   qkv.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h +  // its input
                         (d.rotary ? 0 : qkv_out));  // Q, K, V (see OpGroup), unless rotated
   qkv.saves = d.rotary ? Saves::kInput : Saves::kInputAndOutput;
+  if (d.bias) add_linear_bias(qkv);  // not skipped: nothing fused follows it
   mark_sharded_input(d, qkv);
   ops.push_back(std::move(qkv));
   if (d.rotary) ops.push_back(rotary_op(d));
@@ -703,6 +751,8 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
     // Fused bias + GeLU: read input and bias, write output; saves its input.
     ops.push_back(elementwise_op("gelu", OpGroup::kMlp, 2 * ffn_act + fc1_bias, ffn_act));
   }
+  // One fused kernel each way (TorchScript); FC1's skipped bias gets its gradient reduced here.
+  if (d.bias) ops.back().bwd_dgrad_kernels = 2;
 
   Op fc2 = gemm_op("fc2_gemm", OpGroup::kMlp, d.tokens, d.h, ffn_local);
   fc2.saved_bytes = u64(ffn_act);
@@ -749,6 +799,13 @@ std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
   // Its backward is a weight-gradient scatter-add (no input gradient).
   lookup.bwd_wgrad_bytes = lookup.bwd_dgrad_bytes;
   lookup.bwd_dgrad_bytes = 0;
+  // Forward: F.embedding, and at tp > 1 the vocabulary-range mask around it (compare, clone,
+  // shift, masked fill of the ids and of the output: about 11 more). Backward: PyTorch's
+  // embedding_dense_backward (sort of the ids, segment offsets, partial sums, scatter: about
+  // 9) and the zero-filled V·h/t gradient.
+  lookup.fwd_kernels = d.t > 1 ? 12 : 1;
+  lookup.bwd_dgrad_kernels = 0;
+  lookup.bwd_wgrad_kernels = 10;
   ops.push_back(std::move(lookup));
   // Partial sums are combined across the TP group: all-reduce, or with SP the reduce-scatter
   // that also splits the sequence (Megatron-core's reduce_scatter_embeddings).
@@ -759,8 +816,12 @@ std::vector<Op> embedding_ops(const ModelSpec& spec, const ParallelSpec& p) {
   const std::int64_t act = kBytesPerElement * d.local_tokens * d.h;
   const std::int64_t mask = d.dropout ? kMaskBytesPerElement * d.local_tokens * d.h : 0;
   const std::int64_t reads = d.rotary ? 1 : 2;
-  ops.push_back(elementwise_op("embedding_dropout", OpGroup::kLayerInput, (reads + 1) * act + mask,
-                               mask));
+  Op dropout = elementwise_op("embedding_dropout", OpGroup::kLayerInput, (reads + 1) * act + mask, mask);
+  // [b, s, h] → [s, b, h] copy and dropout each way; with a position table also its lookup
+  // and the add (forward) and its embedding backward (10, as the word embedding's).
+  dropout.fwd_kernels = d.rotary ? 2 : 4;
+  dropout.bwd_dgrad_kernels = d.rotary ? 2 : 12;
+  ops.push_back(std::move(dropout));
   return ops;
 }
 
@@ -789,6 +850,13 @@ std::vector<Op> head_ops(const ModelSpec& spec, const ParallelSpec& p) {
   Op xent = elementwise_op("cross_entropy", OpGroup::kLayerInput, 34 * logits,
                            kFp32Bytes * logits + (kTokenIdBytes + 1) * d.tokens);
   xent.bwd_dgrad_bytes = dbl(14 * logits);
+  // Kernels (_VocabParallelCrossEntropy and the loss average around it): forward the fp32
+  // cast, max, subtract, the target-range mask and gather of the target logits (about 9),
+  // exp, sum, log, subtract, divide, and the masked mean of the losses (3): about 20;
+  // backward the one-hot subtraction (arange, cast, index update: about 5), scale, cast back
+  // and the mean's gradient: about 10.
+  xent.fwd_kernels = 20;
+  xent.bwd_dgrad_kernels = 10;
   ops.push_back(std::move(xent));
   // Its three small fp32 all-reduces over the TP group (max logit, target logit, sum of
   // exponentials; 4 bytes per token each), lumped into one after the kernel.
@@ -828,6 +896,40 @@ std::uint64_t head_parameter_count_per_gpu(const ModelSpec& spec, const Parallel
 std::uint64_t tied_embedding_parameter_count_per_gpu(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
   return d.untied || p.pp == 1 ? 0 : u64(d.v * d.h / d.t);
+}
+
+}  // namespace lynx::model
+
+namespace lynx::model {
+
+std::int64_t layer_parameter_tensors(const ModelSpec& spec) {
+  const ParallelSpec one;
+  const Dims d = dims_of(spec, one);
+  // QKV, out-projection, FC1 (gate and up in one with SwiGLU), FC2; their biases; two norms.
+  return 4 + (d.bias ? 4 : 0) + 2 * (d.rmsnorm ? 1 : 2);
+}
+
+std::int64_t embedding_parameter_tensors(const ModelSpec& spec) {
+  const ParallelSpec one;
+  return dims_of(spec, one).rotary ? 1 : 2;  // word (+ position) embedding
+}
+
+std::int64_t head_parameter_tensors(const ModelSpec& spec, const ParallelSpec& p) {
+  const Dims d = dims_of(spec, p);
+  return (d.rmsnorm ? 1 : 2) + (d.untied || p.pp > 1 ? 1 : 0);  // final norm (+ output layer)
+}
+
+int multi_tensor_launches(double elements, std::int64_t tensors, int depth) {
+  LYNX_CHECK(depth >= 1 && depth <= 5, "multi_tensor_apply depth {}", depth);
+  if (tensors <= 0 || elements <= 0) return 0;
+  static constexpr std::array<std::int64_t, 5> kMaxTensors = {110, 64, 48, 36, 30};
+  constexpr double kChunkElements = 2048.0 * 32.0;
+  constexpr double kMaxBlocks = 320.0;
+  // Every tensor's last chunk is partial: at most one chunk more per tensor.
+  const double chunks = std::ceil(elements / kChunkElements) + static_cast<double>(tensors);
+  const auto by_tensors = (tensors + kMaxTensors[static_cast<size_t>(depth - 1)] - 1) / kMaxTensors[static_cast<size_t>(depth - 1)];
+  const auto by_blocks = static_cast<std::int64_t>(std::ceil(chunks / kMaxBlocks));
+  return static_cast<int>(std::max(by_tensors, by_blocks));
 }
 
 }  // namespace lynx::model

@@ -131,6 +131,11 @@ struct Op {
   std::uint64_t bwd_input_allgather_bytes = 0;
   /// kGemm: forward, dgrad and wgrad run on FP8 tensor cores (model.gemm_precision fp8).
   bool fp8 = false;
+  /// CUDA kernels Megatron-LM launches for this op — the host's unit of work
+  /// (hardware.gpu.host_kernel each): forward (and each recompute of it), input gradient,
+  /// weight gradient. docs/host.md derives every count. A collective's NCCL kernel is charged
+  /// per call by the program builder, not here.
+  int fwd_kernels = 1, bwd_dgrad_kernels = 1, bwd_wgrad_kernels = 0;
 };
 
 /// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the
@@ -167,5 +172,20 @@ std::uint64_t head_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpe
 /// Word-embedding parameters whose gradient the first and last stage all-reduce after the
 /// backward (Megatron-LM's embedding group): V·h/t when tied with pp > 1, else 0.
 std::uint64_t tied_embedding_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
+
+/// Parameter tensors (weights, biases, norm parameters: what the optimizer's multi-tensor
+/// kernels and the fp32 gradient copy iterate over) of one layer, of the embedding (word,
+/// and position unless rotary) and of the head (final norm, and the output layer when untied
+/// or, tied with pp > 1, the embedding copy Megatron keeps on the last stage).
+std::int64_t layer_parameter_tensors(const ModelSpec& m);
+std::int64_t embedding_parameter_tensors(const ModelSpec& m);
+std::int64_t head_parameter_tensors(const ModelSpec& m, const ParallelSpec& p);
+
+/// Kernels apex's multi_tensor_apply (csrc/multi_tensor_apply.cuh) launches for one pass over
+/// `tensors` tensors of `elements` elements in all with `depth` tensor lists (1: the L2 norm,
+/// 2: scale / copy, 4: Adam): a launch takes at most {110, 64, 48, 36, 30}[depth − 1] tensors
+/// and 320 blocks of 65536-element chunks (chunk_size 2048·32, as Megatron and FusedAdam call
+/// it); it starts a new launch when either fills.
+int multi_tensor_launches(double elements, std::int64_t tensors, int depth);
 
 }  // namespace lynx::model

@@ -15,6 +15,9 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);
   w.head_params = head_parameter_count_per_gpu(model, parallel);
   w.tied_embedding_params = tied_embedding_parameter_count_per_gpu(model, parallel);
+  w.layer_param_tensors = layer_parameter_tensors(model);
+  w.embedding_param_tensors = embedding_parameter_tensors(model);
+  w.head_param_tensors = head_parameter_tensors(model, parallel);
   return w;
 }
 

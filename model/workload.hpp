@@ -27,6 +27,8 @@ struct Workload {
   /// Word-embedding gradient the first and last stage all-reduce before the optimizer step
   /// (tied_embedding_parameter_count_per_gpu; 0 when untied or pp == 1).
   std::uint64_t tied_embedding_params = 0;
+  /// Parameter tensors of the same (the optimizer's kernels launch per tensor list).
+  std::int64_t layer_param_tensors = 0, embedding_param_tensors = 0, head_param_tensors = 0;
 };
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).

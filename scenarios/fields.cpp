@@ -529,15 +529,17 @@ std::vector<FieldDesc> scenario_field_table() {
       "gpu.kernel_launch", kHw, "overhead added to every kernel",
       [](auto& s) -> auto& { return s.hardware.kernel_launch_ps; }));
   t.push_back(time_field(
-      "gpu.host_op", kHw,
-      "host (CPU) time to issue one kernel; each GPU's host thread issues its kernels in "
-      "program order and a kernel cannot start before its issue (0: no host model)",
-      [](auto& s) -> auto& { return s.hardware.host_op_ps; }));
+      "gpu.host_kernel", kHw,
+      "host (CPU) time per launched CUDA kernel (framework dispatch + launch); an op costs its "
+      "Megatron kernel count times this (docs/host.md). Each GPU's host thread issues its tasks "
+      "in program order and a task cannot start before its issue (0 with gpu.host_collective 0: "
+      "no host model)",
+      [](auto& s) -> auto& { return s.hardware.host_kernel_ps; }));
   t.back().optional_in_profile = true;
   t.push_back(time_field(
       "gpu.host_collective", kHw,
-      "host time to issue one collective call or pipeline send/recv (torch.distributed + NCCL "
-      "enqueue), separate from link latency",
+      "host time of one collective call or pipeline send/recv beyond its one NCCL kernel "
+      "(torch.distributed + NCCL enqueue), separate from link latency",
       [](auto& s) -> auto& { return s.hardware.host_collective_ps; }));
   t.back().optional_in_profile = true;
   add_curve(

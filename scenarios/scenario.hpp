@@ -185,11 +185,12 @@ struct HardwareSpec {
   std::uint64_t memory_bytes = 0;         ///< HBM capacity
   std::uint64_t memory_reserve_bytes = 0; ///< workspace, fragmentation, CUDA context
   TimePs kernel_launch_ps = 0;            ///< per-kernel overhead
-  /// Host (CPU) time to issue one kernel (framework dispatch + launch call); the host thread
-  /// of each GPU issues its tasks in program order and a task cannot start before its issue.
-  TimePs host_op_ps = 0;
-  /// Host time to issue one collective call or pipeline send/recv (torch.distributed + NCCL
-  /// enqueue), separate from the link and protocol latencies.
+  /// Host (CPU) time per launched CUDA kernel (framework dispatch + launch call); an op costs
+  /// its kernel count (model::Op) times this. The host thread of each GPU issues its tasks in
+  /// program order and a task cannot start before its issue.
+  TimePs host_kernel_ps = 0;
+  /// Host time of one collective call or pipeline send/recv beyond its NCCL kernel
+  /// (torch.distributed + NCCL enqueue), separate from the link and protocol latencies.
   TimePs host_collective_ps = 0;
   EfficiencyCurve gemm;                   ///< vs FLOPs of one GEMM
   EfficiencyCurve attention;              ///< batched QK^T / ·V GEMMs (or flash kernel), vs FLOPs

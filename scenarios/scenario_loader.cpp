@@ -143,6 +143,14 @@ std::size_t shared_tail(const std::string& a, const std::string& b) {
 std::string suggestion(const std::string& unknown, const KeySet& keys) {
   // No key is this long; edit distances to every key would cost length² each (fuzz_plan).
   if (unknown.size() > 256) return {};
+  // Keys whose meaning changed with a new name, so that an old file cannot silently mean
+  // something else.
+  static constexpr std::string_view kOldHostOp = "gpu.host_op";
+  if (unknown.size() >= kOldHostOp.size() && unknown.ends_with(kOldHostOp) &&
+      (unknown.size() == kOldHostOp.size() || unknown[unknown.size() - kOldHostOp.size() - 1] == '.'))
+    return fmt::format("; it was renamed '{}gpu.host_kernel' and is now the host time per launched CUDA kernel, "
+                       "not per op (an op costs its kernel count times it: docs/host.md)",
+                       unknown.substr(0, unknown.size() - kOldHostOp.size()));
   std::vector<std::string> candidates(keys.leaves.begin(), keys.leaves.end());
   candidates.insert(candidates.end(), keys.sections.begin(), keys.sections.end());
   const std::string* best = nullptr;

@@ -135,9 +135,26 @@ class Builder {
     std::uint32_t name = 0;
     double flops = 0;
     std::int32_t group = -1;
-    /// Host time to issue it; -1: hardware.host_op for a kernel with work, else 0.
-    TimePs host_ps = -1;
+    /// CUDA kernels it launches (model::Op's counts); -1: one for a kernel task. A kernel
+    /// task without work launches none.
+    int kernels = -1;
+    /// A collective call or pipeline send: hardware.gpu.host_collective on top of its kernel.
+    bool host_call = false;
   };
+  /// Host time to issue `a`: hardware.gpu.host_kernel per kernel it launches, plus
+  /// gpu.host_collective for a collective call or send.
+  TimePs host_cost_ps(const TaskArgs& a) const {
+    const int kernels = a.kind == sim::TaskKind::kKernel && a.work_ps == 0 ? 0
+                        : a.kernels >= 0                                   ? a.kernels
+                        : a.kind == sim::TaskKind::kKernel                 ? 1
+                                                                           : 0;
+    TimePs kernels_ps = 0;
+    if (__builtin_mul_overflow(static_cast<TimePs>(kernels), sc_.hardware.host_kernel_ps, &kernels_ps))
+      fail(ErrorCode::kTimeOverflow, "simulated time overflow (2^63 ps) in a task's host time: {} kernels × hardware.gpu.host_kernel {} ps",
+           kernels, sc_.hardware.host_kernel_ps);
+    return checked_add(kernels_ps, a.host_call ? sc_.hardware.host_collective_ps : 0,
+                       "a task's host time (hardware.gpu.host_kernel, gpu.host_collective)");
+  }
 
   /// Appends a task of the current GPU; deps are the ids in `deps` (-1 entries skipped).
   sim::TaskId add_task(const TaskArgs& a, std::initializer_list<sim::TaskId> deps) {
@@ -162,10 +179,7 @@ class Builder {
     t.first_mem = static_cast<std::uint32_t>(prog_.mem.size());
     if (host_model_) {
       // The GPU's host thread issues its tasks in program order, one after another.
-      const TimePs cost = a.host_ps >= 0 ? a.host_ps
-                          : a.kind == sim::TaskKind::kKernel && a.work_ps > 0 ? sc_.hardware.host_op_ps
-                                                                              : 0;
-      host_clock_ps_ = checked_add(host_clock_ps_, cost, "a GPU's host issue clock (hardware.gpu.host_op, gpu.host_collective)");
+      host_clock_ps_ = checked_add(host_clock_ps_, host_cost_ps(a), "a GPU's host issue clock (hardware.gpu.host_kernel, gpu.host_collective)");
       prog_.issue_ps.push_back(host_clock_ps_);
     }
     prog_.tasks.push_back(t);
@@ -225,7 +239,9 @@ class Builder {
       a.work_ps = ph.latency_ps;
       a.name = name;
       a.group = group_id(communicator);
-      a.host_ps = first ? sc_.hardware.host_collective_ps : 0;  // one call issues every phase
+      // One call (one NCCL kernel) issues every phase.
+      a.kernels = first ? 1 : 0;
+      a.host_call = first;
       last = first ? add_task(a, deps) : add_task(a, {});
       first = false;
       for (const hw_models::FlowSpec& f : ph.flows)
@@ -429,8 +445,8 @@ class Builder {
   std::map<GroupKey, std::int32_t> groups_;
   std::map<std::pair<int, int>, std::int64_t> comm_sequence_;
   std::int32_t next_group_ = 0;
-  /// Host model (hardware.gpu.host_op / host_collective > 0; off for a stage built alone in
-  /// fast mode, whose host would start behind the exact run's, which issues far ahead).
+  /// Host model (hardware.gpu.host_kernel / host_collective > 0; for a stage built alone in
+  /// fast mode only with StageSteps::host_start_ps >= 0).
   bool host_model_ = false;
   TimePs host_clock_ps_ = 0;  ///< the current GPU's host: when it has issued its last task
   struct Pending {
@@ -545,6 +561,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
       const OpWithTimes& chunk = layer_chunk_[static_cast<size_t>(index)];
       a.work_ps = chunk.t.fwd_ps;
       a.flops = chunk.op.fwd_flops;
+      a.kernels = chunk.op.fwd_kernels;
       open_window(gathered.empty() ? wait : gathered.front());
       sim::TaskId scattered = -1;
       for (int k = 0; k < tp_chunks_; ++k) {
@@ -570,6 +587,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
     open_window(wait);
     a.work_ps = o.t.fwd_ps;
     a.flops = o.op.fwd_flops;
+    a.kernels = o.op.fwd_kernels;
     last = add_task(a, {wait});
     last_kernel = last;
     wait = -1;
@@ -667,11 +685,13 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     a.name = ops[i].names.dgrad;
     a.work_ps = ops[i].t.dgrad_ps;
     a.flops = op.bwd_dgrad_flops;
+    a.kernels = op.bwd_dgrad_kernels;
     sim::TaskId dgrad = -1;
     if (!gathered.empty() && op.kind == OpKind::kGemm) {
       const OpWithTimes& chunk = layer_chunk_[i];
       a.work_ps = chunk.t.dgrad_ps;
       a.flops = chunk.op.bwd_dgrad_flops;
+      a.kernels = chunk.op.bwd_dgrad_kernels;
       for (sim::TaskId g : gathered) dgrad = add_task(a, {g});
       gathered.clear();
     } else {
@@ -710,6 +730,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       w.name = ops[i].names.wgrad;
       w.work_ps = ops[i].t.wgrad_ps;
       w.flops = op.bwd_wgrad_flops;
+      w.kernels = op.bwd_wgrad_kernels;
       last = add_task(w, {input_gather});
       last_kernel = last;
       add_mem(last, -saved, tag_of(op.group), true);
@@ -735,6 +756,7 @@ sim::TaskId Builder::emit_weight_ops(const std::vector<OpWithTimes>& ops, sim::T
     w.name = ops[i].names.wgrad;
     w.work_ps = ops[i].t.wgrad_ps;
     w.flops = op.bwd_wgrad_flops;
+    w.kernels = op.bwd_wgrad_kernels;
     last = add_task(w, {last, input_gather});
     const WeightPassBytes held = weight_pass_bytes(op);
     add_mem(last, -held.input, tag_of(op.group), true);
@@ -762,7 +784,8 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   send.kind = sim::TaskKind::kComm;
   send.category = sim::Category::kPpComm;
   send.name = intern_name(forward ? "send_activation" : "send_gradient");
-  send.host_ps = sc_.hardware.host_collective_ps;
+  send.kernels = 1;  // NCCL's send kernel
+  send.host_call = true;
   const sim::TaskId t = add_task(send, {after});
   add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
   transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
@@ -989,7 +1012,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   stage_ = stage;
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
-  host_clock_ps_ = 0;
+  host_clock_ps_ = part_ && part_->host_start_ps > 0 ? part_->host_start_ps : 0;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
   tp_ranks_.clear();
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
@@ -1103,30 +1126,46 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   // stage (the buffer is not sharded).
   const double local = static_cast<double>(params) /
                        (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
-  const auto kernel = [&](const char* name, double bytes_per_param, double count, sim::TaskId dep) {
+  // Kernels launched (host cost): the fp32 gradient copy one per parameter tensor
+  // (Megatron's _copy_model_grads_to_main_grads), the norm, clip, Adam and bf16 copy apex
+  // multi-tensor kernels of depth 1, 2, 4, 2 (model::multi_tensor_launches; the norm adds its
+  // power), zeroing one per gradient buffer. Tensors of the local shard: the stage's, split
+  // over dp by the distributed optimizer.
+  std::int64_t tensors = 0;
+  for (int c = 0; c < p_.virtual_stages; ++c) {
+    const int vs = c * p_.pp + stage_;
+    tensors += work_.layer_param_tensors * static_cast<std::int64_t>(plan_.stages[static_cast<size_t>(vs)].layers.size());
+    if (vs == 0) tensors += work_.embedding_param_tensors;
+    if (vs == p_.pp * p_.virtual_stages - 1) tensors += work_.head_param_tensors;
+  }
+  if (p_.distributed_optimizer) tensors = (tensors + p_.dp - 1) / p_.dp;
+  const auto launches = [&](int depth) { return model::multi_tensor_launches(local, tensors, depth); };
+  const auto kernel = [&](const char* name, double bytes_per_param, double count, sim::TaskId dep,
+                          int kernels) {
     TaskArgs k;
     k.category = sim::Category::kOptimizer;
     k.name = intern_name(name);
+    k.kernels = kernels;
     k.work_ps = hw_models::kernel_time_ps(sc_.hardware, OpKind::kMemoryBound, 0, bytes_per_param * count);
     const sim::TaskId id = add_task(k, {dep});
     optimizer_bytes_.emplace(id, bytes_per_param * count);
     return id;
   };
-  if (!p_.fp32_main_grads) after = kernel("grad_cast_fp32", 6.0, local, after);
-  sim::TaskId last = kernel("grad_norm", 4.0, local, after);
+  if (!p_.fp32_main_grads) after = kernel("grad_cast_fp32", 6.0, local, after, static_cast<int>(tensors));
+  sim::TaskId last = kernel("grad_norm", 4.0, local, after, launches(1) + 1);
   // The squared norm is summed over the model-parallel group (and the data-parallel one with
   // the distributed optimizer); only the tensor-parallel part is modelled (the cross-stage
   // sum would couple stages in fast mode; one 4-byte all-reduce of latency only).
   if (p_.tp > 1)
     last = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllReduce, tp_ranks(),
                            tp_communicator(), 4, intern_name("grad_norm_allreduce"), {last});
-  last = kernel("grad_clip", 8.0, local, last);
-  last = kernel("adam", 28.0, local, last);
-  last = kernel("param_copy_bf16", 6.0, local, last);
+  last = kernel("grad_clip", 8.0, local, last, launches(2));
+  last = kernel("adam", 28.0, local, last, launches(4));
+  last = kernel("param_copy_bf16", 6.0, local, last, launches(2));
   if (p_.distributed_optimizer && p_.dp > 1 && !overlaps_param_gather())
     last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
                            dp_communicator(), 2 * params, intern_name("dp_param_allgather"), {last});
-  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last);
+  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last, 1);
 }
 
 BuiltProgram Builder::build() {
@@ -1166,7 +1205,8 @@ BuiltProgram Builder::build() {
            p_.pp, p_.dp);
     standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
   }
-  host_model_ = !part_ && (sc_.hardware.host_op_ps > 0 || sc_.hardware.host_collective_ps > 0);
+  host_model_ = (!part_ || part_->host_start_ps >= 0) &&
+                (sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0);
   BuiltProgram out;
   out.symmetric = symmetric_;
   out.replication = symmetric_ ? p_.tp * p_.dp : 1;

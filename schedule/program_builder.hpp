@@ -90,6 +90,10 @@ struct StageSteps {
   /// overlap_param_gather: the part starts the parameter all-gathers of its last step's chunk
   /// (that step is the chunk's first forward), and that step waits for them.
   bool param_gathers = false;
+  /// Host model (hardware.gpu.host_kernel / host_collective > 0): -1, off for the part (its
+  /// host would start behind the full run's, which may issue far ahead); else its GPUs' host
+  /// threads start issuing at this time (fast/step_profile.cpp measures a host-bound step so).
+  TimePs host_start_ps = -1;
 };
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's

@@ -30,13 +30,14 @@ std::vector<FitParameter> make_parameters() {
                [](HardwareSpec& h, double v) { h.kernel_launch_ps = us_to_ps(v); }});
   // Host costs: a server CPU issues an eager PyTorch op in a few to tens of µs; a collective
   // call (torch.distributed + NCCL enqueue) in about ten to a hundred.
-  p.push_back({"gpu.host_op", "us",
-               "host (CPU) time to issue one kernel: framework dispatch and the launch call",
-               0.5, 200.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_op_ps); },
-               [](HardwareSpec& h, double v) { h.host_op_ps = us_to_ps(v); }});
+  p.push_back({"gpu.host_kernel", "us",
+               "host (CPU) time per launched CUDA kernel: framework dispatch and the launch call (an op "
+               "costs its Megatron kernel count times it, docs/host.md)",
+               0.5, 200.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_kernel_ps); },
+               [](HardwareSpec& h, double v) { h.host_kernel_ps = us_to_ps(v); }});
   p.push_back({"gpu.host_collective", "us",
-               "host time to issue one collective or send/recv call (torch.distributed + NCCL "
-               "enqueue), separate from link latency",
+               "host time of one collective or send/recv call beyond its NCCL kernel "
+               "(torch.distributed + NCCL enqueue), separate from link latency",
                0.5, 500.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_collective_ps); },
                [](HardwareSpec& h, double v) { h.host_collective_ps = us_to_ps(v); }});
   p.push_back({"gpu.gemm_efficiency.max", "", "fraction of peak FLOP/s large GEMMs reach", 0.3, 1.0,
@@ -125,7 +126,7 @@ const FitParameter& fittable_parameter(const std::string& key) {
 }
 
 std::vector<std::string> default_fit_keys() {
-  return {"gpu.host_op", "gpu.host_collective", "gpu.gemm_efficiency.max",
+  return {"gpu.host_kernel", "gpu.host_collective", "gpu.gemm_efficiency.max",
           "gpu.gemm_efficiency.half_flops", "gpu.memory_bound_efficiency.max"};
 }
 

@@ -31,7 +31,7 @@ const std::vector<FitParameter>& fittable_parameters();
 /// The parameter with this profile key; throws lynx::Error listing the known keys.
 const FitParameter& fittable_parameter(const std::string& key);
 /// The five parameters `lynxsim validate --fit` fits by default (VALIDATION.md says why):
-/// gpu.host_op, gpu.host_collective, gpu.gemm_efficiency.max, gpu.gemm_efficiency.half_flops,
+/// gpu.host_kernel, gpu.host_collective, gpu.gemm_efficiency.max, gpu.gemm_efficiency.half_flops,
 /// gpu.memory_bound_efficiency.max (the host model replaces the kernel-launch and NVLink-latency
 /// stand-ins of earlier fits).
 std::vector<std::string> default_fit_keys();

@@ -73,3 +73,49 @@ TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm an
     CHECK((c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal()));
   }
 }
+
+TEST_CASE("fast mode agrees with exact mode within 1% with the host model on (GPU-bound and host-bound)") {
+  // Host costs from small (GPU-bound: the host runs ahead) to large (host-bound: every task
+  // waits for its issue), over pipelines, data parallelism, recompute plans and schedules.
+  const std::string a100 = "hardware.profile=dgx-a100-80gb hardware.nodes=1 ";
+  const std::vector<std::string> hosts = {"hardware.gpu.host_kernel=5us hardware.gpu.host_collective=10us",
+                                          "hardware.gpu.host_kernel=70us hardware.gpu.host_collective=20us"};
+  const std::vector<std::string> layouts = {
+      // vTrain-like: small GPT on one node, 16-bit gradients, all-reduce at the end.
+      "model.layers=12 model.hidden=1024 model.heads=16 model.seq_len=1024 parallel.tp=8 parallel.pp=1 parallel.dp=1 "
+      "parallel.micro_batch=1 parallel.global_batch=8 parallel.fp32_main_grads=false recompute.strategy=none",
+      "model.layers=16 model.hidden=2048 model.heads=16 model.seq_len=1024 parallel.tp=2 parallel.pp=2 parallel.dp=2 "
+      "parallel.micro_batch=2 parallel.global_batch=16 parallel.dp_overlap=end recompute.strategy=none",
+      "model.preset=gpt-1.3b parallel.tp=1 parallel.pp=4 parallel.dp=2 parallel.micro_batch=1 parallel.global_batch=16 "
+      "recompute.strategy=full",
+      "model.preset=gpt-2.7b parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.micro_batch=1 parallel.global_batch=8 "
+      "recompute.strategy=lynx-heu",
+      "model.preset=gpt-2.7b parallel.tp=2 parallel.pp=2 parallel.dp=2 parallel.schedule=interleaved "
+      "parallel.virtual_stages=2 parallel.micro_batch=1 parallel.global_batch=8 recompute.strategy=selective",
+      "model.preset=gpt-2.7b parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.sequence_parallel=true "
+      "parallel.distributed_optimizer=true parallel.micro_batch=2 parallel.global_batch=8 recompute.strategy=selective"};
+  for (const std::string& host : hosts)
+    for (const std::string& layout : layouts) {
+      const std::string config = a100 + layout + " " + host;
+      CAPTURE(config);
+      const ModeComparison c = compare_modes(config);
+      CAPTURE(c.time_error());
+      CHECK(std::abs(c.time_error()) <= 0.01);
+      CHECK((c.overlapped ? c.memory_error() <= kLynxMemoryBound : c.memory_equal()));
+    }
+}
+
+TEST_CASE("fast mode: the host model slows a host-bound run as exact mode does") {
+  // Not trivially equal: without the host model fast mode is far faster than exact here.
+  const std::string config =
+      "hardware.profile=dgx-a100-80gb hardware.nodes=1 model.layers=12 model.hidden=1024 model.heads=16 "
+      "model.seq_len=1024 parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.micro_batch=1 parallel.global_batch=8 "
+      "recompute.strategy=none hardware.gpu.host_kernel=100us hardware.gpu.host_collective=20us";
+  const ModeComparison with_host = compare_modes(config);
+  const ModeComparison without = compare_modes(
+      "hardware.profile=dgx-a100-80gb hardware.nodes=1 model.layers=12 model.hidden=1024 model.heads=16 "
+      "model.seq_len=1024 parallel.tp=4 parallel.pp=2 parallel.dp=1 parallel.micro_batch=1 parallel.global_batch=8 "
+      "recompute.strategy=none");
+  CHECK(with_host.exact.iteration_time_s > 2 * without.exact.iteration_time_s);
+  CHECK(std::abs(with_host.time_error()) <= 0.01);
+}

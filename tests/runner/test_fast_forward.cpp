@@ -146,11 +146,11 @@ TEST_CASE("fast-forward: with a host stream, host far ahead or host-bound") {
   const std::vector<std::string> pp8 = {"parallel.pp=8", "parallel.micro_batch=1", "parallel.global_batch=64",
                                         "model.preset=gpt-1.3b", "hardware.nodes=2"};
   // GPU-bound: the host runs ahead and never gates a copy; periods are skipped.
-  CHECK(check_both_ways("selective-1f1b.yaml", with(with(pp8, "hardware.gpu.host_op=2us"),
+  CHECK(check_both_ways("selective-1f1b.yaml", with(with(pp8, "hardware.gpu.host_kernel=2us"),
                                                     "hardware.gpu.host_collective=5us")) > 0);
   // Host-bound (1 ms per kernel): every task waits for its issue; results still equal.
-  check_both_ways("selective-1f1b.yaml", with(with(pp8, "hardware.gpu.host_op=1ms"), "hardware.gpu.host_collective=0s"));
-  check_both_ways("none-1f1b.yaml", with(with(pp8, "parallel.dp=1"), "hardware.gpu.host_op=300us"));
+  check_both_ways("selective-1f1b.yaml", with(with(pp8, "hardware.gpu.host_kernel=1ms"), "hardware.gpu.host_collective=0s"));
+  check_both_ways("none-1f1b.yaml", with(with(pp8, "parallel.dp=1"), "hardware.gpu.host_kernel=300us"));
 }
 
 namespace {

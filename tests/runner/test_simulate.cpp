@@ -275,9 +275,9 @@ Scenario two_node_gpt(int tp, int dp) {
   sc.parallel.global_batch = 2 * dp;
   sc.parallel.dp_overlap = DpOverlap::kEnd;
   sc.recompute.strategy = RecomputeKind::kNone;
-  // No host stream: its first issue (gpu.host_op) delays the first kernel, which the breakdown
+  // No host stream: its first issue (gpu.host_kernel) delays the first kernel, which the breakdown
   // counts as bubble; these cases check that no communication is counted so.
-  sc.hardware.host_op_ps = 0;
+  sc.hardware.host_kernel_ps = 0;
   sc.hardware.host_collective_ps = 0;
   return sc;
 }
@@ -425,4 +425,38 @@ TEST_CASE("the rest of an iteration: Megatron's optimizer step kernels, 18 B/par
               static_cast<std::int64_t>(rs.hardware.memory_reserve_bytes));
     CHECK(run.result.stages[0].static_memory_bytes == model::static_bytes(rs, params));
   }
+}
+
+TEST_CASE("host model: a GPU's host time is its launched kernels times gpu.host_kernel") {
+  // One GPU, two micro-batches, no recompute: the host issues every forward, backward and
+  // optimizer kernel of the op graph, and nothing else (no collectives at tp = dp = 1).
+  const model::ResolvedScenario resolved = model::default_scenario(
+      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
+       "parallel.global_batch=2", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=1us",
+       "hardware.gpu.host_collective=7us"});
+  const Scenario& sc = resolved.scenario();
+  const SimRun run = simulate(resolved);
+  const hw_models::Topology topo(sc.hardware);
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w);
+  REQUIRE(built.program.issue_ps.size() == built.program.tasks.size());
+  TimePs last_issue = 0;
+  for (std::size_t i = 0; i < built.program.tasks.size(); ++i)
+    if (built.program.tasks[i].gpu == 0) last_issue = std::max(last_issue, built.program.issue_ps[i]);
+  auto kernels = [](const std::vector<model::Op>& ops) {
+    std::int64_t n = 0;
+    for (const model::Op& op : ops)
+      if (op.kind != model::OpKind::kCollective) n += op.fwd_kernels + op.bwd_dgrad_kernels + op.bwd_wgrad_kernels;
+    return n;
+  };
+  const std::int64_t per_micro_batch = kernels(w.embedding) + sc.model.layers * kernels(w.layer) + kernels(w.head);
+  const double params = static_cast<double>(w.embedding_params + w.head_params + w.layer_params * sc.model.layers);
+  const std::int64_t tensors = w.embedding_param_tensors + w.head_param_tensors + w.layer_param_tensors * sc.model.layers;
+  // Norm (+ its power), clip, Adam, bf16 copy, zeroing; fp32 main gradients: no cast.
+  const std::int64_t optimizer = model::multi_tensor_launches(params, tensors, 1) + 1 +
+                                 model::multi_tensor_launches(params, tensors, 2) +
+                                 model::multi_tensor_launches(params, tensors, 4) +
+                                 model::multi_tensor_launches(params, tensors, 2) + 1;
+  CHECK(optimizer > 5);
+  CHECK(last_issue == (2 * per_micro_batch + optimizer) * 1'000'000);
 }

@@ -237,6 +237,15 @@ TEST_CASE("malformed YAML reports file:line:col") {
   CHECK(load_error("- a\n- b\n") == "t.yaml:1:1: expected a map of keys at the top, got a list");
 }
 
+TEST_CASE("the renamed host key gpu.host_op is refused, naming gpu.host_kernel") {
+  // Its meaning changed (per op task -> per launched kernel): an old file must not run on.
+  CHECK(load_error(kHeader + "  gpu:\n    host_op: 5us\n") ==
+        "t.yaml:4:5: unknown key 'hardware.gpu.host_op'; it was renamed 'hardware.gpu.host_kernel' and is now the host "
+        "time per launched CUDA kernel, not per op (an op costs its kernel count times it: docs/host.md)");
+  // A key merely ending in the same letters is an ordinary unknown key.
+  CHECK(load_error(kHeader + "  gpu:\n    xhost_op: 5us\n").find("renamed") == std::string::npos);
+}
+
 TEST_CASE("unknown keys, with a suggestion when one is close") {
   CHECK(load_error(kHeader + "model:\n  preset: gpt-1.3b\n  layer: 3\n") ==
         "t.yaml:5:3: unknown key 'model.layer'; did you mean 'model.layers'?");
