@@ -101,7 +101,7 @@ TEST_CASE("fast mode agrees with exact mode within 1% with the host model on (GP
       const ModeComparison c = compare_modes(config);
       CAPTURE(c.time_error());
       CHECK(std::abs(c.time_error()) <= 0.01);
-      CHECK((c.overlapped ? c.memory_error() <= kLynxMemoryBound : c.memory_equal()));
+      CHECK((c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal()));
     }
 }
 

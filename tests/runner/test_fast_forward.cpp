@@ -230,13 +230,13 @@ TEST_CASE("compressed program: the omitted periods inserted give the full progra
   CHECK(check_compressed("selective-1f1b.yaml", {"parallel.pp=1", "parallel.global_batch=512", "model.preset=gpt-1.3b"}));
   CHECK(check_compressed("lynx-heu-multinode-dp.yaml", {"parallel.global_batch=512"}));
   CHECK(check_compressed("lynx-opt-1f1b.yaml", {"parallel.global_batch=256"}));
-  CHECK(check_compressed("selective-1f1b.yaml", with(with(kPp8, "hardware.gpu.host_op=2us"), "hardware.gpu.host_collective=5us")));
+  CHECK(check_compressed("selective-1f1b.yaml", with(with(kPp8, "hardware.gpu.host_kernel=2us"), "hardware.gpu.host_collective=5us")));
 }
 
 TEST_CASE("compressed program: where the period is not proven, the full program runs instead") {
   // Host-bound (every task waits for its issue): the state does not repeat within the built
   // periods, so the executor reports incomplete results and simulate() builds the full program.
-  const std::vector<std::string> host_bound = with(with(kPp8, "hardware.gpu.host_op=1ms"), "hardware.gpu.host_collective=0s");
+  const std::vector<std::string> host_bound = with(with(kPp8, "hardware.gpu.host_kernel=1ms"), "hardware.gpu.host_collective=0s");
   CHECK_FALSE(check_compressed("selective-1f1b.yaml", host_bound));
   check_both_ways("selective-1f1b.yaml", host_bound);
   // Selective at pp 8 repeats from its 11th pair: not within 8 built pairs (simulate() then

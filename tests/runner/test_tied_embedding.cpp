@@ -34,7 +34,7 @@ Scenario tied_gpt(int tp, int pp, int nodes) {
   sc.hardware.nodes = nodes;
   sc.hardware.collective_model = CollectiveModel::kAlphaBeta;
   sc.hardware.collective_efficiency = 1.0;
-  sc.hardware.host_op_ps = 0;
+  sc.hardware.host_kernel_ps = 0;
   sc.hardware.host_collective_ps = 0;
   sc.parallel = ParallelSpec{};
   sc.parallel.tp = tp;
