@@ -126,7 +126,8 @@ TEST_CASE("kernels: variants — no biases, flash attention, embedding and head"
   CHECK(find_op(f, "flash_attention").bwd_dgrad_kernels == 3);
   // The word embedding's mask at tp > 1; its backward is a weight gradient only.
   CHECK(find_op(embedding_ops(gpt(), parallel(1, 4)), "embedding_lookup").fwd_kernels == 1);
-  const Op& lookup = find_op(embedding_ops(gpt(), parallel(2, 4)), "embedding_lookup");
+  const std::vector<Op> embedding = embedding_ops(gpt(), parallel(2, 4));
+  const Op& lookup = find_op(embedding, "embedding_lookup");
   CHECK(lookup.fwd_kernels == 12);
   CHECK(lookup.bwd_dgrad_kernels == 0);
   CHECK(lookup.bwd_wgrad_kernels == 10);
