@@ -486,6 +486,49 @@ def case_megatron_args(b, tmp):
     run(b, "run", "--gpus", "8", expect=1)
 
 
+def case_readme_numbers(b, tmp):
+    # README's "Your first what-if" block quotes outputs "as of this version": each command's
+    # comment is checked against the run it describes, so the README cannot drift from the code.
+    import re
+    import shlex
+    text = open("README.md").read()
+    block = text.split("## Your first what-if", 1)[1].split("```", 2)[1]
+    gib = 2 ** 30
+    checked = 0
+    for line in block.splitlines():
+        if " run " not in line or "#" not in line:
+            continue
+        command, comment = line.split("#", 1)
+        args = shlex.split(command)[1:]
+        j = json.loads(run(b, *args, "--format", "json").stdout)
+        stages = j["stages"]
+        said = re.sub(r'"[^"]*"', "", comment)  # quoted column names carry no claim
+        said = re.sub(r"\([^)]*\)", "", said)  # nor does a parenthesis about another run
+        first_time = re.search(r"(\d+\.\d\d) s\b", said)
+        check(first_time is not None, f"README line states an iteration time: {line}")
+        check(f"{j['iteration_time_s']:.2f}" == first_time.group(1),
+              f"README says {first_time.group(1)} s, the run gives {j['iteration_time_s']:.4f} s: {line}")
+        if "OOM" in said or "fits" in said:
+            check(j["oom"] == ("OOM" in said), f"README's fit verdict, run oom={j['oom']}: {line}")
+        for stage, need in re.findall(r"stage (\d+) needs (\d+) GiB", said):
+            got = stages[int(stage)]["stage_peak_memory_bytes"] / gib
+            check(round(got) == int(need), f"README says stage {stage} needs {need} GiB, run: {got:.2f}: {line}")
+        for per_stage in re.findall(r"(\d+\.\d\d) s recompute per stage", said):
+            got = max(s["recompute_s"] for s in stages)
+            check(f"{got:.2f}" == per_stage, f"README says {per_stage} s recompute, run: {got:.4f}: {line}")
+        stream = re.search(r'"recomp-stream s" (\d+\.\d\d) s', comment)
+        if stream:
+            got = max(s["recompute_overlapped_s"] for s in stages)
+            check(f"{got:.2f}" == stream.group(1), f"README says recomp-stream {stream.group(1)} s, run: {got:.4f}")
+        other = re.search(r"\((\S+) needs (\d+) GiB\)", comment)
+        if other:
+            o = json.loads(run(b, *args, "--set", f"recompute.strategy={other.group(1)}", "--format", "json").stdout)
+            got = o["peak_memory_bytes"] / gib
+            check(round(got) == int(other.group(2)), f"README says {other.group(1)} needs {other.group(2)} GiB, run: {got:.2f}")
+        checked += 1
+    check(checked >= 3, f"found the README's what-if runs ({checked})")
+
+
 # Every case_NAME function is the CLI test NAME (tests/cli/CMakeLists.txt lists them).
 def case_fields_and_presets(b, tmp):
     node = run(b, "fields", "hardware.node").stdout
