@@ -20,8 +20,9 @@ struct Segment {
 };
 
 /// The host model's view of a step (hardware.gpu.host_kernel / host_collective > 0): its tasks
-/// wait for their issue by the GPU's host thread, which issues in program order and never
-/// waits for the GPU. Measured on the step made host-bound (its host starting after the
+/// wait for their issue by the GPU's host thread, which issues in program order and waits for
+/// the GPU only at the program's host waits (docs/host.md; a micro-batch load's is composed at
+/// the step's start, compose.cpp). Measured on the step made host-bound (its host starting after the
 /// host-free run would have ended), times relative to the host clock when the step's first
 /// task is about to be issued. The engine's timeline is max-plus in the task readiness and
 /// issue times, so each time of the step is max(GPU-bound time, host clock + host-bound time)

@@ -178,13 +178,24 @@ class Builder {
     t.first_flow = static_cast<std::uint32_t>(prog_.flows.size());
     t.first_mem = static_cast<std::uint32_t>(prog_.mem.size());
     if (host_model_) {
+      if (host_wait_until_ >= 0) {
+        prog_.host_waits.push_back({static_cast<sim::TaskId>(prog_.tasks.size()), host_wait_until_, host_clock_ps_});
+        host_wait_until_ = -1;
+      }
       // The GPU's host thread issues its tasks in program order, one after another.
       host_clock_ps_ = checked_add(host_clock_ps_, host_cost_ps(a), "a GPU's host issue clock (hardware.gpu.host_kernel, gpu.host_collective)");
       prog_.issue_ps.push_back(host_clock_ps_);
     }
     prog_.tasks.push_back(t);
     flops_.push_back(a.flops);
+    if (a.stream == kCompute) last_compute_task_ = static_cast<sim::TaskId>(prog_.tasks.size() - 1);
     return static_cast<sim::TaskId>(prog_.tasks.size() - 1);
+  }
+  /// Host model: the current GPU's host thread blocks, before issuing its next task, until
+  /// `until` has ended on the GPU (sim::Program::host_waits). Without the host model, or for
+  /// `until` < 0, nothing.
+  void host_waits_for(sim::TaskId until) {
+    if (host_model_ && until >= 0) host_wait_until_ = until;
   }
   /// Adds a dependency slot to be filled later with the task registered under `key`.
   void add_pending_dep(sim::TaskId task, std::int64_t key) {
@@ -449,6 +460,8 @@ class Builder {
   /// fast mode only with StageSteps::host_start_ps >= 0).
   bool host_model_ = false;
   TimePs host_clock_ps_ = 0;  ///< the current GPU's host: when it has issued its last task
+  sim::TaskId host_wait_until_ = -1;   ///< host_waits_for: what the next task's issue waits for
+  sim::TaskId last_compute_task_ = -1;  ///< the current GPU's last compute-stream task so far
   struct Pending {
     std::uint32_t dep_index;
     std::int64_t key;
@@ -855,6 +868,13 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   const int vs = step.vs;
   const StagePlan& sp = step.sp;
   const int last_vs = p_.pp * p_.virtual_stages - 1;
+  // Host model: loading a micro-batch synchronises the host with the GPU. Megatron's
+  // get_batch (pretrain_gpt.py; Megatron-DeepSpeed's get_batch_pipe for DeepSpeed's
+  // PipelineEngine, whose LoadMicroBatch runs on the first and the last stage) calls
+  // tensor_parallel.broadcast_data, whose _build_key_size_numel_dictionaries broadcasts the
+  // sizes over the TP group and copies them back with `sizes_cuda.cpu()`: the host blocks
+  // until the current stream has run everything issued before it.
+  if (vs == 0 || vs == last_vs) host_waits_for(last_compute_task_);
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
   marker.name = intern_name("forward");
@@ -1013,6 +1033,8 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   dp_rank_ = dp_rank;
   tp_rank_ = tp_rank;
   host_clock_ps_ = part_ && part_->host_start_ps > 0 ? part_->host_start_ps : 0;
+  host_wait_until_ = -1;
+  last_compute_task_ = -1;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
   tp_ranks_.clear();
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
@@ -1159,6 +1181,12 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   if (p_.tp > 1)
     last = emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllReduce, tp_ranks(),
                            tp_communicator(), 4, intern_name("grad_norm_allreduce"), {last});
+  // Host model: the clip factor is computed on the host. Megatron's clip_grad_norm_fp32
+  // (megatron/optimizer/clip_grads.py) all-reduces the squared norm over the model-parallel
+  // group and then takes `total_norm.item() ** (1.0 / norm_type)` (DeepSpeed's get_grad_norm
+  // likewise `.item()`s it): the host blocks until the norm is on the GPU, and only then issues
+  // the clipping, Adam and the copies.
+  host_waits_for(last);
   last = kernel("grad_clip", 8.0, local, last, launches(2));
   last = kernel("adam", 28.0, local, last, launches(4));
   last = kernel("param_copy_bf16", 6.0, local, last, launches(2));
@@ -1171,10 +1199,14 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
 BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
+  host_model_ = (!part_ || part_->host_start_ps >= 0) &&
+                (sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0);
   // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
   // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
   // some from all of them is the program for fewer micro-batches.
-  if (built_pairs_ > kCutPair && !part_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
+  // Not with the host model: its waits for the GPU (sim::Program::host_waits) turn the
+  // executor's fast-forward off, which a compressed program needs.
+  if (built_pairs_ > kCutPair && !part_ && !host_model_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
       (symmetric_ || p_.tp * p_.dp == 1)) {
     const int first_gpu_pairs = micro_batches_ - p_.pp + 1;
     if (first_gpu_pairs > built_pairs_) {
@@ -1205,8 +1237,6 @@ BuiltProgram Builder::build() {
            p_.pp, p_.dp);
     standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
   }
-  host_model_ = (!part_ || part_->host_start_ps >= 0) &&
-                (sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0);
   BuiltProgram out;
   out.symmetric = symmetric_;
   out.replication = symmetric_ ? p_.tp * p_.dp : 1;

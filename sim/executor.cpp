@@ -200,6 +200,21 @@ class Execution {
       fail(ErrorCode::kInternal, "program has issue times for {} tasks, it has {}", program_.issue_ps.size(), num_tasks);
     for (std::size_t t = 0; t < program_.issue_ps.size(); ++t)
       if (program_.issue_ps[t] < 0) fail(ErrorCode::kInternal, "{}: negative issue time {}", task_label(static_cast<TaskId>(t)), program_.issue_ps[t]);
+    if (!program_.host_waits.empty() && program_.issue_ps.empty())
+      fail(ErrorCode::kInternal, "program has {} host waits and no issue times", program_.host_waits.size());
+    std::vector<TaskId> last_resume(num_gpus, -1);
+    for (const Program::HostWait& w : program_.host_waits) {
+      if (w.resume < 0 || static_cast<std::size_t>(w.resume) >= num_tasks || w.until < 0 ||
+          static_cast<std::size_t>(w.until) >= num_tasks || w.host_before_ps < 0)
+        fail(ErrorCode::kInternal, "host wait (resume {}, until {}, host clock {} ps) is out of range ({} tasks)", w.resume,
+             w.until, w.host_before_ps, num_tasks);
+      TaskId& last = last_resume[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(w.resume)].gpu)];
+      if (w.resume <= last) fail(ErrorCode::kInternal, "{}: host waits of a GPU out of program order", task_label(w.resume));
+      if (program_.tasks[static_cast<std::size_t>(w.until)].gpu == program_.tasks[static_cast<std::size_t>(w.resume)].gpu &&
+          w.until >= w.resume)
+        fail(ErrorCode::kInternal, "{}: its host waits for {}, which it issues later", task_label(w.resume), task_label(w.until));
+      last = w.resume;
+    }
     if (!program_.static_bytes_per_gpu.empty() && program_.static_bytes_per_gpu.size() != num_gpus) {
       fail(ErrorCode::kInternal, "program has static bytes for {} GPUs, the machine has {}", program_.static_bytes_per_gpu.size(), num_gpus);
     }
@@ -381,12 +396,60 @@ class Execution {
     }
     link_touched_.assign(machine_.links.size(), false);
     init_full_ids();
+    init_host_waits();
     result_.task_start_ps.assign(full_tasks_, -1);
     result_.task_end_ps.assign(full_tasks_, -1);
     result_.flow_end_ps.assign(full_flows_, -1);
     if (options_.record_memory_timeline) {
       result_.memory_timeline.assign(num_gpus, {});
       for (std::size_t g = 0; g < num_gpus; ++g) result_.memory_timeline[g].emplace_back(0, memory_[g].current_bytes());
+    }
+  }
+
+  /// Host waits (Program::host_waits): each GPU's in program order, and which end each waits for.
+  void init_host_waits() {
+    if (program_.host_waits.empty()) return;
+    if (omitted_ > 0) fail(ErrorCode::kInternal, "compressed program with host waits");
+    const std::size_t num_gpus = machine_.gpus.size();
+    host_wait_shift_ps_.assign(num_gpus, 0);
+    waits_of_gpu_.assign(num_gpus, {});
+    next_wait_.assign(num_gpus, 0);
+    parked_.assign(num_gpus, {});
+    wait_until_end_ps_.assign(program_.host_waits.size(), -1);
+    for (std::size_t w = 0; w < program_.host_waits.size(); ++w) {
+      const Program::HostWait& hw = program_.host_waits[w];
+      waits_of_gpu_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(hw.resume)].gpu)].push_back(w);
+      waits_by_until_.emplace_back(hw.until, w);
+    }
+    std::sort(waits_by_until_.begin(), waits_by_until_.end());
+  }
+
+  /// The first host wait of `task`'s GPU not yet over, if `task` comes after it (its issue
+  /// time is not known yet); -1 otherwise.
+  std::int64_t open_wait_before(TaskId task) const {
+    if (program_.host_waits.empty()) return -1;
+    const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(task)].gpu);
+    if (next_wait_[g] >= waits_of_gpu_[g].size()) return -1;
+    const std::size_t w = waits_of_gpu_[g][next_wait_[g]];
+    return program_.host_waits[w].resume <= task ? static_cast<std::int64_t>(g) : -1;
+  }
+
+  /// `task` ended now: the host waits for it are over, and with them maybe later ones of the
+  /// same GPUs; units parked behind them go back to their issue check.
+  void end_host_waits_for(TaskId task) {
+    auto it = std::lower_bound(waits_by_until_.begin(), waits_by_until_.end(), std::pair<TaskId, std::size_t>{task, 0});
+    for (; it != waits_by_until_.end() && it->first == task; ++it) {
+      wait_until_end_ps_[it->second] = engine_.now();
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(program_.host_waits[it->second].resume)].gpu);
+      while (next_wait_[g] < waits_of_gpu_[g].size()) {
+        const std::size_t w = waits_of_gpu_[g][next_wait_[g]];
+        if (wait_until_end_ps_[w] < 0) break;
+        // The host resumes at max(its clock, the end it waited for).
+        host_wait_shift_ps_[g] = std::max(host_wait_shift_ps_[g], wait_until_end_ps_[w] - program_.host_waits[w].host_before_ps);
+        ++next_wait_[g];
+      }
+      for (const std::uint32_t unit : parked_[g]) unparked_.push_back(unit);
+      parked_[g].clear();
     }
   }
 
@@ -462,6 +525,10 @@ class Execution {
         end_unit(ending_[ending_head_++]);
       } else if (ready_head_ < ready_.size()) {
         task_ready(ready_[ready_head_++]);
+      } else if (!unparked_.empty()) {
+        const std::uint32_t unit = unparked_.back();  // order is immaterial: each waits for its own issue time
+        unparked_.pop_back();
+        issue_or_wait(unit);
       } else {
         break;
       }
@@ -478,16 +545,27 @@ class Execution {
   void task_ready(TaskId t) {
     const std::uint32_t unit = state_[static_cast<std::size_t>(t)].unit;
     // A task on its own starts when ready; a group when its last member is.
-    if (unit < first_group_unit_ || ++units_[unit - first_group_unit_].ready_members == members_of(unit).count) {
-      // Its host thread(s) must have issued every member first.
-      const TimePs issued = issue_time(unit);
-      if (issued > engine_.now()) {
-        if (ff_) waited_for_issue_ = true;
-        schedule_event(issued, {EventKind::kIssued, unit, 0});
-        return;
-      }
-      start_unit(unit);
+    if (unit < first_group_unit_ || ++units_[unit - first_group_unit_].ready_members == members_of(unit).count)
+      issue_or_wait(unit);
+  }
+
+  /// A unit all of whose members are ready starts once its host thread(s) have issued them.
+  void issue_or_wait(std::uint32_t unit) {
+    if (!program_.host_waits.empty()) {
+      const UnitMembers members = members_of(unit);
+      for (std::uint32_t m = 0; m < members.count; ++m)
+        if (const std::int64_t g = open_wait_before(members[m]); g >= 0) {
+          parked_[static_cast<std::size_t>(g)].push_back(unit);  // its host is blocked
+          return;
+        }
     }
+    const TimePs issued = issue_time(unit);
+    if (issued > engine_.now()) {
+      if (ff_) waited_for_issue_ = true;
+      schedule_event(issued, {EventKind::kIssued, unit, 0});
+      return;
+    }
+    start_unit(unit);
   }
 
   /// The latest host issue time among a unit's members (0 without a host model).
@@ -495,8 +573,11 @@ class Execution {
     if (program_.issue_ps.empty()) return 0;
     const UnitMembers members = members_of(unit);
     TimePs latest = 0;
-    for (std::uint32_t m = 0; m < members.count; ++m)
-      latest = std::max(latest, program_.issue_ps[static_cast<std::size_t>(members[m])]);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const std::size_t t = static_cast<std::size_t>(members[m]);
+      const TimePs shift = host_wait_shift_ps_.empty() ? 0 : host_wait_shift_ps_[static_cast<std::size_t>(program_.tasks[t].gpu)];
+      latest = std::max(latest, checked_add(program_.issue_ps[t], shift, kSimulatedClock));
+    }
     if (omitted_ > 0) latest += issue_shift_ps_[static_cast<std::size_t>(program_.tasks[unit].gpu)];  // unit = task
     return latest;
   }
@@ -572,6 +653,7 @@ class Execution {
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       if (options_.record_event_order) result_.event_order.push_back((static_cast<std::int64_t>(t) << 1) | 1);
       apply_memory(t, /*at_end=*/true);
+      if (!waits_by_until_.empty()) end_host_waits_for(t);
       if (task.kind == TaskKind::kComm) {
         --gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
         mark_dirty(task.gpu);
@@ -823,7 +905,7 @@ class Execution {
     ff_ = false;
     const std::size_t num_gpus = machine_.gpus.size();
     if (!options_.fast_forward || options_.record_memory_timeline || options_.record_event_order ||
-        !units_.empty())
+        !units_.empty() || !program_.host_waits.empty())
       return;
     if (program_.period_tasks_per_gpu.size() != num_gpus || program_.period_anchors.empty()) return;
     delta_.assign(program_.period_tasks_per_gpu.begin(), program_.period_tasks_per_gpu.end());
@@ -1380,6 +1462,14 @@ class Execution {
   std::vector<std::int64_t> out_flow_shift_;
   std::vector<TimePs> issue_shift_ps_;  ///< per GPU: added to built issue times (the omitted periods' host time)
   std::vector<TimePs> issue_step_ps_;   ///< per GPU: host issue time one period adds (try_skip)
+  // host waits (init_host_waits; empty without)
+  std::vector<TimePs> host_wait_shift_ps_;            ///< per GPU: how much later than built its host now issues
+  std::vector<std::vector<std::size_t>> waits_of_gpu_;  ///< per GPU: its waits, in program order
+  std::vector<std::size_t> next_wait_;                ///< per GPU: its first wait not over
+  std::vector<TimePs> wait_until_end_ps_;             ///< per wait: when its `until` ended (-1: not yet)
+  std::vector<std::pair<TaskId, std::size_t>> waits_by_until_;  ///< (until, wait), sorted
+  std::vector<std::vector<std::uint32_t>> parked_;    ///< per GPU: ready units its blocked host has not issued
+  std::vector<std::uint32_t> unparked_;               ///< units whose host wait just ended
 };
 
 }  // namespace

@@ -121,6 +121,17 @@ struct Program {
   /// Per task, its host issue time: the earliest it may start (its GPU's host thread issues
   /// tasks in program order). Empty: every task is issued at time 0 (no host model).
   std::vector<TimePs> issue_ps;
+  /// Host synchronisations (with issue_ps): before issuing task `resume` its GPU's host thread
+  /// blocks until task `until` has ended (PyTorch's `.item()` / `.cpu()` of a GPU result), so
+  /// its issue clock becomes max(the clock, that end) and goes on from there: `resume` and every
+  /// later task of the GPU are issued that much later than issue_ps says. `host_before_ps`: the
+  /// built clock just before `resume`'s issue. Per GPU in program (id) order.
+  struct HostWait {
+    TaskId resume = -1;
+    TaskId until = -1;
+    TimePs host_before_ps = 0;
+  };
+  std::vector<HostWait> host_waits;
 };
 
 /// A task's full label: its instance prefix and its name ("mb3.L12.qkv_gemm_dgrad").

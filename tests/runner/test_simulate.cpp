@@ -460,3 +460,89 @@ TEST_CASE("host model: a GPU's host time is its launched kernels times gpu.host_
   CHECK(optimizer > 5);
   CHECK(last_issue == (2 * per_micro_batch + optimizer) * 1'000'000);
 }
+
+TEST_CASE("host model: loading a micro-batch and the gradient norm's .item() block the host until the GPU") {
+  // A host far faster than the GPU (1 ns per kernel) is ahead of it at every wait, so each wait
+  // lets it go on exactly when the awaited task ends.
+  const auto scenario = [](const std::string& host) {
+    return model::default_scenario({"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=1", "parallel.dp=1",
+                                    "parallel.micro_batch=1", "parallel.global_batch=2", "recompute.strategy=none",
+                                    "hardware.nodes=1", "hardware.gpu.host_kernel=" + host, "hardware.gpu.host_collective=0s"});
+  };
+  const model::ResolvedScenario resolved = scenario("1ns");
+  const Scenario& sc = resolved.scenario();
+  const hw_models::Topology topo(sc.hardware);
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+  const SimRun run = simulate(resolved);
+  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w);
+  const sim::Program& prog = built.program;
+  const sim::ExecResult ex = sim::execute(built.machine, prog);
+  const auto named = [&](const std::string& name) {
+    std::vector<std::size_t> ids;
+    for (std::size_t t = 0; t < prog.tasks.size(); ++t)
+      if (prog.names[prog.tasks[t].name] == name) ids.push_back(t);
+    return ids;
+  };
+  // The second micro-batch's forward: its marker is issued when the compute stream has run
+  // everything before it, and its first kernel one host cost later.
+  const std::vector<std::size_t> forwards = named("forward");
+  REQUIRE(forwards.size() == 2);
+  const std::size_t marker = forwards[1];
+  std::size_t before = marker - 1;
+  while (prog.tasks[before].stream != schedule::kCompute) --before;
+  std::size_t first_kernel = marker + 1;
+  while (prog.issue_ps[first_kernel] == prog.issue_ps[marker]) ++first_kernel;
+  const TimePs gpu_done = ex.task_end_ps[before];
+  CHECK(prog.issue_ps[marker] < gpu_done);  // the host was ahead
+  CHECK(ex.task_start_ps[marker] == gpu_done);
+  CHECK(ex.task_start_ps[first_kernel] == gpu_done + (prog.issue_ps[first_kernel] - prog.issue_ps[marker]));
+  // The clip kernel: issued after the norm has ended, at its own launches' host cost.
+  const std::size_t norm = named("grad_norm").at(0), clip = named("grad_clip").at(0);
+  const TimePs clip_cost = prog.issue_ps[clip] - prog.issue_ps[clip - 1];
+  CHECK(clip_cost > 0);
+  CHECK(ex.task_start_ps[clip] == ex.task_end_ps[norm] + clip_cost);
+  CHECK(prog.host_waits.size() == 2);  // the first forward has nothing before it to wait for
+
+  // Without the host model: no issue times, no waits, the clip right after the norm.
+  const model::ResolvedScenario free_resolved = scenario("0s");
+  const schedule::BuiltProgram free = schedule::build_program(free_resolved.scenario(), run.plan, topo, w);
+  CHECK(free.program.issue_ps.empty());
+  CHECK(free.program.host_waits.empty());
+  const sim::ExecResult free_ex = sim::execute(free.machine, free.program);
+  CHECK(free_ex.task_start_ps[clip] == free_ex.task_end_ps[norm]);
+}
+
+TEST_CASE("host model: with a pipeline the first and the last stage wait for their GPU at each micro-batch") {
+  const model::ResolvedScenario resolved = model::default_scenario(
+      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=4", "parallel.dp=1", "parallel.micro_batch=1",
+       "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=10us"});
+  const Scenario& sc = resolved.scenario();
+  const hw_models::Topology topo(sc.hardware);
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+  const SimRun run = simulate(resolved);
+  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w);
+  std::vector<int> waits(static_cast<std::size_t>(built.machine.gpus.size()), 0);
+  for (const sim::Program::HostWait& hw : built.program.host_waits)
+    ++waits[static_cast<std::size_t>(built.program.tasks[static_cast<std::size_t>(hw.resume)].gpu)];
+  // 24 micro-batches: 23 loads after the first, and the gradient norm; the middle stages load
+  // nothing (DeepSpeed's LoadMicroBatch runs on the first and last stage).
+  CHECK(waits == std::vector<int>{24, 1, 1, 24});
+}
+
+TEST_CASE("host model: a program with host waits is never compressed (the same one without is)") {
+  const model::ResolvedScenario resolved = model::default_scenario(
+      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
+       "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=10us"});
+  const Scenario& sc = resolved.scenario();
+  const hw_models::Topology topo(sc.hardware);
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+  const SimRun run = simulate(resolved);
+  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w, 8);
+  CHECK(built.program.omitted_periods == 0);
+  CHECK(built.program.host_waits.size() == 24);
+  Scenario no_host = sc;
+  no_host.hardware.host_kernel_ps = 0;
+  const schedule::BuiltProgram compressed = schedule::build_program(no_host, run.plan, topo, w, 8);
+  CHECK(compressed.program.omitted_periods > 0);
+  CHECK(compressed.program.host_waits.empty());
+}

@@ -329,3 +329,56 @@ TEST_CASE("executor: host issue times gate task starts") {
   b.program.issue_ps.assign(3, 0);  // not one per task
   CHECK(error_of(b).find("issue times for 3 tasks") != std::string::npos);
 }
+
+TEST_CASE("executor: a host wait blocks the host until the GPU task ends, then it issues on") {
+  ProgramBuilder b;
+  b.add_gpu("g0", {"compute", "side"});
+  const TaskId a = b.kernel(0, 0, 100_ns, "A");  // issued at 10 ns: runs 10-110 ns
+  const TaskId bb = b.kernel(0, 0, 10_ns, "B");  // issued at 20 ns: runs after A, 110-120 ns
+  const TaskId c = b.kernel(0, 0, 10_ns, "C");   // the host waits for A before issuing C
+  const TaskId d = b.kernel(0, 1, 5_ns, "D");    // no deps, another stream: only its issue holds it
+  const TaskId e = b.kernel(0, 1, 5_ns, "E");    // the host waits for B, already over by then
+  b.program.issue_ps = {10_ns, 20_ns, 30_ns, 40_ns, 1000_ns};
+  b.program.host_waits = {{c, a, 20_ns}, {e, bb, 900_ns}};
+  const ExecResult r = execute(b.machine, b.program);
+  CHECK(start_of(r, a) == 10_ns);
+  CHECK(end_of(r, a) == 110_ns);
+  CHECK(start_of(r, bb) == 110_ns);
+  // The host resumes when A ends (110 ns, its own clock says 20 ns) and takes C's 10 ns to
+  // issue it: 120 ns; D another 10 ns later, though nothing else holds it.
+  CHECK(start_of(r, c) == 120_ns);
+  CHECK(start_of(r, d) == 130_ns);
+  // B ended at 120 ns, long before the host gets there (900 + 90 ns of shift = 990 ns): the
+  // clock goes on from the first wait's shift, E at 1000 + 90 ns.
+  CHECK(start_of(r, e) == 1090_ns);
+  // Without the waits, the built issue times alone.
+  b.program.host_waits.clear();
+  const ExecResult free = execute(b.machine, b.program);
+  CHECK(start_of(free, d) == 40_ns);
+  CHECK(start_of(free, c) == 125_ns);  // D's 5 ns shared the GPU with A: A and B end 5 ns later
+  CHECK(start_of(free, e) == 1000_ns);
+
+  b.program.host_waits = {{a, c, 0}};  // waits for a task it has not issued yet
+  CHECK(error_of(b).find("which it issues later") != std::string::npos);
+  b.program.host_waits = {{d, a, 30_ns}, {c, a, 20_ns}};
+  CHECK(error_of(b).find("out of program order") != std::string::npos);
+}
+
+TEST_CASE("executor: a host wait for another GPU's task, and a group behind a blocked host") {
+  ProgramBuilder b;
+  b.add_gpu("g0", {"compute", "tp"});
+  b.add_gpu("g1", {"compute", "tp"});
+  const auto l01 = b.add_link("g0->g1", 1'000'000'000, 0);
+  const auto l10 = b.add_link("g1->g0", 1'000'000'000, 0);
+  const TaskId a = b.kernel(1, 0, 200_ns, "A");  // on g1, 0-200 ns
+  const TaskId x = b.kernel(0, 0, 10_ns, "X");   // g0's host waits for A before issuing X
+  const TaskId c0 = b.comm(0, 1, 0, "C0", {{100, {l01}}}, {}, /*group=*/1);
+  const TaskId c1 = b.comm(1, 1, 0, "C1", {{100, {l10}}}, {}, /*group=*/1);
+  b.program.issue_ps = {0, 5_ns, 15_ns, 0};
+  b.program.host_waits = {{x, a, 0}};
+  const ExecResult r = execute(b.machine, b.program);
+  CHECK(start_of(r, x) == 205_ns);
+  // The collective's g0 member comes after the wait: issued at 200 + 15 ns, both start then.
+  CHECK(start_of(r, c0) == 215_ns);
+  CHECK(start_of(r, c1) == 215_ns);
+}
