@@ -40,6 +40,13 @@ void Engine::sift_up(std::size_t index, Entry moving) {
   place(index, moving);
 }
 
+namespace {
+/// `if_set` where `mask` is all ones, else `if_clear`: a select the compiler keeps branch-free.
+std::uint64_t pick(std::uint64_t mask, std::uint64_t if_set, std::uint64_t if_clear) {
+  return if_clear ^ ((if_clear ^ if_set) & mask);
+}
+}  // namespace
+
 void Engine::sift_down(std::size_t index, Entry moving) {
   Entry* h = heap();
   const std::size_t size = heap_size_;
@@ -50,26 +57,35 @@ void Engine::sift_down(std::size_t index, Entry moving) {
   std::size_t hole = index;
   for (;;) {
     const std::size_t first = 4 * hole + 1;
+    if (first + 4 > size) break;
+    // The next level is one of four cache lines; fetch all four while this level compares.
+    const std::size_t grandchildren = 4 * first + 1;
+    if (grandchildren < size) {
+      __builtin_prefetch(h + grandchildren);
+      __builtin_prefetch(h + grandchildren + 4);
+      __builtin_prefetch(h + grandchildren + 8);
+      __builtin_prefetch(h + grandchildren + 12);
+    }
+    // Branch-free tournament among the four siblings (the winner is unpredictable). The
+    // winners are selected as values (conditional moves), not re-loaded by index: each level
+    // is one load of the siblings, two comparisons deep.
+    const Entry* c = h + first;
+    const std::uint64_t take1 = 0 - std::uint64_t{before(c[1], c[0])};  // all ones or zero
+    const std::uint64_t take3 = 0 - std::uint64_t{before(c[3], c[2])};
+    const Entry left{pick(take1, c[1].time_ps, c[0].time_ps), pick(take1, c[1].key, c[0].key)};
+    const Entry right{pick(take3, c[3].time_ps, c[2].time_ps), pick(take3, c[3].key, c[2].key)};
+    const std::uint64_t take_right = 0 - std::uint64_t{before(right, left)};
+    const Entry best{pick(take_right, right.time_ps, left.time_ps), pick(take_right, right.key, left.key)};
+    const std::size_t best_index = first + pick(take_right, 2 + (take3 & 1), take1 & 1);
+    place(hole, best);
+    hole = best_index;
+  }
+  // At most one partial level is left (its children would lie past the end).
+  const std::size_t first = 4 * hole + 1;
+  if (first < size) {
     std::size_t best = first;
-    if (first + 4 <= size) {
-      // The next level is one of four cache lines; fetch all four while this level compares.
-      const std::size_t grandchildren = 4 * first + 1;
-      if (grandchildren < size) {
-        __builtin_prefetch(h + grandchildren);
-        __builtin_prefetch(h + grandchildren + 4);
-        __builtin_prefetch(h + grandchildren + 8);
-        __builtin_prefetch(h + grandchildren + 12);
-      }
-      // Branch-free tournament among the four siblings (the winner is unpredictable).
-      const std::size_t left = first + static_cast<std::size_t>(before(h[first + 1], h[first]));
-      const std::size_t right = first + 2 + static_cast<std::size_t>(before(h[first + 3], h[first + 2]));
-      const std::size_t pick_right = std::size_t{0} - static_cast<std::size_t>(before(h[right], h[left]));
-      best = left ^ ((left ^ right) & pick_right);
-    } else {
-      if (first >= size) break;
-      for (std::size_t child = first + 1; child < size; ++child) {
-        if (before(h[child], h[best])) best = child;
-      }
+    for (std::size_t child = first + 1; child < size; ++child) {
+      if (before(h[child], h[best])) best = child;
     }
     place(hole, h[best]);
     hole = best;
