@@ -19,41 +19,12 @@ void Engine::fail_sequence_exhausted() {
 }
 
 namespace {
-/// How far back from a bucket's end an insertion may walk before the event goes to the heap.
-constexpr int kMaxRingWalk = 4;
 /// Retunes happen after max(kMinRetuneEvents, 2 x pending) events.
 constexpr std::uint64_t kMinRetuneEvents = 256;
 constexpr std::uint64_t kMinBuckets = 64;
 constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 16;
 constexpr int kMaxBucketShift = 40;  // 1.1 us buckets; with 2^16 of them the span stays < 2^63 ps
 }  // namespace
-
-void Engine::push(const Entry& entry) {
-  if (!ring_insert(entry)) heap_push(entry);
-}
-
-bool Engine::ring_insert(const Entry& entry) {
-  if (ring_count_ == 0) {  // no member pins the start: move it to now
-    ring_start_ps_ = (static_cast<std::uint64_t>(now_ps_) >> bucket_shift_) << bucket_shift_;
-    ring_cursor_ = static_cast<std::uint32_t>(ring_start_ps_ >> bucket_shift_) & ring_mask_;
-  }
-  if (entry.time_ps < ring_start_ps_ || entry.time_ps - ring_start_ps_ >= ring_span_ps_) return false;
-  const std::uint32_t bucket = static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_;
-  // Usually the new event goes last (its sequence is the largest yet): walk back over later ones.
-  std::uint32_t after = bucket_tail_[bucket];
-  for (int walked = 0; after != kNoNode && before(entry, {nodes_[after].time_ps, nodes_[after].key}); ++walked) {
-    if (walked == kMaxRingWalk) return false;
-    after = nodes_[after].prev;
-  }
-  const std::uint32_t slot = slot_of(entry);
-  const std::uint32_t next = after == kNoNode ? bucket_head_[bucket] : nodes_[after].next;
-  nodes_[slot] = {entry.time_ps, entry.key, next, after};
-  (after == kNoNode ? bucket_head_[bucket] : nodes_[after].next) = slot;
-  (next == kNoNode ? bucket_tail_[bucket] : nodes_[next].prev) = slot;
-  states_[slot].position = kInRing;
-  ++ring_count_;
-  return true;
-}
 
 void Engine::ring_unlink(std::uint32_t slot) {
   const RingNode& node = nodes_[slot];

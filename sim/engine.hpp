@@ -161,6 +161,8 @@ class Engine {
   static constexpr std::uint32_t kChunkBits = 10;  // slab chunks of 1024 slots: stable addresses
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
 
+  /// How far back from a bucket's end an insertion may walk before the event goes to the heap.
+  static constexpr int kMaxRingWalk = 4;
   static bool before(const Entry& a, const Entry& b) {
     return ((static_cast<UInt128>(a.time_ps) << 64) | a.key) < ((static_cast<UInt128>(b.time_ps) << 64) | b.key);
   }
@@ -249,5 +251,33 @@ class Engine {
   std::uint64_t events_processed_ = 0;
   Fingerprint fingerprint_;
 };
+
+// Inline: schedule_at, in the caller's code, runs them for every event.
+inline void Engine::push(const Entry& entry) {
+  if (!ring_insert(entry)) heap_push(entry);
+}
+
+inline bool Engine::ring_insert(const Entry& entry) {
+  if (ring_count_ == 0) {  // no member pins the start: move it to now
+    ring_start_ps_ = (static_cast<std::uint64_t>(now_ps_) >> bucket_shift_) << bucket_shift_;
+    ring_cursor_ = static_cast<std::uint32_t>(ring_start_ps_ >> bucket_shift_) & ring_mask_;
+  }
+  if (entry.time_ps < ring_start_ps_ || entry.time_ps - ring_start_ps_ >= ring_span_ps_) return false;
+  const std::uint32_t bucket = static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_;
+  // Usually the new event goes last (its sequence is the largest yet): walk back over later ones.
+  std::uint32_t after = bucket_tail_[bucket];
+  for (int walked = 0; after != kNoNode && before(entry, {nodes_[after].time_ps, nodes_[after].key}); ++walked) {
+    if (walked == kMaxRingWalk) return false;  // (an event deep in its bucket: rare)
+    after = nodes_[after].prev;
+  }
+  const std::uint32_t slot = slot_of(entry);
+  const std::uint32_t next = after == kNoNode ? bucket_head_[bucket] : nodes_[after].next;
+  nodes_[slot] = {entry.time_ps, entry.key, next, after};
+  (after == kNoNode ? bucket_head_[bucket] : nodes_[after].next) = slot;
+  (next == kNoNode ? bucket_tail_[bucket] : nodes_[next].prev) = slot;
+  states_[slot].position = kInRing;
+  ++ring_count_;
+  return true;
+}
 
 }  // namespace lynx::sim
