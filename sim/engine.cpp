@@ -23,7 +23,7 @@ namespace {
 constexpr std::uint64_t kMinRetuneEvents = 256;
 constexpr std::uint64_t kMinBuckets = 64;
 constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 16;
-constexpr int kMaxBucketShift = 40;  // 1.1 us buckets; with 2^16 of them the span stays < 2^63 ps
+constexpr int kMaxBucketShift = 40;  // 1.1 s buckets; with 2^16 of them the span stays < 2^63 ps
 }  // namespace
 
 // Inline into cancel and requeue: one call fewer per cancelled or re-armed event.
@@ -51,8 +51,8 @@ void Engine::retune_ring() {
   fired_since_retune_ = 0;
   retune_start_ps_ = now_ps_;
   // Bucket width: the power of two in (2, 4] mean gaps between consecutive events, so a bucket
-  // holds two to four events and few are empty (measured: half that made engine_bench slower,
-  // the empty buckets cost more than the longer lists). Buckets: two per pending event, so the
+  // holds two to four events and few are empty (on engine_bench, half or twice that width was no
+  // faster: more empty buckets to step over, or longer walks). Buckets: two per pending event, so the
   // span is four to eight mean lifetimes of an event (pending x mean gap): few go to the heap.
   const std::uint64_t two_gaps_ps = advanced_ps / std::max<std::uint64_t>(fired, 1) * 2;
   const int shift = std::min(static_cast<int>(std::bit_width(two_gaps_ps)), kMaxBucketShift);
@@ -126,8 +126,8 @@ void Engine::sift_down(std::size_t index, Entry moving) {
       __builtin_prefetch(h + grandchildren + 12);
     }
     // Branch-free tournament among the four siblings (the winner is unpredictable). The
-    // winners are selected as values (conditional moves), not re-loaded by index: each level
-    // is one load of the siblings, two comparisons deep.
+    // winners are selected as values (mask arithmetic), not re-loaded by index: each level is
+    // one load of the siblings, two comparisons deep.
     const Entry* c = h + first;
     const std::uint64_t take1 = 0 - std::uint64_t{before(c[1], c[0])};  // all ones or zero
     const std::uint64_t take3 = 0 - std::uint64_t{before(c[3], c[2])};
