@@ -1,6 +1,7 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace lynx::sim {
@@ -9,6 +10,7 @@ std::uint32_t Engine::new_slot() {
   if (slot_count_ >= kMaxSlots) fail(ErrorCode::kWorkTooLarge, "event engine: more than {} events pending at once", kMaxSlots);
   if ((slot_count_ & (kChunkSize - 1)) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
   states_.emplace_back();
+  nodes_.emplace_back();
   return slot_count_++;
 }
 
@@ -16,7 +18,64 @@ void Engine::fail_sequence_exhausted() {
   fail(ErrorCode::kWorkTooLarge, "event engine: more than {} events scheduled in one run", kMaxSequence);
 }
 
-void Engine::push(const Entry& entry) {
+namespace {
+/// Retunes happen after max(kMinRetuneEvents, 2 x pending) events.
+constexpr std::uint64_t kMinRetuneEvents = 256;
+constexpr std::uint64_t kMinBuckets = 64;
+constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 16;
+constexpr int kMaxBucketShift = 40;  // 1.1 s buckets; with 2^16 of them the span stays < 2^63 ps
+}  // namespace
+
+// Inline into cancel and requeue: one call fewer per cancelled or re-armed event.
+[[gnu::always_inline]] inline void Engine::ring_unlink(std::uint32_t slot) {
+  const RingNode& node = nodes_[slot];
+  const std::uint32_t bucket = static_cast<std::uint32_t>(node.time_ps >> bucket_shift_) & ring_mask_;
+  (node.prev == kNoNode ? bucket_head_[bucket] : nodes_[node.prev].next) = node.next;
+  (node.next == kNoNode ? bucket_tail_[bucket] : nodes_[node.next].prev) = node.prev;
+  --ring_count_;
+}
+
+void Engine::requeue(std::uint32_t slot, const Entry& entry) {
+  const std::uint32_t position = states_[slot].position;
+  if (position == kInRing) {
+    ring_unlink(slot);
+    push(entry);
+  } else {
+    move_entry(position, entry);
+  }
+}
+
+void Engine::retune_ring() {
+  const std::uint64_t fired = fired_since_retune_;
+  const std::uint64_t advanced_ps = static_cast<std::uint64_t>(now_ps_ - retune_start_ps_);
+  fired_since_retune_ = 0;
+  retune_start_ps_ = now_ps_;
+  // Bucket width: the power of two in (2, 4] mean gaps between consecutive events, so a bucket
+  // holds two to four events and few are empty (on engine_bench, half or twice that width was no
+  // faster: more empty buckets to step over, or longer walks). Buckets: two per pending event, so the
+  // span is four to eight mean lifetimes of an event (pending x mean gap): few go to the heap.
+  const std::uint64_t two_gaps_ps = advanced_ps / std::max<std::uint64_t>(fired, 1) * 2;
+  const int shift = std::min(static_cast<int>(std::bit_width(two_gaps_ps)), kMaxBucketShift);
+  const std::uint64_t buckets = std::bit_ceil(std::clamp<std::uint64_t>(2 * live_events_, kMinBuckets, kMaxBuckets));
+  const std::uint64_t current = bucket_head_.size();
+  // Rebuilding costs one pass over the ring: only where the shape is off by more than 2x.
+  if (current != 0 && current * 2 >= buckets && current <= buckets * 2 && std::abs(shift - bucket_shift_) <= 1) return;
+  // The members in order: bucket by bucket from the cursor (each list is sorted and the
+  // buckets' slices of time ascend from there).
+  ring_scratch_.clear();
+  for (std::uint32_t i = 0, b = ring_cursor_; ring_count_ > 0 && i <= ring_mask_; ++i, b = (b + 1) & ring_mask_) {
+    for (std::uint32_t n = bucket_head_[b]; n != kNoNode; n = nodes_[n].next) ring_scratch_.push_back({nodes_[n].time_ps, nodes_[n].key});
+  }
+  bucket_head_.assign(buckets, kNoNode);
+  bucket_tail_.assign(buckets, kNoNode);
+  ring_mask_ = static_cast<std::uint32_t>(buckets - 1);
+  bucket_shift_ = shift;
+  ring_span_ps_ = buckets << shift;
+  ring_count_ = 0;
+  for (const Entry& entry : ring_scratch_) push(entry);  // in order: each goes to its bucket's end
+}
+
+void Engine::heap_push(const Entry& entry) {
   if (heap_size_ == heap_capacity_) {
     const std::size_t capacity = std::max<std::size_t>(64, 2 * heap_capacity_);
     std::unique_ptr<Entry[], AlignedDelete> grown(
@@ -40,6 +99,13 @@ void Engine::sift_up(std::size_t index, Entry moving) {
   place(index, moving);
 }
 
+namespace {
+/// `if_set` where `mask` is all ones, else `if_clear`: a select the compiler keeps branch-free.
+std::uint64_t pick(std::uint64_t mask, std::uint64_t if_set, std::uint64_t if_clear) {
+  return if_clear ^ ((if_clear ^ if_set) & mask);
+}
+}  // namespace
+
 void Engine::sift_down(std::size_t index, Entry moving) {
   Entry* h = heap();
   const std::size_t size = heap_size_;
@@ -50,26 +116,35 @@ void Engine::sift_down(std::size_t index, Entry moving) {
   std::size_t hole = index;
   for (;;) {
     const std::size_t first = 4 * hole + 1;
+    if (first + 4 > size) break;
+    // The next level is one of four cache lines; fetch all four while this level compares.
+    const std::size_t grandchildren = 4 * first + 1;
+    if (grandchildren < size) {
+      __builtin_prefetch(h + grandchildren);
+      __builtin_prefetch(h + grandchildren + 4);
+      __builtin_prefetch(h + grandchildren + 8);
+      __builtin_prefetch(h + grandchildren + 12);
+    }
+    // Branch-free tournament among the four siblings (the winner is unpredictable). The
+    // winners are selected as values (mask arithmetic), not re-loaded by index: each level is
+    // one load of the siblings, two comparisons deep.
+    const Entry* c = h + first;
+    const std::uint64_t take1 = 0 - std::uint64_t{before(c[1], c[0])};  // all ones or zero
+    const std::uint64_t take3 = 0 - std::uint64_t{before(c[3], c[2])};
+    const Entry left{pick(take1, c[1].time_ps, c[0].time_ps), pick(take1, c[1].key, c[0].key)};
+    const Entry right{pick(take3, c[3].time_ps, c[2].time_ps), pick(take3, c[3].key, c[2].key)};
+    const std::uint64_t take_right = 0 - std::uint64_t{before(right, left)};
+    const Entry best{pick(take_right, right.time_ps, left.time_ps), pick(take_right, right.key, left.key)};
+    const std::size_t best_index = first + pick(take_right, 2 + (take3 & 1), take1 & 1);
+    place(hole, best);
+    hole = best_index;
+  }
+  // At most one partial level is left (its children would lie past the end).
+  const std::size_t first = 4 * hole + 1;
+  if (first < size) {
     std::size_t best = first;
-    if (first + 4 <= size) {
-      // The next level is one of four cache lines; fetch all four while this level compares.
-      const std::size_t grandchildren = 4 * first + 1;
-      if (grandchildren < size) {
-        __builtin_prefetch(h + grandchildren);
-        __builtin_prefetch(h + grandchildren + 4);
-        __builtin_prefetch(h + grandchildren + 8);
-        __builtin_prefetch(h + grandchildren + 12);
-      }
-      // Branch-free tournament among the four siblings (the winner is unpredictable).
-      const std::size_t left = first + static_cast<std::size_t>(before(h[first + 1], h[first]));
-      const std::size_t right = first + 2 + static_cast<std::size_t>(before(h[first + 3], h[first + 2]));
-      const std::size_t pick_right = std::size_t{0} - static_cast<std::size_t>(before(h[right], h[left]));
-      best = left ^ ((left ^ right) & pick_right);
-    } else {
-      if (first >= size) break;
-      for (std::size_t child = first + 1; child < size; ++child) {
-        if (before(h[child], h[best])) best = child;
-      }
+    for (std::size_t child = first + 1; child < size; ++child) {
+      if (before(h[child], h[best])) best = child;
     }
     place(hole, h[best]);
     hole = best;
@@ -103,9 +178,13 @@ bool Engine::cancel(EventId id) {
   SlotState& state = states_[id.slot];
   if (state.generation != id.generation || state.position == kNotQueued) return false;  // ran, or cancelled
   state.generation = next_generation(state.generation);
-  const std::size_t position = state.position;
+  const std::uint32_t position = state.position;
   state.position = kNotQueued;
-  remove_at(position);
+  if (position == kInRing) {
+    ring_unlink(id.slot);
+  } else {
+    remove_at(position);
+  }
   slot_at(id.slot).handler.reset();
   free_slots_.push_back(id.slot);
   --live_events_;
@@ -115,11 +194,14 @@ bool Engine::cancel(EventId id) {
 std::vector<PendingEvent> Engine::pending_events() const {
   std::vector<PendingEvent> out;
   out.reserve(live_events_);
-  if (heap_size_ == 0) return out;
+  auto add = [&](const Entry& e) {
+    const std::uint32_t slot_index = slot_of(e);
+    out.push_back({static_cast<TimePs>(e.time_ps), sequence_of(e), {slot_index, states_[slot_index].generation}});
+  };
   const Entry* h = heap_storage_.get() + kHeapPad;
-  for (std::size_t i = 0; i < heap_size_; ++i) {
-    const std::uint32_t slot_index = slot_of(h[i]);
-    out.push_back({static_cast<TimePs>(h[i].time_ps), sequence_of(h[i]), {slot_index, states_[slot_index].generation}});
+  for (std::size_t i = 0; i < heap_size_; ++i) add(h[i]);
+  for (std::uint32_t slot = 0; slot < slot_count_; ++slot) {
+    if (states_[slot].position == kInRing) add({nodes_[slot].time_ps, nodes_[slot].key});
   }
   std::sort(out.begin(), out.end(), [](const PendingEvent& a, const PendingEvent& b) {
     return a.time_ps != b.time_ps ? a.time_ps < b.time_ps : a.sequence < b.sequence;
@@ -127,19 +209,56 @@ std::vector<PendingEvent> Engine::pending_events() const {
   return out;
 }
 
-bool Engine::fire_next(TimePs limit_ps) {
-  if (heap_size_ == 0) return false;
-  const Entry top = heap()[0];
+// Inline into run() and run_until(): one call fewer per event.
+[[gnu::always_inline]] inline bool Engine::fire_next(TimePs limit_ps) {
+  // The next event: the ring's first or the heap's top, whichever is earlier.
+  std::uint32_t ring_head = kNoNode;
+  if (ring_count_ > 0) {
+    const std::uint64_t heap_time = heap_size_ > 0 ? heap()[0].time_ps : UINT64_MAX;
+    const std::uint64_t width = std::uint64_t{1} << bucket_shift_;
+    ring_head = bucket_head_[ring_cursor_];
+    // Step over empty buckets, never past the heap's top: the start stays <= now.
+    if (ring_head == kNoNode) {
+      std::uint64_t start_ps = ring_start_ps_;  // locals: the members would be stored every step
+      std::uint32_t cursor = ring_cursor_;
+      while (ring_head == kNoNode && start_ps + width <= heap_time) {
+        start_ps += width;
+        cursor = (cursor + 1) & ring_mask_;
+        ring_head = bucket_head_[cursor];
+      }
+      ring_start_ps_ = start_ps;
+      ring_cursor_ = cursor;
+    }
+    if (ring_head != kNoNode && heap_size_ > 0 && before(heap()[0], {nodes_[ring_head].time_ps, nodes_[ring_head].key})) {
+      ring_head = kNoNode;
+    }
+  }
+  Entry top;
+  if (ring_head != kNoNode) {
+    top = {nodes_[ring_head].time_ps, nodes_[ring_head].key};
+  } else {
+    if (heap_size_ == 0) return false;
+    top = heap()[0];
+  }
   if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
   const std::uint32_t index = slot_of(top);
   SlotState& state = states_[index];  // not used after the handler: states_ may grow
   state.position = kNotQueued;
   state.generation = next_generation(state.generation);  // from now on cancel(id) is false
-  const std::size_t size = --heap_size_;
-  if (size > 0) sift_down(0, heap()[size]);
-  // The next event's slot is likely a cache miss: start loading it while this handler runs.
-  if (size > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));
+  if (ring_head != kNoNode) {
+    const std::uint32_t next = nodes_[ring_head].next;
+    bucket_head_[ring_cursor_] = next;
+    (next == kNoNode ? bucket_tail_[ring_cursor_] : nodes_[next].prev) = kNoNode;
+    --ring_count_;
+    if (next != kNoNode) __builtin_prefetch(&slot_at(next));
+  } else {
+    const std::size_t size = --heap_size_;
+    if (size > 0) sift_down(0, heap()[size]);
+    // The next event's slot is likely a cache miss: start loading it while this handler runs.
+    if (size > 0) __builtin_prefetch(&slot_at(slot_of(heap()[0])));
+  }
   now_ps_ = static_cast<TimePs>(top.time_ps);
+  if (++fired_since_retune_ >= std::max(kMinRetuneEvents, 2 * live_events_)) retune_ring();
   --live_events_;
   ++events_processed_;
   fingerprint_.add(top.time_ps);

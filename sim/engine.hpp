@@ -73,8 +73,9 @@ class Engine {
   bool cancel(EventId id);
 
   /// Exactly `cancel(id)` then `schedule_at(time_ps, handler)` (same slot, generation and
-  /// sequence, so the same run order and the same returned id), but a pending event's queue
-  /// entry is moved in place: one sift instead of a removal and an insertion.
+  /// sequence, so the same run order and the same returned id), but a pending event keeps its
+  /// slot and handler storage, and a heap entry is moved in place: one sift instead of a
+  /// removal and an insertion.
   template <typename H>
   EventId reschedule(EventId id, TimePs time_ps, H&& handler) {
     using D = std::decay_t<H>;
@@ -87,7 +88,7 @@ class Engine {
     SlotState& state = states_[id.slot];
     state.generation = next_generation(state.generation);
     slot_at(id.slot).handler.template emplace<D>(std::forward<H>(handler));
-    move_entry(state.position, {static_cast<std::uint64_t>(time_ps), (next_sequence_++ << kSlotBits) | id.slot});
+    requeue(id.slot, {static_cast<std::uint64_t>(time_ps), (next_sequence_++ << kSlotBits) | id.slot});
     return {id.slot, state.generation};
   }
 
@@ -110,16 +111,33 @@ class Engine {
   std::vector<PendingEvent> pending_events() const;
   /// Hash of the (time, sequence) of every event that ran, in order.
   const Fingerprint& fingerprint() const { return fingerprint_; }
+  /// How many pending events sit in the near-future ring rather than the heap (for tests and
+  /// benchmarks: the order does not depend on it).
+  std::uint64_t pending_in_ring() const { return ring_count_; }
 
  private:
-  // A heap entry is 16 bytes: the time, then (sequence << kSlotBits | slot). Compared as one
+  // Two structures hold the pending events; the next event is the earlier of their fronts.
+  //
+  // The ring (a calendar queue) holds events of the near future: bucket b covers a
+  // 2^bucket_shift_ ps slice of time, the buckets in turn cover [ring_start_ps_, + span), and
+  // each bucket is a list sorted by (time, sequence), linked through the slots. A new event
+  // almost always goes to the end of its bucket's list (its sequence is the largest yet), and
+  // the next event is the head of the first non-empty bucket: O(1) both, where a heap pays
+  // log(pending) levels. The bucket width and count follow the run (retune_ring): two to four
+  // events per bucket, two buckets per pending event.
+  //
+  // The heap takes every event the ring does not: beyond its span, before its start (after
+  // run_until), or where the sorted insertion would walk more than a few nodes back. A heap
+  // entry is 16 bytes: the time, then (sequence << kSlotBits | slot). Compared as one
   // 128-bit number it orders by (time, sequence); four siblings share one 64-byte cache line.
-  // The heap holds pending events only: each slot knows its entry's position, so cancel()
-  // removes the entry at once (a re-armed completion leaves nothing stale behind to pop).
+  // Each slot knows its entry's position (heap index, or kInRing), so cancel() removes the
+  // entry at once (a re-armed completion leaves nothing stale behind to pop).
   static constexpr int kSlotBits = 24;  // up to 16.7M events pending at once
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << kSlotBits;
   static constexpr std::uint64_t kMaxSequence = (std::uint64_t{1} << (64 - kSlotBits)) - 1;  // 1.1e12 events
   static constexpr std::uint32_t kNotQueued = UINT32_MAX;  ///< position of a slot without a pending event
+  static constexpr std::uint32_t kInRing = UINT32_MAX - 1;  ///< position of a slot whose event is in the ring
+  static constexpr std::uint32_t kNoNode = UINT32_MAX;      ///< end of a bucket list
 
   struct alignas(16) Entry {
     std::uint64_t time_ps;
@@ -130,12 +148,21 @@ class Engine {
   };
   /// Per slot, what cancel() and the heap moves touch, dense and apart from the handlers.
   struct SlotState {
-    std::uint32_t position = kNotQueued;  ///< index of its entry in the heap
+    std::uint32_t position = kNotQueued;  ///< index of its entry in the heap, or kInRing
     std::uint32_t generation = 1;         ///< bumped when the event runs or is cancelled
+  };
+  /// A ring member's entry and its neighbours in its bucket's list (indexed by slot).
+  struct RingNode {
+    std::uint64_t time_ps = 0;
+    std::uint64_t key = 0;
+    std::uint32_t next = kNoNode;
+    std::uint32_t prev = kNoNode;
   };
   static constexpr std::uint32_t kChunkBits = 10;  // slab chunks of 1024 slots: stable addresses
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
 
+  /// How far back from a bucket's end an insertion may walk before the event goes to the heap.
+  static constexpr int kMaxRingWalk = 4;
   static bool before(const Entry& a, const Entry& b) {
     return ((static_cast<UInt128>(a.time_ps) << 64) | a.key) < ((static_cast<UInt128>(b.time_ps) << 64) | b.key);
   }
@@ -160,7 +187,19 @@ class Engine {
     heap()[index] = entry;
     states_[slot_of(entry)].position = static_cast<std::uint32_t>(index);
   }
+  /// Queues `entry` (its slot holds no queued entry): in the ring if it fits, else the heap.
   void push(const Entry& entry);
+  void heap_push(const Entry& entry);
+  /// Gives slot `slot`, which holds a queued entry, the new `entry` (same slot).
+  void requeue(std::uint32_t slot, const Entry& entry);
+  /// Appends `entry` to its bucket's sorted list; false (nothing changed) if it belongs
+  /// outside the ring's span or deeper than a few nodes from the list's end.
+  bool ring_insert(const Entry& entry);
+  /// Removes ring member `slot` from its bucket's list.
+  void ring_unlink(std::uint32_t slot);
+  /// Picks the bucket width and count from the events since the last retune and rebuilds
+  /// the ring if they changed enough (the order of events does not depend on it).
+  void retune_ring();
   /// Moves `moving` up from the hole at `index` to its place.
   void sift_up(std::size_t index, Entry moving);
   /// Fills the hole at `index` with `moving`, which is not before the hole's parent: the hole
@@ -190,6 +229,18 @@ class Engine {
   std::unique_ptr<Entry[], AlignedDelete> heap_storage_;
   std::size_t heap_size_ = 0;
   std::size_t heap_capacity_ = 0;
+  std::vector<std::uint32_t> bucket_head_;  ///< per bucket: first slot of its list, or kNoNode
+  std::vector<std::uint32_t> bucket_tail_;  ///< per bucket: last slot of its list, or kNoNode
+  std::vector<RingNode> nodes_;             ///< per slot
+  std::vector<Entry> ring_scratch_;         ///< retune_ring's copy of the ring, kept for its capacity
+  std::uint64_t ring_start_ps_ = 0;         ///< start of bucket ring_cursor_, a multiple of its width
+  std::uint64_t ring_span_ps_ = 0;          ///< buckets x width
+  std::uint32_t ring_cursor_ = 0;           ///< the bucket of ring_start_ps_
+  std::uint32_t ring_mask_ = 0;             ///< buckets - 1 (a power of two)
+  int bucket_shift_ = 0;                    ///< log2 of the bucket width in ps
+  std::uint64_t ring_count_ = 0;
+  std::uint64_t fired_since_retune_ = 0;
+  TimePs retune_start_ps_ = 0;  ///< now() at the last retune
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::vector<SlotState> states_;
   std::vector<std::uint32_t> free_slots_;
@@ -200,5 +251,33 @@ class Engine {
   std::uint64_t events_processed_ = 0;
   Fingerprint fingerprint_;
 };
+
+// Inline: schedule_at, in the caller's code, runs them for every event.
+inline void Engine::push(const Entry& entry) {
+  if (!ring_insert(entry)) heap_push(entry);
+}
+
+inline bool Engine::ring_insert(const Entry& entry) {
+  if (ring_count_ == 0) {  // no member pins the start: move it to now
+    ring_start_ps_ = (static_cast<std::uint64_t>(now_ps_) >> bucket_shift_) << bucket_shift_;
+    ring_cursor_ = static_cast<std::uint32_t>(ring_start_ps_ >> bucket_shift_) & ring_mask_;
+  }
+  if (entry.time_ps < ring_start_ps_ || entry.time_ps - ring_start_ps_ >= ring_span_ps_) return false;
+  const std::uint32_t bucket = static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_;
+  // Usually the new event goes last (its sequence is the largest yet): walk back over later ones.
+  std::uint32_t after = bucket_tail_[bucket];
+  for (int walked = 0; after != kNoNode && before(entry, {nodes_[after].time_ps, nodes_[after].key}); ++walked) {
+    if (walked == kMaxRingWalk) return false;  // (an event deep in its bucket: rare)
+    after = nodes_[after].prev;
+  }
+  const std::uint32_t slot = slot_of(entry);
+  const std::uint32_t next = after == kNoNode ? bucket_head_[bucket] : nodes_[after].next;
+  nodes_[slot] = {entry.time_ps, entry.key, next, after};
+  (after == kNoNode ? bucket_head_[bucket] : nodes_[after].next) = slot;
+  (next == kNoNode ? bucket_tail_[bucket] : nodes_[next].prev) = slot;
+  states_[slot].position = kInRing;
+  ++ring_count_;
+  return true;
+}
 
 }  // namespace lynx::sim

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -339,4 +342,114 @@ TEST_CASE("engine reschedule is cancel + schedule_at: same ids, same order") {
     CHECK(plain.fingerprint().value() == moved.fingerprint().value());
     CHECK(plain.events_processed() == moved.events_processed());
   }
+}
+
+TEST_CASE("engine ring and heap together: the order of a sorted reference across retunes, cancels and reschedules") {
+  // The near-future ring and the heap hold the pending events together (sim/engine.hpp). A
+  // hold model (a target number pending, each fired event replaced) through phases that change
+  // the pending count and the time scale, so the ring is rebuilt with other bucket widths and
+  // counts, events move between ring and heap by reschedule, and cancels hit both. Delays mix
+  // ties (0), near events, events past the ring's span and far-future ones; run_until limits
+  // between events leave the clock behind the ring's cursor.
+  struct Phase {
+    std::uint64_t pending;
+    std::uint64_t delay_ps;  // typical delay
+  };
+  const std::vector<Phase> phases{{64, 3000}, {2000, 3000}, {64, 40}, {300, 5'000'000}, {20, 1}, {500, 3000}};
+  std::uint64_t most_in_ring = 0;
+  std::uint64_t most_in_heap = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    Engine engine;
+    struct Live {
+      TimePs time;
+      std::uint64_t sequence;
+      EventId id;
+    };
+    std::map<int, Live> live;                                 // label -> what is pending
+    std::set<std::tuple<TimePs, std::uint64_t, int>> order;   // (time, sequence, label)
+    std::vector<int> labels;                                  // live labels, for random picks
+    std::vector<int> fired;
+    std::vector<int> expected;
+    lynx::test::SplitMix rng{seed * 104729};
+    auto next = [&rng](std::uint64_t bound) { return rng.next() % bound; };
+    std::uint64_t sequence = 0;
+    int next_label = 0;
+    auto delay = [&](std::uint64_t typical) -> TimePs {
+      const std::uint64_t kind = next(20);
+      if (kind < 3) return 0;                                                          // ties with now
+      if (kind < 17) return static_cast<TimePs>(next(2 * typical + 1));                // near
+      if (kind < 19) return static_cast<TimePs>(8 * typical + next(8 * typical + 1));  // past the span
+      return static_cast<TimePs>(next(std::uint64_t{1} << 40));                        // far future
+    };
+    auto forget = [&](int label) {
+      const Live& l = live.at(label);
+      order.erase({l.time, l.sequence, label});
+      live.erase(label);
+      labels.erase(std::find(labels.begin(), labels.end(), label));
+    };
+    auto schedule = [&](TimePs at) {
+      const int label = next_label++;
+      const EventId id = engine.schedule_at(at, [&fired, label] { fired.push_back(label); });
+      live[label] = {at, sequence, id};
+      order.insert({at, sequence++, label});
+      labels.push_back(label);
+    };
+    for (const Phase& phase : phases) {
+      for (int step = 0; step < 3000; ++step) {
+        while (live.size() < phase.pending) schedule(engine.now() + delay(phase.delay_ps));
+        const std::uint64_t op = next(10);
+        if (op < 2) {  // cancel a random pending event (ring or heap)
+          const int label = labels[next(labels.size())];
+          CHECK(engine.cancel(live.at(label).id));
+          forget(label);
+        } else if (op < 4) {  // reschedule one: it may move ring -> heap, heap -> ring or stay
+          const int label = labels[next(labels.size())];
+          const EventId old = live.at(label).id;
+          forget(label);
+          const TimePs at = engine.now() + delay(phase.delay_ps);
+          const int moved = next_label++;
+          const EventId id = engine.reschedule(old, at, [&fired, moved] { fired.push_back(moved); });
+          CHECK(id.slot == old.slot);
+          live[moved] = {at, sequence, id};
+          order.insert({at, sequence++, moved});
+          labels.push_back(moved);
+        }
+        // Run to the next event's time, or to a limit between events (or before the next one).
+        TimePs limit = std::get<0>(*order.begin());
+        if (next(8) == 0) limit = engine.now() + static_cast<TimePs>(next(phase.delay_ps + 1));
+        while (!order.empty() && std::get<0>(*order.begin()) <= limit) {
+          const int label = std::get<2>(*order.begin());
+          expected.push_back(label);
+          order.erase(order.begin());
+          live.erase(label);
+          labels.erase(std::find(labels.begin(), labels.end(), label));
+        }
+        engine.run_until(limit);
+        REQUIRE(fired.size() == expected.size());
+        REQUIRE(fired.back() == expected.back());
+        REQUIRE(engine.pending() == live.size());
+        most_in_ring = std::max(most_in_ring, engine.pending_in_ring());
+        most_in_heap = std::max(most_in_heap, engine.pending() - engine.pending_in_ring());
+        if (step % 500 == 0) {
+          const std::vector<lynx::sim::PendingEvent> listed = engine.pending_events();
+          REQUIRE(listed.size() == order.size());
+          std::size_t i = 0;
+          for (const auto& [time, seq, label] : order) {
+            CHECK(listed[i].time_ps == time);
+            CHECK(listed[i].sequence == seq);
+            CHECK(listed[i].id == live.at(label).id);
+            ++i;
+          }
+        }
+      }
+    }
+    for (const auto& [time, seq, label] : order) expected.push_back(label);
+    engine.run();
+    CHECK(fired == expected);
+    CHECK(engine.empty());
+    CHECK(engine.pending_in_ring() == 0);
+  }
+  // Both structures were used: the test checked the ring's path, not only the heap's.
+  CHECK(most_in_ring > 1000);
+  CHECK(most_in_heap > 100);
 }
