@@ -5,6 +5,9 @@
 #include "hw_models/collectives.hpp"
 #include "schedule/program_builder.hpp"
 #include "schedule/pipeline_schedule.hpp"
+#include "sim/executor.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
@@ -51,17 +54,65 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
   });
 }
 
+/// Time of the tied-embedding gradient all-reduces of every embedding group (one per (dp, tp)
+/// rank), run together as exact mode runs them: each group's two members reach it at about
+/// the same time, once their stage has reduced its gradients. With links private to each GPU
+/// the groups share no link, so it is the collective model's time on idle links; otherwise
+/// (PCIe: the groups' flows cross the same switch uplinks, host and NICs) the groups' phases
+/// run on the engine over the topology's links, each phase a rendezvous of its two members.
+TimePs tied_embedding_allreduce_ps(const Scenario& sc, const model::Workload& workload, const hw_models::Topology& topo,
+                                   bool links_private) {
+  const ParallelSpec& p = sc.parallel;
+  const std::uint64_t bytes = schedule::tied_embedding_grad_bytes(p, workload);
+  const auto phases_of = [&](int dp_rank, int tp_rank) {
+    return hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing,
+                                      schedule::embedding_group_ranks(p, dp_rank, tp_rank), bytes);
+  };
+  if (links_private) return hw_models::idle_collective_time_ps(topo, phases_of(0, 0));
+  sim::Machine machine;
+  machine.links = topo.links();
+  sim::Program prog;
+  prog.names = {"embedding_grad_allreduce"};
+  std::int32_t group = 0;
+  for (int d = 0; d < p.dp; ++d)
+    for (int t = 0; t < p.tp; ++t) {
+      const auto ranks = schedule::embedding_group_ranks(p, d, t);
+      const auto phases = phases_of(d, t);
+      for (size_t member = 0; member < ranks.size(); ++member) {
+        const auto gpu = static_cast<sim::GpuId>(machine.gpus.size());
+        machine.gpus.push_back({fmt::format("rank{}", ranks[member]), {"dp"}, 0, 0.0});
+        for (size_t ph = 0; ph < phases.size(); ++ph) {
+          sim::Task task;  // phases of one member follow each other on its stream
+          task.kind = sim::TaskKind::kComm;
+          task.category = sim::Category::kDpComm;
+          task.gpu = gpu;
+          task.work_ps = phases[ph].latency_ps;
+          task.group = group + static_cast<std::int32_t>(ph);
+          task.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+          for (const hw_models::FlowSpec& f : phases[ph].flows) {
+            if (f.src != ranks[member]) continue;
+            sim::Flow flow;
+            flow.bytes = f.bytes;
+            flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+            for (sim::LinkId l : topo.path(f.src, f.dst)) prog.path_links.push_back(l);
+            flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+            prog.flows.push_back(flow);
+            ++task.num_flows;
+          }
+          prog.tasks.push_back(task);
+        }
+      }
+      group += static_cast<std::int32_t>(phases.size());
+    }
+  return sim::execute(machine, prog).makespan_ps;
+}
+
 /// The tied-embedding gradient all-reduce between the first and last stage, as exact mode
 /// runs it (schedule/program_builder.cpp): it starts once both stages have reduced their
-/// gradients, and the optimizer step of both follows it. Its time is the collective model's on
-/// idle links: nothing else of the two GPUs communicates then.
+/// gradients, and the optimizer step of both follows it.
 void couple_tied_embedding(const Scenario& sc, const model::Workload& workload, const hw_models::Topology& topo,
-                           StageState& first, StageState& last) {
-  const ParallelSpec& p = sc.parallel;
-  const TimePs allreduce_ps = hw_models::idle_collective_time_ps(
-      topo, hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing,
-                                       schedule::embedding_group_ranks(p, 0, 0),
-                                       schedule::tied_embedding_grad_bytes(p, workload)));
+                           bool links_private, StageState& first, StageState& last) {
+  const TimePs allreduce_ps = tied_embedding_allreduce_ps(sc, workload, topo, links_private);
   const TimePs reduced_ps = std::max(first.grads_reduced_ps, last.grads_reduced_ps) + allreduce_ps;
   for (StageState* g : {&first, &last}) {
     g->end_ps = std::max(g->end_ps, reduced_ps + g->optimizer_ps);
@@ -277,7 +328,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       while (advance(s)) ++done;
     LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
   }
-  if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, state.front(), state.back());
+  if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, context.links_private, state.front(), state.back());
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
   const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
   for (int vs = 0; vs <= last_vs && measure_windows; ++vs) {
