@@ -133,6 +133,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
   StepCache::Context& context = cache.context(sc);
+  cache.add_channels(context, sc, workload);
   const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
@@ -145,6 +146,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // few distinct steps: each is looked up in the cache once).
   std::vector<std::vector<StepKey>> keys(static_cast<size_t>(p.pp));
   std::vector<std::vector<const StepProfile*>> profiles(static_cast<size_t>(p.pp));
+  // After-previous steps: the same step simulated without its predecessor, for a step that
+  // starts after its predecessor's communication has ended (it waited for its input).
+  std::vector<std::vector<const StepProfile*>> profiles_alone(static_cast<size_t>(p.pp));
   std::size_t total = 0;
   for (int s = 0; s < p.pp; ++s) {
     const auto& steps = order[static_cast<size_t>(s)];
@@ -179,28 +183,46 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       }
     }
     auto& pr = profiles[static_cast<size_t>(s)];
+    auto& pr_alone = profiles_alone[static_cast<size_t>(s)];
     pr.reserve(steps.size());
     std::vector<std::pair<StepKey, const StepProfile*>> distinct;
-    for (const StepKey& key : k) {
+    const auto profile_of = [&](const StepKey& key) {
       auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == key; });
       if (it == distinct.end()) {
         distinct.push_back({key, &cache.get(context, key, plan_key, sc, plan, workload)});
         it = distinct.end() - 1;
       }
-      pr.push_back(it->second);
+      return it->second;
+    };
+    for (const StepKey& key : k) {
+      pr.push_back(profile_of(key));
+      if (!key.after_previous) {
+        pr_alone.push_back(nullptr);
+        continue;
+      }
+      StepKey alone = key;
+      alone.after_previous = false;
+      alone.prev_forward = alone.prev_grads_final = alone.prev_forward_windows = false;
+      alone.prev_virtual_stage = 0;
+      pr_alone.push_back(profile_of(alone));
     }
     total += steps.size();
   }
 
   FastResult r;
-  r.steps = total;
-  std::vector<Arrival> fwd_in(static_cast<size_t>((last_vs + 1) * m)), bwd_in(fwd_in.size());
+  std::vector<Arrival> fwd_in, bwd_in;
   auto slot = [m](int vs, int mb) { return static_cast<size_t>(vs * m + mb); };
-  std::vector<StageState> state(static_cast<size_t>(p.pp));
+  std::vector<StageState> state;
   std::vector<Interval> externals;
   // Window samples per virtual stage: per layer (backward windows), and forward idle.
-  std::vector<std::vector<std::vector<TimePs>>> window_samples(static_cast<size_t>(last_vs + 1));
-  std::vector<std::vector<TimePs>> forward_samples(static_cast<size_t>(last_vs + 1));
+  std::vector<std::vector<std::vector<TimePs>>> window_samples;
+  std::vector<std::vector<TimePs>> forward_samples;
+  // Links shared between GPUs: other stages' sends slow a step (its profile's channel
+  // delays). The schedule is composed twice: the first pass times every channel's sends (in
+  // start order: one stage sends them on its pp stream), the second charges each step the
+  // delays of the sends of the first pass that overlap it.
+  std::vector<std::vector<Interval>> channel_sends, first_pass_sends;
+  bool charge_channels = false;
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -214,9 +236,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (st.forward && vs > 0) in = &fwd_in[slot(vs - 1, st.micro_batch)];
     if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
     if (in && in->at_ps < 0) return false;
-    const StepProfile& pr = *profiles[static_cast<size_t>(s)][g.next];
-    r.symmetric = pr.symmetric;
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
+    // Simulated after its predecessor, the step ran beside the predecessor's send and
+    // all-reduces from its start; when those had ended before it started, it ran alone.
+    const bool beside_previous = key.after_previous &&
+                                 !(g.last_send.second <= start && (!g.previous_had_dp || g.dp_free_ps <= start));
+    const StepProfile& pr =
+        beside_previous || !key.after_previous ? *profiles[static_cast<size_t>(s)][g.next] : *profiles_alone[static_cast<size_t>(s)][g.next];
+    r.symmetric = pr.symmetric;
     // The window each layer's recompute could use: the backward of the layer above; for the
     // top layer the wait before this step plus the head's TP idle.
     const auto layers = measure_windows ? pr.layer_tp_idle_ps.size() : 0;
@@ -233,7 +260,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
 
     // Communication of this GPU still running when the step starts slows its kernels; the
     // previous step's is already in the profile when the two were simulated together.
-    const bool paired = key.after_previous || (!st.forward && key.forward_windows);
+    const bool paired = beside_previous || (!st.forward && key.forward_windows);
     externals.clear();
     if (!paired && g.tail_end_ps > g.compute_free_ps) externals.push_back({g.compute_free_ps - start, g.tail_end_ps - start});
     // Sends and all-reduces queue on their streams, so they end in issue order.
@@ -242,16 +269,35 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     for (std::size_t i = g.live_send; i < g.sends.size(); ++i)
       if (!(paired && g.sends[i] == g.last_send)) externals.push_back({g.sends[i].first - start, g.sends[i].second - start});
     for (std::size_t i = g.live_dp; i < g.dp.size(); ++i)
-      if (!(key.after_previous && i + 1 == g.dp.size() && g.previous_had_dp))
+      if (!(beside_previous && i + 1 == g.dp.size() && g.previous_had_dp))
         externals.push_back({g.dp[i].first - start, g.dp[i].second - start});
     TimePs delta = contention_delay_ps(pr.segments, externals, contention);
     g.out.contention_ps += delta;
     g.out.compute_ps += delta;
+    if (charge_channels) {
+      // A channel's delay was measured with its sends starting with the step, overlapping it
+      // for the shorter of the two; a send overlapping it less adds its share of that.
+      double foreign = 0;
+      const Interval step{start, start + pr.compute_end_ps};
+      for (size_t c = 0; c < pr.channel_delay_ps.size(); ++c) {
+        if (pr.channel_delay_ps[c] == 0) continue;
+        for (const Interval& send : first_pass_sends[c]) {
+          if (send.first >= step.second) break;
+          const TimePs shared = overlap(step, send);
+          if (shared > 0)
+            foreign += static_cast<double>(pr.channel_delay_ps[c]) * static_cast<double>(shared) /
+                       static_cast<double>(std::min(send.second - send.first, pr.compute_end_ps));
+        }
+      }
+      const auto foreign_ps = static_cast<TimePs>(std::llround(foreign));
+      delta += foreign_ps;
+      g.out.tp_exposed_ps += foreign_ps;  // the step's collectives wait for the shared links
+    }
     // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
     // previous step's tail, so a step that starts later finds it further along.
     // After its predecessor it was simulated as issued there, with no wait for the input.
     if (pr.pp_wait_recompute)
-      delta -= std::min(start - (key.after_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
+      delta -= std::min(start - (beside_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
 
     // The parameter all-gathers were simulated as issued at this step's start; they started
     // with the iteration, so a step that starts later waits less (by at most what it waited).
@@ -273,6 +319,11 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       g.pp_free_ps = send_end;
       g.last_send = {send_start, send_end};
       g.sends.push_back(g.last_send);
+      if (!context.channels.empty()) {
+        const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
+        const int channel = context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
+        if (channel >= 0) channel_sends[static_cast<size_t>(channel)].push_back(g.last_send);
+      }
       Arrival& out = st.forward ? fwd_in[slot(vs, st.micro_batch)] : bwd_in[slot(vs, st.micro_batch)];
       out = {send_end, g.pp_queue_start_ps};
       end = std::max(end, send_end);
@@ -319,14 +370,27 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     return true;
   };
 
-  std::size_t done = 0;
-  while (done < total) {
-    const std::size_t before = done;
-    for (int s = 0; s < p.pp; ++s)
-      while (advance(s)) ++done;
-    for (int s = p.pp - 1; s >= 0; --s)
-      while (advance(s)) ++done;
-    LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+  const int passes = context.channels.empty() ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass) {
+    charge_channels = pass == 1;
+    first_pass_sends = std::move(channel_sends);
+    channel_sends.assign(context.channels.size(), {});
+    r = FastResult{};
+    r.steps = total;
+    fwd_in.assign(static_cast<size_t>((last_vs + 1) * m), Arrival{});
+    bwd_in.assign(fwd_in.size(), Arrival{});
+    state.assign(static_cast<size_t>(p.pp), StageState{});
+    window_samples.assign(static_cast<size_t>(last_vs + 1), {});
+    forward_samples.assign(static_cast<size_t>(last_vs + 1), {});
+    std::size_t done = 0;
+    while (done < total) {
+      const std::size_t before = done;
+      for (int s = 0; s < p.pp; ++s)
+        while (advance(s)) ++done;
+      for (int s = p.pp - 1; s >= 0; --s)
+        while (advance(s)) ++done;
+      LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+    }
   }
   if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, context.links_private, state.front(), state.back());
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);

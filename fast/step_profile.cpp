@@ -112,11 +112,64 @@ HostProfile measure_host_bound(const Scenario& sc, const strategies::RecomputePl
   return h;
 }
 
+/// Whether `c`'s flows cross a link that the collectives (not the pipeline sends) of `prog`
+/// use.
+bool shares_collective_link(const sim::Program& prog, const hw_models::Topology& topo, const Channel& c) {
+  std::vector<bool> used(topo.links().size(), false);
+  for (const sim::Task& t : prog.tasks) {
+    if (t.kind != sim::TaskKind::kComm || t.stream == schedule::kPp) continue;
+    for (std::uint32_t f = t.first_flow; f < t.first_flow + t.num_flows; ++f) {
+      const sim::Flow& flow = prog.flows[f];
+      for (std::uint32_t l = flow.first_link; l < flow.first_link + flow.num_links; ++l)
+        used[static_cast<size_t>(prog.path_links[l])] = true;
+    }
+  }
+  for (const auto& [src, dst] : c.flows)
+    for (sim::LinkId l : topo.path(src, dst))
+      if (used[static_cast<size_t>(l)]) return true;
+  return false;
+}
+
+/// End of the measured step's last compute-stream task (relative to its marker's start) when
+/// `c`'s transfers start with the marker, on a GPU of their own.
+TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
+                          const schedule::StepSpan& sp, const Channel& c) {
+  sim::Machine m = machine;
+  m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
+  sim::Task t;
+  t.kind = sim::TaskKind::kComm;
+  t.category = sim::Category::kPpComm;
+  t.gpu = static_cast<sim::GpuId>(m.gpus.size() - 1);
+  t.first_dep = static_cast<std::uint32_t>(prog.deps.size());
+  t.num_deps = 1;
+  prog.deps.push_back(sp.marker);
+  t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+  for (const auto& [src, dst] : c.flows) {
+    sim::Flow flow;
+    flow.bytes = c.bytes;
+    flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+    for (sim::LinkId l : topo.path(src, dst)) prog.path_links.push_back(l);
+    flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+    prog.flows.push_back(flow);
+    ++t.num_flows;
+  }
+  prog.tasks.push_back(t);
+  if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
+  if (!prog.static_bytes_per_gpu.empty()) prog.static_bytes_per_gpu.push_back(0);
+  const sim::ExecResult ex = sim::execute(m, prog);
+  TimePs end = 0;
+  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
+      end = std::max(end, ex.task_end_ps[static_cast<size_t>(i)]);
+  return end - ex.task_start_ps[static_cast<size_t>(sp.marker)];
+}
+
 }  // namespace
 
 StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
                          const hw_models::Topology& topo, const model::Workload& workload,
-                         const schedule::StageSteps& part, std::size_t measured) {
+                         const schedule::StageSteps& part, std::size_t measured,
+                         const std::vector<Channel>& channels) {
   schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
   sim::Program& prog = built.program;
   // Memory off for the timing run (memory never changes timing); restored for the profile.
@@ -125,10 +178,15 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   sim::Machine machine = built.machine;
   for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
   const sim::ExecResult ex = sim::execute(machine, prog);
-  for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
-
   const MeasuredRange range = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *range.span;
+  std::vector<TimePs> beside(channels.size(), -1);  // compute end beside each relevant channel
+  for (size_t c = 0; c < channels.size(); ++c)
+    if (channels[c].from_stage != part.stage &&
+        (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c])))
+      beside[c] = compute_end_beside(machine, prog, topo, sp, channels[c]);
+  for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
+
   const sim::TaskId range_end = range.end;
   const auto start = [&](sim::TaskId id) { return ex.task_start_ps[static_cast<size_t>(id)]; };
   const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)]; };
@@ -193,6 +251,9 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
       p.recompute_wait_ps += gap.end_ps - gap.start_ps;
   }
   p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
+  p.channel_delay_ps.resize(channels.size(), 0);
+  for (size_t c = 0; c < channels.size(); ++c)
+    if (beside[c] >= 0) p.channel_delay_ps[c] = std::max<TimePs>(0, beside[c] - p.compute_end_ps);
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;
