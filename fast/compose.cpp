@@ -133,7 +133,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
   StepCache::Context& context = cache.context(sc);
-  cache.add_channels(context, sc, workload);
+  if (!context.links_private) cache.add_channels(context, sc, workload);
   const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
@@ -275,18 +275,22 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     g.out.contention_ps += delta;
     g.out.compute_ps += delta;
     if (charge_channels) {
-      // A channel's delay was measured with its sends starting with the step, overlapping it
-      // for the shorter of the two; a send overlapping it less adds its share of that.
+      // A channel's delay was measured for one send starting at each phase of the step; a
+      // send adds the delay of the last phase at or before its start, times the share of it
+      // that overlaps the step.
       double foreign = 0;
       const Interval step{start, start + pr.compute_end_ps};
-      for (size_t c = 0; c < pr.channel_delay_ps.size(); ++c) {
-        if (pr.channel_delay_ps[c] == 0) continue;
+      for (size_t c = 0; c < first_pass_sends.size(); ++c) {
+        const TimePs* delays = pr.channel_delay_ps.data() + c * kChannelPhases;
+        if (std::all_of(delays, delays + kChannelPhases, [](TimePs d) { return d == 0; })) continue;
         for (const Interval& send : first_pass_sends[c]) {
           if (send.first >= step.second) break;
           const TimePs shared = overlap(step, send);
-          if (shared > 0)
-            foreign += static_cast<double>(pr.channel_delay_ps[c]) * static_cast<double>(shared) /
-                       static_cast<double>(std::min(send.second - send.first, pr.compute_end_ps));
+          if (shared == 0) continue;
+          std::size_t phase = 0;
+          while (phase + 1 < kChannelPhases && pr.channel_phase_ps[phase + 1] <= send.first - start) ++phase;
+          foreign += static_cast<double>(delays[phase]) * static_cast<double>(shared) /
+                     static_cast<double>(send.second - send.first);
         }
       }
       const auto foreign_ps = static_cast<TimePs>(std::llround(foreign));

@@ -131,9 +131,9 @@ bool shares_collective_link(const sim::Program& prog, const hw_models::Topology&
 }
 
 /// End of the measured step's last compute-stream task (relative to its marker's start) when
-/// `c`'s transfers start with the marker, on a GPU of their own.
+/// `c`'s transfers (one send each) start with task `at` of the step, on a GPU of their own.
 TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
-                          const schedule::StepSpan& sp, const Channel& c) {
+                          const schedule::StepSpan& sp, const Channel& c, sim::TaskId at) {
   sim::Machine m = machine;
   m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
   sim::Task t;
@@ -142,7 +142,7 @@ TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const 
   t.gpu = static_cast<sim::GpuId>(m.gpus.size() - 1);
   t.first_dep = static_cast<std::uint32_t>(prog.deps.size());
   t.num_deps = 1;
-  prog.deps.push_back(sp.marker);
+  prog.deps.push_back(at);
   t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
   for (const auto& [src, dst] : c.flows) {
     sim::Flow flow;
@@ -180,11 +180,35 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   const sim::ExecResult ex = sim::execute(machine, prog);
   const MeasuredRange range = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *range.span;
-  std::vector<TimePs> beside(channels.size(), -1);  // compute end beside each relevant channel
+  // Other stages' sends reach a step at a phase of it that the schedule sets: each relevant
+  // channel is measured sending from kChannelPhases points of the step's compute time alone
+  // (the compute-stream tasks that start first at 0, 1/k, 2/k... of it).
+  const TimePs t_marker = ex.task_start_ps[static_cast<size_t>(sp.marker)];
+  TimePs alone_ps = 0;
+  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
+      alone_ps = std::max(alone_ps, ex.task_end_ps[static_cast<size_t>(i)] - t_marker);
+  std::vector<sim::TaskId> anchors(kChannelPhases, sp.marker);
+  std::vector<TimePs> anchor_ps(kChannelPhases, 0);
+  for (std::size_t k = 1; k < kChannelPhases; ++k) {
+    const TimePs want = alone_ps * static_cast<TimePs>(k) / static_cast<TimePs>(kChannelPhases);
+    TimePs best = -1;
+    for (sim::TaskId i = sp.marker; i < sp.end_task; ++i) {
+      if (prog.tasks[static_cast<size_t>(i)].stream != schedule::kCompute || prog.tasks[static_cast<size_t>(i)].gpu != 0) continue;
+      const TimePs at = ex.task_start_ps[static_cast<size_t>(i)] - t_marker;
+      if (at >= want && (best < 0 || at < best)) {
+        best = at;
+        anchors[k] = i;
+      }
+    }
+    anchor_ps[k] = std::max<TimePs>(0, best);
+  }
+  std::vector<TimePs> beside(channels.size() * kChannelPhases, -1);  // compute end per channel and phase
   for (size_t c = 0; c < channels.size(); ++c)
     if (channels[c].from_stage != part.stage &&
         (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c])))
-      beside[c] = compute_end_beside(machine, prog, topo, sp, channels[c]);
+      for (std::size_t k = 0; k < kChannelPhases; ++k)
+        beside[c * kChannelPhases + k] = compute_end_beside(machine, prog, topo, sp, channels[c], anchors[k]);
   for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
 
   const sim::TaskId range_end = range.end;
@@ -251,9 +275,10 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
       p.recompute_wait_ps += gap.end_ps - gap.start_ps;
   }
   p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
-  p.channel_delay_ps.resize(channels.size(), 0);
-  for (size_t c = 0; c < channels.size(); ++c)
-    if (beside[c] >= 0) p.channel_delay_ps[c] = std::max<TimePs>(0, beside[c] - p.compute_end_ps);
+  p.channel_phase_ps = anchor_ps;
+  p.channel_delay_ps.resize(beside.size(), 0);
+  for (size_t i = 0; i < beside.size(); ++i)
+    if (beside[i] >= 0) p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i] - p.compute_end_ps);
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;

@@ -50,6 +50,9 @@ struct Channel {
   std::uint64_t bytes = 0;  ///< per flow
 };
 
+/// Points of a step (0, 1/k, 2/k... of its compute time) at which a channel's delay is measured.
+inline constexpr std::size_t kChannelPhases = 4;
+
 /// One step, measured from the start of its marker (times relative to it, in ps).
 struct StepProfile {
   TimePs compute_end_ps = 0;  ///< end of its last compute-stream task
@@ -83,10 +86,13 @@ struct StepProfile {
   std::int64_t memory_peak_bytes = 0;  ///< highest usage above the level at its start (>= 0)
   std::int64_t memory_net_bytes = 0;   ///< usage change over the step
   HostProfile host;  ///< with the host model on
-  /// Per channel (index into the channels measure_step got): how much later the step's last
-  /// compute-stream task ends when that channel's transfers run from the step's start beside
-  /// it (0 for a channel sharing no link with it, and for the stage's own sends).
+  /// Per channel (index into the channels measure_step got) and phase: how much later the
+  /// step's last compute-stream task ends when that channel sends once, from the phase's time
+  /// of the step on (channel_delay_ps[channel · kChannelPhases + phase]; 0 for a channel
+  /// sharing no link with it, and for the stage's own sends). Phase k starts at
+  /// channel_phase_ps[k] after the marker (k = 0: at it).
   std::vector<TimePs> channel_delay_ps;
+  std::vector<TimePs> channel_phase_ps;
 };
 
 /// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what
