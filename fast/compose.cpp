@@ -30,6 +30,8 @@ struct StageState {
   TimePs compute_free_ps = 0;  ///< end of the previous step's last compute-stream task
   TimePs tail_end_ps = 0;      ///< end of the previous step's compute tail
   bool previous_had_dp = false;  ///< the previous step issued gradient all-reduces
+  bool previous_sent = false;    ///< the previous step sent (its send is last_send)
+  TimePs previous_send_alone_ps = 0;  ///< that send's duration in its own profile
   TimePs pp_free_ps = 0, pp_queue_start_ps = 0;
   Interval last_send{0, 0};
   std::vector<Interval> sends, dp;  ///< communication of this stage's GPU, in issue order
@@ -52,6 +54,38 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
   return std::any_of(sp.layers.begin(), sp.layers.end(), [](const strategies::LayerDecision& d) {
     return d.overlapped() && d.window == strategies::Window::kFwdTpComm;
   });
+}
+
+/// The delay other stages' sends (`sends`, per channel, in start order) add to a step of
+/// profile `pr` starting at `start`. A channel's delay was measured for one send starting at
+/// each phase of the step: a send starting within the step adds that delay interpolated
+/// between the phases around its start (down to none at the step's compute end); one that
+/// started before the step adds the first phase's times the share of it that overlaps the step.
+TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<std::vector<Interval>>& sends) {
+  double delay = 0;
+  const Interval step{start, start + pr.compute_end_ps};
+  for (size_t c = 0; c < sends.size() && !pr.channel_delay_ps.empty(); ++c) {
+    const TimePs* delays = pr.channel_delay_ps.data() + c * kChannelPhases;
+    if (std::all_of(delays, delays + kChannelPhases, [](TimePs d) { return d == 0; })) continue;
+    for (const Interval& send : sends[c]) {
+      if (send.first >= step.second) break;
+      const TimePs shared = overlap(step, send);
+      if (shared == 0) continue;
+      const TimePs offset = send.first - start;
+      if (offset < 0) {
+        delay += static_cast<double>(delays[0]) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
+        continue;
+      }
+      std::size_t k = 0;
+      while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
+      const TimePs from = pr.channel_phase_ps[k];
+      const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
+      const double next = k + 1 < kChannelPhases ? static_cast<double>(delays[k + 1]) : 0.0;
+      const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
+      delay += (1 - w) * static_cast<double>(delays[k]) + w * next;
+    }
+  }
+  return static_cast<TimePs>(std::llround(delay));
 }
 
 /// Time of the tied-embedding gradient all-reduces of every embedding group (one per (dp, tp)
@@ -221,8 +255,16 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // delays). The schedule is composed twice: the first pass times every channel's sends (in
   // start order: one stage sends them on its pp stream), the second charges each step the
   // delays of the sends of the first pass that overlap it.
-  std::vector<std::vector<Interval>> channel_sends, first_pass_sends;
+  std::vector<std::vector<Interval>> channel_sends;
   bool charge_channels = false;
+  // Per stage and step: how much longer its send took beside the stage's next step (from the
+  // next step's profile, for the share of the send the next step overlapped), in the first
+  // pass; the second pass's sends take that long.
+  std::vector<std::vector<TimePs>> send_stretch_ps, first_pass_stretch_ps;
+  // Per stage and step: its start and profile in the first pass, and the delay other stages'
+  // sends add to it (from the first pass's timeline, charged in the second).
+  std::vector<std::vector<TimePs>> first_pass_start_ps, channel_delay_ps;
+  std::vector<std::vector<const StepProfile*>> first_pass_profile;
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -275,31 +317,24 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     g.out.contention_ps += delta;
     g.out.compute_ps += delta;
     if (charge_channels) {
-      // A channel's delay was measured for one send starting at each phase of the step; a
-      // send adds the delay of the last phase at or before its start, times the share of it
-      // that overlaps the step.
-      double foreign = 0;
-      const Interval step{start, start + pr.compute_end_ps};
-      for (size_t c = 0; c < first_pass_sends.size(); ++c) {
-        const TimePs* delays = pr.channel_delay_ps.data() + c * kChannelPhases;
-        if (std::all_of(delays, delays + kChannelPhases, [](TimePs d) { return d == 0; })) continue;
-        for (const Interval& send : first_pass_sends[c]) {
-          if (send.first >= step.second) break;
-          const TimePs shared = overlap(step, send);
-          if (shared == 0) continue;
-          std::size_t phase = 0;
-          while (phase + 1 < kChannelPhases && pr.channel_phase_ps[phase + 1] <= send.first - start) ++phase;
-          foreign += static_cast<double>(delays[phase]) * static_cast<double>(shared) /
-                     static_cast<double>(send.second - send.first);
-        }
-      }
-      const auto foreign_ps = static_cast<TimePs>(std::llround(foreign));
+      const TimePs foreign_ps = channel_delay_ps[static_cast<size_t>(s)][g.next];
       delta += foreign_ps;
       g.out.tp_exposed_ps += foreign_ps;  // the step's collectives wait for the shared links
+    } else if (!context.channels.empty()) {
+      first_pass_start_ps[static_cast<size_t>(s)][g.next] = start;
+      first_pass_profile[static_cast<size_t>(s)][g.next] = &pr;
     }
     // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
     // previous step's tail, so a step that starts later finds it further along.
     // After its predecessor it was simulated as issued there, with no wait for the input.
+    if (beside_previous && pr.previous_send_ps >= 0 && g.previous_sent) {
+      const TimePs stretch = pr.previous_send_ps - g.previous_send_alone_ps;
+      const TimePs length = g.last_send.second - g.last_send.first;
+      if (stretch > 0 && length > 0)
+        send_stretch_ps[static_cast<size_t>(s)][g.next - 1] = static_cast<TimePs>(std::llround(
+            static_cast<double>(stretch) * static_cast<double>(g.last_send.second - std::max(g.last_send.first, start)) /
+            static_cast<double>(length)));
+    }
     if (pr.pp_wait_recompute)
       delta -= std::min(start - (beside_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
 
@@ -317,7 +352,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     TimePs end = std::max(compute_end, tail_end);
     if (pr.sends) {
       const TimePs send_start = host_bound_ps(host, std::max(tail_end, g.pp_free_ps), g.host_ps, host.send_issue_ps);
-      const TimePs send_end = send_start + pr.send_ps;
+      const TimePs send_end = send_start + pr.send_ps + (charge_channels ? first_pass_stretch_ps[static_cast<size_t>(s)][g.next] : 0);
       const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
       g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
       g.pp_free_ps = send_end;
@@ -332,6 +367,8 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       out = {send_end, g.pp_queue_start_ps};
       end = std::max(end, send_end);
     }
+    g.previous_sent = pr.sends;
+    g.previous_send_alone_ps = pr.send_ps;
     const TimePs dp_before = g.dp_free_ps;
     g.previous_had_dp = pr.has_dp;
     if (pr.has_dp) {
@@ -377,8 +414,27 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int passes = context.channels.empty() ? 1 : 2;
   for (int pass = 0; pass < passes; ++pass) {
     charge_channels = pass == 1;
-    first_pass_sends = std::move(channel_sends);
+    if (pass == 1) {
+      channel_delay_ps.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) {
+        auto& d = channel_delay_ps[static_cast<size_t>(s)];
+        d.resize(order[static_cast<size_t>(s)].size());
+        for (size_t i = 0; i < d.size(); ++i)
+          d[i] = delay_of_channels(*first_pass_profile[static_cast<size_t>(s)][i], first_pass_start_ps[static_cast<size_t>(s)][i],
+                                   channel_sends);
+      }
+    } else if (!context.channels.empty()) {
+      first_pass_start_ps.resize(static_cast<size_t>(p.pp));
+      first_pass_profile.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) {
+        first_pass_start_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
+        first_pass_profile[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), nullptr);
+      }
+    }
     channel_sends.assign(context.channels.size(), {});
+    first_pass_stretch_ps = std::move(send_stretch_ps);
+    send_stretch_ps.resize(static_cast<size_t>(p.pp));
+    for (int s = 0; s < p.pp; ++s) send_stretch_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
     r = FastResult{};
     r.steps = total;
     fwd_in.assign(static_cast<size_t>((last_vs + 1) * m), Arrival{});

@@ -226,6 +226,12 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     p.sends = true;
     p.send_ps = end(sp.send) - start(sp.send);
   }
+  if (measured > 0) {  // the step simulated after its predecessor: how long that one's send took
+    const schedule::StepSpan* previous = nullptr;
+    for (const schedule::StepSpan& s : built.steps)
+      if (s.gpu == 0 && &s < range.span) previous = &s;
+    if (previous && previous->send >= 0) p.previous_send_ps = end(previous->send) - start(previous->send);
+  }
   TimePs dp_start = -1;
   const sim::TaskId optimizer_first = range.optimizer_first;
   for (sim::TaskId i = sp.first_task; i < range_end; ++i) {

@@ -59,6 +59,9 @@ struct StepProfile {
   TimePs tail_end_ps = 0;     ///< end of its compute tail (what its send waits for)
   bool sends = false;
   TimePs send_ps = 0;         ///< duration of its pipeline send
+  /// Simulated after its predecessor: the duration of the predecessor's send beside this step
+  /// (its collectives share the send's links); -1 when it sent nothing or ran alone.
+  TimePs previous_send_ps = -1;
   bool has_dp = false;
   TimePs dp_start_ps = 0, dp_end_ps = 0;  ///< its gradient all-reduces (first start, last end)
   TimePs end_ps = 0;          ///< with the tail: end of the optimizer step
