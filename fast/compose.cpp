@@ -56,35 +56,37 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
   });
 }
 
+/// What one send of channel `c` (the step's profile `pr`, starting at `start`) costs, from
+/// `per_phase` (the profile's channel_delay_ps or channel_send_delay_ps): they were measured
+/// for one send starting at each phase of the step. A send starting within the step costs that
+/// interpolated between the phases around its start (down to nothing at the step's compute
+/// end); one that started before the step costs the first phase's times the share of it that
+/// overlaps the step.
+double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, size_t c, TimePs start, Interval send) {
+  const Interval step{start, start + pr.compute_end_ps};
+  const TimePs shared = overlap(step, send);
+  if (shared == 0 || per_phase.empty()) return 0;
+  const TimePs* delays = per_phase.data() + c * kChannelPhases;
+  const TimePs offset = send.first - start;
+  if (offset < 0) return static_cast<double>(delays[0]) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
+  std::size_t k = 0;
+  while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
+  const TimePs from = pr.channel_phase_ps[k];
+  const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
+  const double next = k + 1 < kChannelPhases ? static_cast<double>(delays[k + 1]) : 0.0;
+  const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
+  return (1 - w) * static_cast<double>(delays[k]) + w * next;
+}
+
 /// The delay other stages' sends (`sends`, per channel, in start order) add to a step of
-/// profile `pr` starting at `start`. A channel's delay was measured for one send starting at
-/// each phase of the step: a send starting within the step adds that delay interpolated
-/// between the phases around its start (down to none at the step's compute end); one that
-/// started before the step adds the first phase's times the share of it that overlaps the step.
+/// profile `pr` starting at `start`.
 TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<std::vector<Interval>>& sends) {
   double delay = 0;
-  const Interval step{start, start + pr.compute_end_ps};
-  for (size_t c = 0; c < sends.size() && !pr.channel_delay_ps.empty(); ++c) {
-    const TimePs* delays = pr.channel_delay_ps.data() + c * kChannelPhases;
-    if (std::all_of(delays, delays + kChannelPhases, [](TimePs d) { return d == 0; })) continue;
+  for (size_t c = 0; c < sends.size() && !pr.channel_delay_ps.empty(); ++c)
     for (const Interval& send : sends[c]) {
-      if (send.first >= step.second) break;
-      const TimePs shared = overlap(step, send);
-      if (shared == 0) continue;
-      const TimePs offset = send.first - start;
-      if (offset < 0) {
-        delay += static_cast<double>(delays[0]) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
-        continue;
-      }
-      std::size_t k = 0;
-      while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
-      const TimePs from = pr.channel_phase_ps[k];
-      const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
-      const double next = k + 1 < kChannelPhases ? static_cast<double>(delays[k + 1]) : 0.0;
-      const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
-      delay += (1 - w) * static_cast<double>(delays[k]) + w * next;
+      if (send.first >= start + pr.compute_end_ps) break;
+      delay += phase_delay(pr, pr.channel_delay_ps, c, start, send);
     }
-  }
   return static_cast<TimePs>(std::llround(delay));
 }
 
@@ -265,6 +267,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // sends add to it (from the first pass's timeline, charged in the second).
   std::vector<std::vector<TimePs>> first_pass_start_ps, channel_delay_ps;
   std::vector<std::vector<const StepProfile*>> first_pass_profile;
+  std::vector<std::vector<TimePs>> channel_send_stretch_ps;  ///< per channel and send, for the second pass
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -352,17 +355,19 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     TimePs end = std::max(compute_end, tail_end);
     if (pr.sends) {
       const TimePs send_start = host_bound_ps(host, std::max(tail_end, g.pp_free_ps), g.host_ps, host.send_issue_ps);
-      const TimePs send_end = send_start + pr.send_ps + (charge_channels ? first_pass_stretch_ps[static_cast<size_t>(s)][g.next] : 0);
+      const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
+      const int channel = context.channels.empty() ? -1 : context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
+      TimePs send_end = send_start + pr.send_ps;
+      if (charge_channels) {
+        send_end += first_pass_stretch_ps[static_cast<size_t>(s)][g.next];
+        if (channel >= 0) send_end += channel_send_stretch_ps[static_cast<size_t>(channel)][channel_sends[static_cast<size_t>(channel)].size()];
+      }
       const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
       g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
       g.pp_free_ps = send_end;
       g.last_send = {send_start, send_end};
       g.sends.push_back(g.last_send);
-      if (!context.channels.empty()) {
-        const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
-        const int channel = context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
-        if (channel >= 0) channel_sends[static_cast<size_t>(channel)].push_back(g.last_send);
-      }
+      if (channel >= 0) channel_sends[static_cast<size_t>(channel)].push_back(g.last_send);
       Arrival& out = st.forward ? fwd_in[slot(vs, st.micro_batch)] : bwd_in[slot(vs, st.micro_batch)];
       out = {send_end, g.pp_queue_start_ps};
       end = std::max(end, send_end);
@@ -422,6 +427,21 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         for (size_t i = 0; i < d.size(); ++i)
           d[i] = delay_of_channels(*first_pass_profile[static_cast<size_t>(s)][i], first_pass_start_ps[static_cast<size_t>(s)][i],
                                    channel_sends);
+      }
+      // Each send, in turn, is slowed by the steps of the other stages whose links it crosses.
+      channel_send_stretch_ps.resize(channel_sends.size());
+      for (size_t c = 0; c < channel_sends.size(); ++c) {
+        auto& stretch = channel_send_stretch_ps[c];
+        stretch.assign(channel_sends[c].size(), 0);
+        for (size_t j = 0; j < stretch.size(); ++j) {
+          double sum = 0;
+          for (int x = 0; x < p.pp; ++x)
+            for (size_t i = 0; i < first_pass_profile[static_cast<size_t>(x)].size(); ++i)
+              sum += phase_delay(*first_pass_profile[static_cast<size_t>(x)][i],
+                                 first_pass_profile[static_cast<size_t>(x)][i]->channel_send_delay_ps, c,
+                                 first_pass_start_ps[static_cast<size_t>(x)][i], channel_sends[c][j]);
+          stretch[j] = static_cast<TimePs>(std::llround(sum));
+        }
       }
     } else if (!context.channels.empty()) {
       first_pass_start_ps.resize(static_cast<size_t>(p.pp));

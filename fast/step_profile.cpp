@@ -130,10 +130,11 @@ bool shares_collective_link(const sim::Program& prog, const hw_models::Topology&
   return false;
 }
 
-/// End of the measured step's last compute-stream task (relative to its marker's start) when
-/// `c`'s transfers (one send each) start with task `at` of the step, on a GPU of their own.
-TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
-                          const schedule::StepSpan& sp, const Channel& c, sim::TaskId at) {
+/// When `c`'s transfers (one send each, on a GPU of their own) start with task `at` of the
+/// measured step: the end of its last compute-stream task (relative to its marker's start),
+/// and how long the transfers took. `at` < 0: the transfers alone, from time 0.
+std::pair<TimePs, TimePs> run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
+                                     const schedule::StepSpan& sp, const Channel& c, sim::TaskId at) {
   sim::Machine m = machine;
   m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
   sim::Task t;
@@ -141,8 +142,8 @@ TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const 
   t.category = sim::Category::kPpComm;
   t.gpu = static_cast<sim::GpuId>(m.gpus.size() - 1);
   t.first_dep = static_cast<std::uint32_t>(prog.deps.size());
-  t.num_deps = 1;
-  prog.deps.push_back(at);
+  t.num_deps = at >= 0 ? 1 : 0;
+  if (at >= 0) prog.deps.push_back(at);
   t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
   for (const auto& [src, dst] : c.flows) {
     sim::Flow flow;
@@ -157,11 +158,13 @@ TimePs compute_end_beside(const sim::Machine& machine, sim::Program prog, const 
   if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
   if (!prog.static_bytes_per_gpu.empty()) prog.static_bytes_per_gpu.push_back(0);
   const sim::ExecResult ex = sim::execute(m, prog);
+  const TimePs sent_ps = ex.task_end_ps.back() - ex.task_start_ps.back();
+  if (at < 0) return {0, sent_ps};
   TimePs end = 0;
   for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
     if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
       end = std::max(end, ex.task_end_ps[static_cast<size_t>(i)]);
-  return end - ex.task_start_ps[static_cast<size_t>(sp.marker)];
+  return {end - ex.task_start_ps[static_cast<size_t>(sp.marker)], sent_ps};
 }
 
 }  // namespace
@@ -203,12 +206,17 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     anchor_ps[k] = std::max<TimePs>(0, best);
   }
-  std::vector<TimePs> beside(channels.size() * kChannelPhases, -1);  // compute end per channel and phase
+  // Per channel and phase: the compute end and the transfers' extra time beside the step.
+  std::vector<std::pair<TimePs, TimePs>> beside(channels.size() * kChannelPhases, {-1, 0});
   for (size_t c = 0; c < channels.size(); ++c)
     if (channels[c].from_stage != part.stage &&
-        (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c])))
-      for (std::size_t k = 0; k < kChannelPhases; ++k)
-        beside[c * kChannelPhases + k] = compute_end_beside(machine, prog, topo, sp, channels[c], anchors[k]);
+        (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c]))) {
+      const TimePs idle_ps = run_beside(machine, sim::Program{}, topo, sp, channels[c], -1).second;
+      for (std::size_t k = 0; k < kChannelPhases; ++k) {
+        beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, sp, channels[c], anchors[k]);
+        beside[c * kChannelPhases + k].second -= idle_ps;
+      }
+    }
   for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
 
   const sim::TaskId range_end = range.end;
@@ -283,8 +291,12 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
   p.channel_phase_ps = anchor_ps;
   p.channel_delay_ps.resize(beside.size(), 0);
+  p.channel_send_delay_ps.resize(beside.size(), 0);
   for (size_t i = 0; i < beside.size(); ++i)
-    if (beside[i] >= 0) p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i] - p.compute_end_ps);
+    if (beside[i].first >= 0) {
+      p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i].first - p.compute_end_ps);
+      p.channel_send_delay_ps[i] = std::max<TimePs>(0, beside[i].second);
+    }
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;

@@ -96,6 +96,9 @@ struct StepProfile {
   /// channel_phase_ps[k] after the marker (k = 0: at it).
   std::vector<TimePs> channel_delay_ps;
   std::vector<TimePs> channel_phase_ps;
+  /// The same runs: how much longer the channel's send took than on idle links (the step's
+  /// collectives slow it in turn).
+  std::vector<TimePs> channel_send_delay_ps;
 };
 
 /// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what
