@@ -220,6 +220,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     auto& pr = profiles[static_cast<size_t>(s)];
     auto& pr_alone = profiles_alone[static_cast<size_t>(s)];
+    if (after_previous) pr_alone.push_back(nullptr);  // the first step runs alone anyway
     pr.reserve(steps.size());
     std::vector<std::pair<StepKey, const StepProfile*>> distinct;
     const auto profile_of = [&](const StepKey& key) {
@@ -232,10 +233,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     };
     for (const StepKey& key : k) {
       pr.push_back(profile_of(key));
-      if (!key.after_previous) {
-        pr_alone.push_back(nullptr);
-        continue;
-      }
+      if (!key.after_previous) continue;
       StepKey alone = key;
       alone.after_previous = false;
       alone.prev_forward = alone.prev_grads_final = alone.prev_forward_windows = false;
@@ -327,9 +325,8 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       first_pass_start_ps[static_cast<size_t>(s)][g.next] = start;
       first_pass_profile[static_cast<size_t>(s)][g.next] = &pr;
     }
-    // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
-    // previous step's tail, so a step that starts later finds it further along.
-    // After its predecessor it was simulated as issued there, with no wait for the input.
+    // Beside this step the predecessor's send took longer, for the share of it the step
+    // overlapped (the second pass's send takes that long).
     if (beside_previous && pr.previous_send_ps >= 0 && g.previous_sent) {
       const TimePs stretch = pr.previous_send_ps - g.previous_send_alone_ps;
       const TimePs length = g.last_send.second - g.last_send.first;
@@ -338,6 +335,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
             static_cast<double>(stretch) * static_cast<double>(g.last_send.second - std::max(g.last_send.first, start)) /
             static_cast<double>(length)));
     }
+    // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
+    // previous step's tail, so a step that starts later finds it further along.
+    // After its predecessor it was simulated as issued there, with no wait for the input.
     if (pr.pp_wait_recompute)
       delta -= std::min(start - (beside_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
 
@@ -453,8 +453,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     channel_sends.assign(context.channels.size(), {});
     first_pass_stretch_ps = std::move(send_stretch_ps);
-    send_stretch_ps.resize(static_cast<size_t>(p.pp));
-    for (int s = 0; s < p.pp; ++s) send_stretch_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
+    if (after_previous) {  // only steps simulated after their predecessor measure it
+      send_stretch_ps.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) send_stretch_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
+    }
     r = FastResult{};
     r.steps = total;
     fwd_in.assign(static_cast<size_t>((last_vs + 1) * m), Arrival{});
