@@ -5,6 +5,9 @@
 #include "hw_models/collectives.hpp"
 #include "schedule/program_builder.hpp"
 #include "schedule/pipeline_schedule.hpp"
+#include "sim/executor.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
@@ -27,6 +30,8 @@ struct StageState {
   TimePs compute_free_ps = 0;  ///< end of the previous step's last compute-stream task
   TimePs tail_end_ps = 0;      ///< end of the previous step's compute tail
   bool previous_had_dp = false;  ///< the previous step issued gradient all-reduces
+  bool previous_sent = false;    ///< the previous step sent (its send is last_send)
+  TimePs previous_send_alone_ps = 0;  ///< that send's duration in its own profile
   TimePs pp_free_ps = 0, pp_queue_start_ps = 0;
   Interval last_send{0, 0};
   std::vector<Interval> sends, dp;  ///< communication of this stage's GPU, in issue order
@@ -51,17 +56,99 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
   });
 }
 
+/// What one send of channel `c` (the step's profile `pr`, starting at `start`) costs, from
+/// `per_phase` (the profile's channel_delay_ps or channel_send_delay_ps): they were measured
+/// for one send starting at each phase of the step. A send starting within the step costs that
+/// interpolated between the phases around its start (down to nothing at the step's compute
+/// end); one that started before the step costs the first phase's times the share of it that
+/// overlaps the step.
+double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, size_t c, TimePs start, Interval send) {
+  const Interval step{start, start + pr.compute_end_ps};
+  const TimePs shared = overlap(step, send);
+  if (shared == 0 || per_phase.empty()) return 0;
+  const TimePs* delays = per_phase.data() + c * kChannelPhases;
+  const TimePs offset = send.first - start;
+  if (offset < 0) return static_cast<double>(delays[0]) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
+  std::size_t k = 0;
+  while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
+  const TimePs from = pr.channel_phase_ps[k];
+  const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
+  const double next = k + 1 < kChannelPhases ? static_cast<double>(delays[k + 1]) : 0.0;
+  const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
+  return (1 - w) * static_cast<double>(delays[k]) + w * next;
+}
+
+/// The delay other stages' sends (`sends`, per channel, in start order) add to a step of
+/// profile `pr` starting at `start`.
+TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<std::vector<Interval>>& sends) {
+  double delay = 0;
+  for (size_t c = 0; c < sends.size() && !pr.channel_delay_ps.empty(); ++c)
+    for (const Interval& send : sends[c]) {
+      if (send.first >= start + pr.compute_end_ps) break;
+      delay += phase_delay(pr, pr.channel_delay_ps, c, start, send);
+    }
+  return static_cast<TimePs>(std::llround(delay));
+}
+
+/// Time of the tied-embedding gradient all-reduces of every embedding group (one per (dp, tp)
+/// rank), run together as exact mode runs them: each group's two members reach it at about
+/// the same time, once their stage has reduced its gradients. With links private to each GPU
+/// the groups share no link, so it is the collective model's time on idle links; otherwise
+/// (PCIe: the groups' flows cross the same switch uplinks, host and NICs) the groups' phases
+/// run on the engine over the topology's links, each phase a rendezvous of its two members.
+TimePs tied_embedding_allreduce_ps(const Scenario& sc, const model::Workload& workload, const hw_models::Topology& topo,
+                                   bool links_private) {
+  const ParallelSpec& p = sc.parallel;
+  const std::uint64_t bytes = schedule::tied_embedding_grad_bytes(p, workload);
+  const auto phases_of = [&](int dp_rank, int tp_rank) {
+    return hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing,
+                                      schedule::embedding_group_ranks(p, dp_rank, tp_rank), bytes);
+  };
+  if (links_private) return hw_models::idle_collective_time_ps(topo, phases_of(0, 0));
+  sim::Machine machine;
+  machine.links = topo.links();
+  sim::Program prog;
+  prog.names = {"embedding_grad_allreduce"};
+  std::int32_t group = 0;
+  for (int d = 0; d < p.dp; ++d)
+    for (int t = 0; t < p.tp; ++t) {
+      const auto ranks = schedule::embedding_group_ranks(p, d, t);
+      const auto phases = phases_of(d, t);
+      for (size_t member = 0; member < ranks.size(); ++member) {
+        const auto gpu = static_cast<sim::GpuId>(machine.gpus.size());
+        machine.gpus.push_back({fmt::format("rank{}", ranks[member]), {"dp"}, 0, 0.0});
+        for (size_t ph = 0; ph < phases.size(); ++ph) {
+          sim::Task task;  // phases of one member follow each other on its stream
+          task.kind = sim::TaskKind::kComm;
+          task.category = sim::Category::kDpComm;
+          task.gpu = gpu;
+          task.work_ps = phases[ph].latency_ps;
+          task.group = group + static_cast<std::int32_t>(ph);
+          task.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+          for (const hw_models::FlowSpec& f : phases[ph].flows) {
+            if (f.src != ranks[member]) continue;
+            sim::Flow flow;
+            flow.bytes = f.bytes;
+            flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+            for (sim::LinkId l : topo.path(f.src, f.dst)) prog.path_links.push_back(l);
+            flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+            prog.flows.push_back(flow);
+            ++task.num_flows;
+          }
+          prog.tasks.push_back(task);
+        }
+      }
+      group += static_cast<std::int32_t>(phases.size());
+    }
+  return sim::execute(machine, prog).makespan_ps;
+}
+
 /// The tied-embedding gradient all-reduce between the first and last stage, as exact mode
 /// runs it (schedule/program_builder.cpp): it starts once both stages have reduced their
-/// gradients, and the optimizer step of both follows it. Its time is the collective model's on
-/// idle links: nothing else of the two GPUs communicates then.
+/// gradients, and the optimizer step of both follows it.
 void couple_tied_embedding(const Scenario& sc, const model::Workload& workload, const hw_models::Topology& topo,
-                           StageState& first, StageState& last) {
-  const ParallelSpec& p = sc.parallel;
-  const TimePs allreduce_ps = hw_models::idle_collective_time_ps(
-      topo, hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing,
-                                       schedule::embedding_group_ranks(p, 0, 0),
-                                       schedule::tied_embedding_grad_bytes(p, workload)));
+                           bool links_private, StageState& first, StageState& last) {
+  const TimePs allreduce_ps = tied_embedding_allreduce_ps(sc, workload, topo, links_private);
   const TimePs reduced_ps = std::max(first.grads_reduced_ps, last.grads_reduced_ps) + allreduce_ps;
   for (StageState* g : {&first, &last}) {
     g->end_ps = std::max(g->end_ps, reduced_ps + g->optimizer_ps);
@@ -82,6 +169,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
   StepCache::Context& context = cache.context(sc);
+  if (!context.links_private) cache.add_channels(context, sc, workload);
   const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
@@ -94,6 +182,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // few distinct steps: each is looked up in the cache once).
   std::vector<std::vector<StepKey>> keys(static_cast<size_t>(p.pp));
   std::vector<std::vector<const StepProfile*>> profiles(static_cast<size_t>(p.pp));
+  // After-previous steps: the same step simulated without its predecessor, for a step that
+  // starts after its predecessor's communication has ended (it waited for its input).
+  std::vector<std::vector<const StepProfile*>> profiles_alone(static_cast<size_t>(p.pp));
   std::size_t total = 0;
   for (int s = 0; s < p.pp; ++s) {
     const auto& steps = order[static_cast<size_t>(s)];
@@ -128,28 +219,53 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       }
     }
     auto& pr = profiles[static_cast<size_t>(s)];
+    auto& pr_alone = profiles_alone[static_cast<size_t>(s)];
+    if (after_previous) pr_alone.push_back(nullptr);  // the first step runs alone anyway
     pr.reserve(steps.size());
     std::vector<std::pair<StepKey, const StepProfile*>> distinct;
-    for (const StepKey& key : k) {
+    const auto profile_of = [&](const StepKey& key) {
       auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == key; });
       if (it == distinct.end()) {
         distinct.push_back({key, &cache.get(context, key, plan_key, sc, plan, workload)});
         it = distinct.end() - 1;
       }
-      pr.push_back(it->second);
+      return it->second;
+    };
+    for (const StepKey& key : k) {
+      pr.push_back(profile_of(key));
+      if (!key.after_previous) continue;
+      StepKey alone = key;
+      alone.after_previous = false;
+      alone.prev_forward = alone.prev_grads_final = alone.prev_forward_windows = false;
+      alone.prev_virtual_stage = 0;
+      pr_alone.push_back(profile_of(alone));
     }
     total += steps.size();
   }
 
   FastResult r;
-  r.steps = total;
-  std::vector<Arrival> fwd_in(static_cast<size_t>((last_vs + 1) * m)), bwd_in(fwd_in.size());
+  std::vector<Arrival> fwd_in, bwd_in;
   auto slot = [m](int vs, int mb) { return static_cast<size_t>(vs * m + mb); };
-  std::vector<StageState> state(static_cast<size_t>(p.pp));
+  std::vector<StageState> state;
   std::vector<Interval> externals;
   // Window samples per virtual stage: per layer (backward windows), and forward idle.
-  std::vector<std::vector<std::vector<TimePs>>> window_samples(static_cast<size_t>(last_vs + 1));
-  std::vector<std::vector<TimePs>> forward_samples(static_cast<size_t>(last_vs + 1));
+  std::vector<std::vector<std::vector<TimePs>>> window_samples;
+  std::vector<std::vector<TimePs>> forward_samples;
+  // Links shared between GPUs: other stages' sends slow a step (its profile's channel
+  // delays). The schedule is composed twice: the first pass times every channel's sends (in
+  // start order: one stage sends them on its pp stream), the second charges each step the
+  // delays of the sends of the first pass that overlap it.
+  std::vector<std::vector<Interval>> channel_sends;
+  bool charge_channels = false;
+  // Per stage and step: how much longer its send took beside the stage's next step (from the
+  // next step's profile, for the share of the send the next step overlapped), in the first
+  // pass; the second pass's sends take that long.
+  std::vector<std::vector<TimePs>> send_stretch_ps, first_pass_stretch_ps;
+  // Per stage and step: its start and profile in the first pass, and the delay other stages'
+  // sends add to it (from the first pass's timeline, charged in the second).
+  std::vector<std::vector<TimePs>> first_pass_start_ps, channel_delay_ps;
+  std::vector<std::vector<const StepProfile*>> first_pass_profile;
+  std::vector<std::vector<TimePs>> channel_send_stretch_ps;  ///< per channel and send, for the second pass
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -163,9 +279,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (st.forward && vs > 0) in = &fwd_in[slot(vs - 1, st.micro_batch)];
     if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
     if (in && in->at_ps < 0) return false;
-    const StepProfile& pr = *profiles[static_cast<size_t>(s)][g.next];
-    r.symmetric = pr.symmetric;
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
+    // Simulated after its predecessor, the step ran beside the predecessor's send and
+    // all-reduces from its start; when those had ended before it started, it ran alone.
+    const bool beside_previous = key.after_previous &&
+                                 !(g.last_send.second <= start && (!g.previous_had_dp || g.dp_free_ps <= start));
+    const StepProfile& pr =
+        beside_previous || !key.after_previous ? *profiles[static_cast<size_t>(s)][g.next] : *profiles_alone[static_cast<size_t>(s)][g.next];
+    r.symmetric = pr.symmetric;
     // The window each layer's recompute could use: the backward of the layer above; for the
     // top layer the wait before this step plus the head's TP idle.
     const auto layers = measure_windows ? pr.layer_tp_idle_ps.size() : 0;
@@ -182,7 +303,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
 
     // Communication of this GPU still running when the step starts slows its kernels; the
     // previous step's is already in the profile when the two were simulated together.
-    const bool paired = key.after_previous || (!st.forward && key.forward_windows);
+    const bool paired = beside_previous || (!st.forward && key.forward_windows);
     externals.clear();
     if (!paired && g.tail_end_ps > g.compute_free_ps) externals.push_back({g.compute_free_ps - start, g.tail_end_ps - start});
     // Sends and all-reduces queue on their streams, so they end in issue order.
@@ -191,16 +312,34 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     for (std::size_t i = g.live_send; i < g.sends.size(); ++i)
       if (!(paired && g.sends[i] == g.last_send)) externals.push_back({g.sends[i].first - start, g.sends[i].second - start});
     for (std::size_t i = g.live_dp; i < g.dp.size(); ++i)
-      if (!(key.after_previous && i + 1 == g.dp.size() && g.previous_had_dp))
+      if (!(beside_previous && i + 1 == g.dp.size() && g.previous_had_dp))
         externals.push_back({g.dp[i].first - start, g.dp[i].second - start});
     TimePs delta = contention_delay_ps(pr.segments, externals, contention);
     g.out.contention_ps += delta;
     g.out.compute_ps += delta;
+    if (charge_channels) {
+      const TimePs foreign_ps = channel_delay_ps[static_cast<size_t>(s)][g.next];
+      delta += foreign_ps;
+      g.out.tp_exposed_ps += foreign_ps;  // the step's collectives wait for the shared links
+    } else if (!context.channels.empty()) {
+      first_pass_start_ps[static_cast<size_t>(s)][g.next] = start;
+      first_pass_profile[static_cast<size_t>(s)][g.next] = &pr;
+    }
+    // Beside this step the predecessor's send took longer, for the share of it the step
+    // overlapped (the second pass's send takes that long).
+    if (beside_previous && pr.previous_send_ps >= 0 && g.previous_sent) {
+      const TimePs stretch = pr.previous_send_ps - g.previous_send_alone_ps;
+      const TimePs length = g.last_send.second - g.last_send.first;
+      if (stretch > 0 && length > 0)
+        send_stretch_ps[static_cast<size_t>(s)][g.next - 1] = static_cast<TimePs>(std::llround(
+            static_cast<double>(stretch) * static_cast<double>(g.last_send.second - std::max(g.last_send.first, start)) /
+            static_cast<double>(length)));
+    }
     // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
     // previous step's tail, so a step that starts later finds it further along.
     // After its predecessor it was simulated as issued there, with no wait for the input.
     if (pr.pp_wait_recompute)
-      delta -= std::min(start - (key.after_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
+      delta -= std::min(start - (beside_previous ? g.compute_free_ps : g.tail_end_ps), pr.recompute_wait_ps);
 
     // The parameter all-gathers were simulated as issued at this step's start; they started
     // with the iteration, so a step that starts later waits less (by at most what it waited).
@@ -219,16 +358,25 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     TimePs end = std::max(compute_end, tail_end);
     if (pr.sends) {
       const TimePs send_start = host_bound_ps(host, std::max(tail_end, g.pp_free_ps), g.host_ps, host.send_issue_ps);
-      const TimePs send_end = send_start + pr.send_ps;
+      const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
+      const int channel = context.channels.empty() ? -1 : context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
+      TimePs send_end = send_start + pr.send_ps;
+      if (charge_channels) {
+        send_end += first_pass_stretch_ps[static_cast<size_t>(s)][g.next];
+        if (channel >= 0) send_end += channel_send_stretch_ps[static_cast<size_t>(channel)][channel_sends[static_cast<size_t>(channel)].size()];
+      }
       const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
       g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
       g.pp_free_ps = send_end;
       g.last_send = {send_start, send_end};
       g.sends.push_back(g.last_send);
+      if (channel >= 0) channel_sends[static_cast<size_t>(channel)].push_back(g.last_send);
       Arrival& out = st.forward ? fwd_in[slot(vs, st.micro_batch)] : bwd_in[slot(vs, st.micro_batch)];
       out = {send_end, g.pp_queue_start_ps};
       end = std::max(end, send_end);
     }
+    g.previous_sent = pr.sends;
+    g.previous_send_alone_ps = pr.send_ps;
     const TimePs dp_before = g.dp_free_ps;
     g.previous_had_dp = pr.has_dp;
     if (pr.has_dp) {
@@ -271,16 +419,65 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     return true;
   };
 
-  std::size_t done = 0;
-  while (done < total) {
-    const std::size_t before = done;
-    for (int s = 0; s < p.pp; ++s)
-      while (advance(s)) ++done;
-    for (int s = p.pp - 1; s >= 0; --s)
-      while (advance(s)) ++done;
-    LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+  const int passes = context.channels.empty() ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass) {
+    charge_channels = pass == 1;
+    if (pass == 1) {
+      channel_delay_ps.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) {
+        auto& d = channel_delay_ps[static_cast<size_t>(s)];
+        d.resize(order[static_cast<size_t>(s)].size());
+        for (size_t i = 0; i < d.size(); ++i)
+          d[i] = delay_of_channels(*first_pass_profile[static_cast<size_t>(s)][i], first_pass_start_ps[static_cast<size_t>(s)][i],
+                                   channel_sends);
+      }
+      // Each send, in turn, is slowed by the steps of the other stages whose links it crosses.
+      channel_send_stretch_ps.resize(channel_sends.size());
+      for (size_t c = 0; c < channel_sends.size(); ++c) {
+        auto& stretch = channel_send_stretch_ps[c];
+        stretch.assign(channel_sends[c].size(), 0);
+        for (size_t j = 0; j < stretch.size(); ++j) {
+          double sum = 0;
+          for (int x = 0; x < p.pp; ++x)
+            for (size_t i = 0; i < first_pass_profile[static_cast<size_t>(x)].size(); ++i)
+              sum += phase_delay(*first_pass_profile[static_cast<size_t>(x)][i],
+                                 first_pass_profile[static_cast<size_t>(x)][i]->channel_send_delay_ps, c,
+                                 first_pass_start_ps[static_cast<size_t>(x)][i], channel_sends[c][j]);
+          stretch[j] = static_cast<TimePs>(std::llround(sum));
+        }
+      }
+    } else if (!context.channels.empty()) {
+      first_pass_start_ps.resize(static_cast<size_t>(p.pp));
+      first_pass_profile.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) {
+        first_pass_start_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
+        first_pass_profile[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), nullptr);
+      }
+    }
+    channel_sends.assign(context.channels.size(), {});
+    first_pass_stretch_ps = std::move(send_stretch_ps);
+    if (after_previous) {  // only steps simulated after their predecessor measure it
+      send_stretch_ps.resize(static_cast<size_t>(p.pp));
+      for (int s = 0; s < p.pp; ++s) send_stretch_ps[static_cast<size_t>(s)].assign(order[static_cast<size_t>(s)].size(), 0);
+    }
+    r = FastResult{};
+    r.steps = total;
+    fwd_in.assign(static_cast<size_t>((last_vs + 1) * m), Arrival{});
+    bwd_in.assign(fwd_in.size(), Arrival{});
+    state.assign(static_cast<size_t>(p.pp), StageState{});
+    window_samples.assign(static_cast<size_t>(last_vs + 1), {});
+    forward_samples.assign(static_cast<size_t>(last_vs + 1), {});
+    std::size_t done = 0;
+    while (done < total) {
+      const std::size_t before = done;
+      for (int s = 0; s < p.pp; ++s)
+        while (advance(s)) ++done;
+      for (int s = p.pp - 1; s >= 0; --s)
+        while (advance(s)) ++done;
+      LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+    }
   }
-  if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, state.front(), state.back());
+  if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, context.links_private, state.front(), state.back());
   for (const StageState& g : state) r.makespan_ps = std::max(r.makespan_ps, g.end_ps);
   const auto median_or_zero = [](std::vector<TimePs> v) { return v.empty() ? TimePs{0} : median(std::move(v)); };
   for (int vs = 0; vs <= last_vs && measure_windows; ++vs) {

@@ -36,6 +36,33 @@ StepCache::Context& StepCache::context(const Scenario& sc) {
   return *it->second;
 }
 
+void StepCache::add_channels(Context& c, const Scenario& sc, const model::Workload& workload) {
+  // Every pair of stages pipeline sends go between (forward: to the next stage, backward: to
+  // the previous; interleaved also from the last stage to the first and back), with a flow
+  // per (dp, tp) rank as exact mode sends them.
+  std::lock_guard lock(mutex_);
+  if (c.channels_made || c.links_private) return;
+  c.channels_made = true;
+  const ParallelSpec& p = sc.parallel;
+  c.channel_of.assign(static_cast<size_t>(p.pp * p.pp), -1);
+  const auto add = [&](int from, int to) {
+    int& index = c.channel_of[static_cast<size_t>(from * p.pp + to)];
+    if (from == to || index >= 0) return;
+    index = static_cast<int>(c.channels.size());
+    Channel& ch = c.channels.emplace_back();
+    ch.from_stage = from;
+    ch.to_stage = to;
+    ch.bytes = workload.boundary_bytes;
+    for (int d = 0; d < p.dp; ++d)
+      for (int t = 0; t < p.tp; ++t)
+        ch.flows.emplace_back(schedule::global_rank(p, from, d, t), schedule::global_rank(p, to, d, t));
+  };
+  for (int s = 0; s < p.pp; ++s) {
+    if (s + 1 < p.pp || p.virtual_stages > 1) add(s, (s + 1) % p.pp);
+    if (s > 0 || p.virtual_stages > 1) add(s, (s + p.pp - 1) % p.pp);
+  }
+}
+
 namespace {
 
 void append_int(std::string& out, int v) {
@@ -114,7 +141,7 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Plan
     part.steps = {{false, 0, chunk}};
     part.grads_final = {k.grads_final};
   }
-  auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, *context.topology, workload, part, measured));
+  auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, *context.topology, workload, part, measured, context.channels));
   std::lock_guard lock(mutex_);
   auto [it, inserted] = context.profiles.emplace(std::move(key), std::move(profile));
   if (inserted) ++misses_;

@@ -66,10 +66,19 @@ class StepCache {
     std::unique_ptr<hw_models::Topology> topology;  ///< built once: path searches are costly
     bool links_private = false;  ///< Topology::links_private_per_gpu
     std::unordered_map<std::string, std::unique_ptr<StepProfile>> profiles;  ///< by step
+    /// Links shared between GPUs: the pipeline's channels (every pair of stages a send goes
+    /// between), whose delays each profile measures; channel_of[from · pp + to] indexes them
+    /// (-1: no sends between the two). Empty with private links.
+    std::vector<Channel> channels;
+    std::vector<int> channel_of;
+    bool channels_made = false;
   };
 
   /// The context of `sc` (created on first use; references stay valid until clear()).
   Context& context(const Scenario& sc);
+  /// Makes `context`'s channels (links shared between GPUs only) for `sc` and its workload,
+  /// once.
+  void add_channels(Context& context, const Scenario& sc, const model::Workload& workload);
 
   /// The profile of `key`'s step under `plan` (`plan_key` its key text) in `context`,
   /// simulated on a miss.

@@ -112,11 +112,67 @@ HostProfile measure_host_bound(const Scenario& sc, const strategies::RecomputePl
   return h;
 }
 
+/// Whether `c`'s flows cross a link that the collectives (not the pipeline sends) of `prog`
+/// use.
+bool shares_collective_link(const sim::Program& prog, const hw_models::Topology& topo, const Channel& c) {
+  std::vector<bool> used(topo.links().size(), false);
+  for (const sim::Task& t : prog.tasks) {
+    if (t.kind != sim::TaskKind::kComm || t.stream == schedule::kPp) continue;
+    for (std::uint32_t f = t.first_flow; f < t.first_flow + t.num_flows; ++f) {
+      const sim::Flow& flow = prog.flows[f];
+      for (std::uint32_t l = flow.first_link; l < flow.first_link + flow.num_links; ++l)
+        used[static_cast<size_t>(prog.path_links[l])] = true;
+    }
+  }
+  for (const auto& [src, dst] : c.flows)
+    for (sim::LinkId l : topo.path(src, dst))
+      if (used[static_cast<size_t>(l)]) return true;
+  return false;
+}
+
+/// When `c`'s transfers (one send each, on a GPU of their own) start with task `at` of the
+/// measured step: the end of its last compute-stream task (relative to its marker's start),
+/// and how long the transfers took. `at` < 0: the transfers alone, from time 0.
+std::pair<TimePs, TimePs> run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
+                                     const schedule::StepSpan& sp, const Channel& c, sim::TaskId at) {
+  sim::Machine m = machine;
+  m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
+  sim::Task t;
+  t.kind = sim::TaskKind::kComm;
+  t.category = sim::Category::kPpComm;
+  t.gpu = static_cast<sim::GpuId>(m.gpus.size() - 1);
+  t.first_dep = static_cast<std::uint32_t>(prog.deps.size());
+  t.num_deps = at >= 0 ? 1 : 0;
+  if (at >= 0) prog.deps.push_back(at);
+  t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+  for (const auto& [src, dst] : c.flows) {
+    sim::Flow flow;
+    flow.bytes = c.bytes;
+    flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+    for (sim::LinkId l : topo.path(src, dst)) prog.path_links.push_back(l);
+    flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+    prog.flows.push_back(flow);
+    ++t.num_flows;
+  }
+  prog.tasks.push_back(t);
+  if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
+  if (!prog.static_bytes_per_gpu.empty()) prog.static_bytes_per_gpu.push_back(0);
+  const sim::ExecResult ex = sim::execute(m, prog);
+  const TimePs sent_ps = ex.task_end_ps.back() - ex.task_start_ps.back();
+  if (at < 0) return {0, sent_ps};
+  TimePs end = 0;
+  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
+      end = std::max(end, ex.task_end_ps[static_cast<size_t>(i)]);
+  return {end - ex.task_start_ps[static_cast<size_t>(sp.marker)], sent_ps};
+}
+
 }  // namespace
 
 StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
                          const hw_models::Topology& topo, const model::Workload& workload,
-                         const schedule::StageSteps& part, std::size_t measured) {
+                         const schedule::StageSteps& part, std::size_t measured,
+                         const std::vector<Channel>& channels) {
   schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
   sim::Program& prog = built.program;
   // Memory off for the timing run (memory never changes timing); restored for the profile.
@@ -125,10 +181,44 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   sim::Machine machine = built.machine;
   for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
   const sim::ExecResult ex = sim::execute(machine, prog);
-  for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
-
   const MeasuredRange range = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *range.span;
+  // Other stages' sends reach a step at a phase of it that the schedule sets: each relevant
+  // channel is measured sending from kChannelPhases points of the step's compute time alone
+  // (the compute-stream tasks that start first at 0, 1/k, 2/k... of it).
+  const TimePs t_marker = ex.task_start_ps[static_cast<size_t>(sp.marker)];
+  TimePs alone_ps = 0;
+  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
+      alone_ps = std::max(alone_ps, ex.task_end_ps[static_cast<size_t>(i)] - t_marker);
+  std::vector<sim::TaskId> anchors(kChannelPhases, sp.marker);
+  std::vector<TimePs> anchor_ps(kChannelPhases, 0);
+  for (std::size_t k = 1; k < kChannelPhases; ++k) {
+    const TimePs want = alone_ps * static_cast<TimePs>(k) / static_cast<TimePs>(kChannelPhases);
+    TimePs best = -1;
+    for (sim::TaskId i = sp.marker; i < sp.end_task; ++i) {
+      if (prog.tasks[static_cast<size_t>(i)].stream != schedule::kCompute || prog.tasks[static_cast<size_t>(i)].gpu != 0) continue;
+      const TimePs at = ex.task_start_ps[static_cast<size_t>(i)] - t_marker;
+      if (at >= want && (best < 0 || at < best)) {
+        best = at;
+        anchors[k] = i;
+      }
+    }
+    anchor_ps[k] = std::max<TimePs>(0, best);
+  }
+  // Per channel and phase: the compute end and the transfers' extra time beside the step.
+  std::vector<std::pair<TimePs, TimePs>> beside(channels.size() * kChannelPhases, {-1, 0});
+  for (size_t c = 0; c < channels.size(); ++c)
+    if (channels[c].from_stage != part.stage &&
+        (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c]))) {
+      const TimePs idle_ps = run_beside(machine, sim::Program{}, topo, sp, channels[c], -1).second;
+      for (std::size_t k = 0; k < kChannelPhases; ++k) {
+        beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, sp, channels[c], anchors[k]);
+        beside[c * kChannelPhases + k].second -= idle_ps;
+      }
+    }
+  for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
+
   const sim::TaskId range_end = range.end;
   const auto start = [&](sim::TaskId id) { return ex.task_start_ps[static_cast<size_t>(id)]; };
   const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)]; };
@@ -143,6 +233,12 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   if (sp.send >= 0) {
     p.sends = true;
     p.send_ps = end(sp.send) - start(sp.send);
+  }
+  if (measured > 0) {  // the step simulated after its predecessor: how long that one's send took
+    const schedule::StepSpan* previous = nullptr;
+    for (const schedule::StepSpan& s : built.steps)
+      if (s.gpu == 0 && &s < range.span) previous = &s;
+    if (previous && previous->send >= 0) p.previous_send_ps = end(previous->send) - start(previous->send);
   }
   TimePs dp_start = -1;
   const sim::TaskId optimizer_first = range.optimizer_first;
@@ -193,6 +289,14 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
       p.recompute_wait_ps += gap.end_ps - gap.start_ps;
   }
   p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
+  p.channel_phase_ps = anchor_ps;
+  p.channel_delay_ps.resize(beside.size(), 0);
+  p.channel_send_delay_ps.resize(beside.size(), 0);
+  for (size_t i = 0; i < beside.size(); ++i)
+    if (beside[i].first >= 0) {
+      p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i].first - p.compute_end_ps);
+      p.channel_send_delay_ps[i] = std::max<TimePs>(0, beside[i].second);
+    }
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;

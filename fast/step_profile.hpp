@@ -41,12 +41,28 @@ inline TimePs host_bound_ps(const HostProfile& h, TimePs gpu_ps, TimePs host_clo
   return h.on ? std::max(gpu_ps, host_clock_ps + host_relative_ps) : gpu_ps;
 }
 
+/// Pipeline transfers from one stage to another (one flow per (dp, tp) rank, ranks paired as
+/// exact mode's sends pair them): fast mode's foreign traffic. Where links are shared between
+/// GPUs (PCIe), other stages' transfers cross a stage's links (those into it, and those through
+/// its PCIe switches to a NIC or the host) and slow its collectives.
+struct Channel {
+  int from_stage = 0, to_stage = 0;
+  std::vector<std::pair<hw_models::Rank, hw_models::Rank>> flows;  ///< (source, destination)
+  std::uint64_t bytes = 0;  ///< per flow
+};
+
+/// Points of a step (0, 1/k, 2/k... of its compute time) at which a channel's delay is measured.
+inline constexpr std::size_t kChannelPhases = 4;
+
 /// One step, measured from the start of its marker (times relative to it, in ps).
 struct StepProfile {
   TimePs compute_end_ps = 0;  ///< end of its last compute-stream task
   TimePs tail_end_ps = 0;     ///< end of its compute tail (what its send waits for)
   bool sends = false;
   TimePs send_ps = 0;         ///< duration of its pipeline send
+  /// Simulated after its predecessor: the duration of the predecessor's send beside this step
+  /// (its collectives share the send's links); -1 when it sent nothing or ran alone.
+  TimePs previous_send_ps = -1;
   bool has_dp = false;
   TimePs dp_start_ps = 0, dp_end_ps = 0;  ///< its gradient all-reduces (first start, last end)
   TimePs end_ps = 0;          ///< with the tail: end of the optimizer step
@@ -74,13 +90,26 @@ struct StepProfile {
   std::int64_t memory_peak_bytes = 0;  ///< highest usage above the level at its start (>= 0)
   std::int64_t memory_net_bytes = 0;   ///< usage change over the step
   HostProfile host;  ///< with the host model on
+  /// Per channel (index into the channels measure_step got) and phase: how much later the
+  /// step's last compute-stream task ends when that channel sends once, from the phase's time
+  /// of the step on (channel_delay_ps[channel · kChannelPhases + phase]; 0 for a channel
+  /// sharing no link with it, and for the stage's own sends). Phase k starts at
+  /// channel_phase_ps[k] after the marker (k = 0: at it).
+  std::vector<TimePs> channel_delay_ps;
+  std::vector<TimePs> channel_phase_ps;
+  /// The same runs: how much longer the channel's send took than on idle links (the step's
+  /// collectives slow it in turn).
+  std::vector<TimePs> channel_send_delay_ps;
 };
 
 /// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what
-/// it never allocated) and measures its step number `measured` (index into part.steps).
+/// it never allocated) and measures its step number `measured` (index into part.steps); and,
+/// for each of `channels` that other stages send on and that shares a link with the step's
+/// traffic or ends at its stage, the step run again beside that channel's transfers.
 StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
                          const hw_models::Topology& topo, const model::Workload& workload,
-                         const schedule::StageSteps& part, std::size_t measured);
+                         const schedule::StageSteps& part, std::size_t measured,
+                         const std::vector<Channel>& channels = {});
 
 /// Extra time a step takes when `externals` (communication tasks of the same GPU, [start, end)
 /// relative to the step's start) run beside it: its kernels run slower while they do.

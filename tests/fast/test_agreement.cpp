@@ -3,7 +3,8 @@
 // memory equal for none / full / selective plans and within kFastModeMemoryBound
 // (runner/planning.hpp) for overlapped (lynx) plans, and the two modes rank the configurations
 // alike (Kendall tau >= 0.98).
-// configs-pcie.txt: the same except the 1% (its header says why; fast_bench reports it).
+// configs-pcie.txt: the same with iteration times within 3%, not 1% (links shared between
+// stages; its header says why, fast_bench reports the distribution: worst 2.59%).
 #include "runner/mode_agreement.hpp"
 #include "runner/planning.hpp"
 
@@ -17,7 +18,7 @@ using namespace lynx::runner;
 
 namespace {
 
-void check_set(const std::string& file, bool check_time, std::size_t at_least) {
+void check_set(const std::string& file, double time_bound, std::size_t at_least) {
   const auto configs = read_agreement_set(std::string(LYNXSIM_SOURCE_DIR) + "/tests/fast/" + file);
   REQUIRE(configs.size() >= at_least);
   std::vector<double> exact, fast;
@@ -26,7 +27,7 @@ void check_set(const std::string& file, bool check_time, std::size_t at_least) {
     const ModeComparison c = compare_modes(config);
     exact.push_back(c.exact.iteration_time_s);
     fast.push_back(c.fast.iteration_time_s);
-    const bool time_ok = !check_time || std::abs(c.time_error()) <= 0.01;
+    const bool time_ok = std::abs(c.time_error()) <= time_bound;
     const bool memory_ok = c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal();
     const bool oom_ok = c.overlapped || c.exact.oom == c.fast.oom;
     if (!time_ok || !memory_ok || !oom_ok) {
@@ -44,11 +45,11 @@ void check_set(const std::string& file, bool check_time, std::size_t at_least) {
 }  // namespace
 
 TEST_CASE("fast mode agrees with exact mode within 1% on the committed NVLink set") {
-  check_set("configs.txt", true, 200);
+  check_set("configs.txt", 0.01, 200);
 }
 
-TEST_CASE("fast mode's memory and ranking agree with exact mode on the committed PCIe set") {
-  check_set("configs-pcie.txt", false, 50);
+TEST_CASE("fast mode agrees with exact mode within 3% on the committed PCIe set (memory and ranking as on NVLink)") {
+  check_set("configs-pcie.txt", 0.03, 110);
 }
 
 TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {

@@ -5,6 +5,7 @@
 #include "fast/step_cache.hpp"
 #include "fast/step_profile.hpp"
 #include "model/resolved_scenario.hpp"
+#include "model/workload.hpp"
 #include "runner/simulate.hpp"
 
 #include <doctest/doctest.h>
@@ -141,4 +142,41 @@ TEST_CASE("the step cache shares a context across schedules, batches and strateg
     CAPTURE(field);
     CHECK(context({field}) != reference);
   }
+}
+
+TEST_CASE("on shared links other stages' sends into a stage slow its steps; its own sends are not charged") {
+  // gpt-2.7b tp4 pp8 on 4 PCIe nodes: two stages per node, each stage's TP ring crosses its
+  // PCIe switches' host links, which the sends of its neighbours cross too.
+  const std::vector<std::string> sets = {"model.preset=gpt-2.7b", "hardware.profile=a100-pcie-40gb", "hardware.nodes=4",
+                                         "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.micro_batch=1",
+                                         "parallel.global_batch=8", "recompute.strategy=none", "sim.mode=fast"};
+  const model::ResolvedScenario resolved = model::default_scenario(sets);
+  const Scenario& sc = resolved.scenario();
+  const SimRun run = simulate(resolved);
+  const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
+  fast::StepCache cache;
+  fast::StepCache::Context& context = cache.context(sc);
+  REQUIRE_FALSE(context.links_private);
+  cache.add_channels(context, sc, workload);
+  REQUIRE(context.channels.size() == 14);  // 7 forward and 7 backward stage pairs
+  fast::StepKey key;
+  key.stage = key.virtual_stage = 2;
+  const fast::StepProfile& step = cache.get(context, key, fast::PlanKey(run.plan), sc, run.plan, workload);
+  const auto largest = [&](int from, int to) {
+    const int c = context.channel_of[static_cast<size_t>(from * sc.parallel.pp + to)];
+    REQUIRE(c >= 0);
+    TimePs d = 0;
+    for (std::size_t k = 0; k < fast::kChannelPhases; ++k) d = std::max(d, step.channel_delay_ps[c * fast::kChannelPhases + k]);
+    return d;
+  };
+  CHECK(largest(1, 2) > 0);   // its input, from the previous node
+  CHECK(largest(3, 4) > 0);   // stage 3's sends to the next node go through a NIC on stage 2's switch
+  CHECK(largest(2, 3) == 0);  // its own sends: part of its profiles (after_previous), not charged
+  CHECK(largest(5, 6) == 0);  // another node's traffic
+  // Private links (NVLink): no channels, the composition of session 11.
+  const model::ResolvedScenario dgx = model::default_scenario(
+      {"model.preset=gpt-2.7b", "hardware.nodes=4", "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.global_batch=8"});
+  fast::StepCache::Context& nvlink = cache.context(dgx.scenario());
+  cache.add_channels(nvlink, dgx.scenario(), workload);
+  CHECK(nvlink.channels.empty());
 }
