@@ -17,6 +17,7 @@
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace lynx::runner {
 namespace {
@@ -29,27 +30,54 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::FullProgram& prog, cons
   std::vector<StageBreakdown> out(gpus);
   auto add_s = [](double& slot, TimePs ps) { slot += ps_to_s(ps); };
   const std::vector<sim::Task>& tasks = prog.built().tasks;
-  prog.for_each([&](sim::TaskId i, sim::TaskId source, std::int64_t) {
-    const sim::Task& t = tasks[static_cast<size_t>(source)];
-    if (t.kind != sim::TaskKind::kKernel) return;
-    StageBreakdown& b = out[static_cast<size_t>(t.gpu)];
-    const TimePs busy = ex.task_end_ps[static_cast<size_t>(i)] - ex.task_start_ps[static_cast<size_t>(i)];
-    if (t.stream == schedule::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
-    if (t.stream != schedule::kCompute) return;
-    add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
-    if (busy > t.work_ps) add_s(b.contention_s, busy - t.work_ps);
-  });
-  const auto gaps = schedule::compute_stream_gaps(prog, ex, gpus);
-  for (size_t g = 0; g < gpus; ++g) {
-    StageBreakdown& b = out[g];
-    for (const schedule::IdleGap& gap : gaps[g]) {
-      add_s(b.tp_exposed_s, gap.tp_comm_ps);
-      add_s(b.pp_exposed_s, gap.pp_comm_ps);
-      add_s(b.dp_exposed_s, gap.dp_comm_ps);
-      add_s(b.recompute_s, gap.other_comm_ps);  // the collectives of a full recompute
-      add_s(b.bubble_s, gap.end_ps - gap.start_ps - gap.comm_in_flight_ps);
+  // A copy of an omitted period whose tasks all repeat the copy before (their times one period
+  // later, sim::ExecResult::periodic_tasks; the same task records) adds what that copy added:
+  // its additions are kept per slot and replayed in the same order (the slots' sums are
+  // independent), without reading its tasks.
+  struct Additions {
+    double* slot = nullptr;
+    std::vector<double> seconds;
+  };
+  std::array<Additions, 4> additions;
+  sim::GpuId added_by = -1;  // the GPU whose last run, a copy, made `additions`
+  for (const sim::FullProgram::Run& run : prog.runs()) {
+    if (run.count == 0) continue;
+    const sim::GpuId gpu = tasks[static_cast<size_t>(run.built_first)].gpu;
+    if (run.copy && added_by == gpu && ex.repeats_previous_period(gpu, run.full_first, run.full_first + run.count)) {
+      for (const Additions& a : additions) {
+        double sum = *a.slot;
+        for (const double s : a.seconds) sum += s;
+        *a.slot = sum;
+      }
+      continue;
+    }
+    StageBreakdown& b = out[static_cast<size_t>(gpu)];
+    added_by = run.copy ? gpu : -1;
+    additions = {Additions{&b.recompute_overlapped_s, {}}, Additions{&b.recompute_s, {}}, Additions{&b.compute_s, {}},
+                 Additions{&b.contention_s, {}}};
+    auto add = [&](Additions& a, TimePs ps) {
+      *a.slot += ps_to_s(ps);
+      if (run.copy) a.seconds.push_back(ps_to_s(ps));
+    };
+    for (sim::TaskId k = 0; k < run.count; ++k) {
+      const sim::Task& t = tasks[static_cast<size_t>(run.built_first + k)];
+      if (t.kind != sim::TaskKind::kKernel) continue;
+      const size_t i = static_cast<size_t>(run.full_first + k);
+      const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
+      if (t.stream == schedule::kRecomputeStream) add(additions[0], busy);
+      if (t.stream != schedule::kCompute) continue;
+      add(additions[t.category == sim::Category::kRecompute ? 1 : 2], busy);
+      if (busy > t.work_ps) add(additions[3], busy - t.work_ps);
     }
   }
+  schedule::for_each_stream_gap(prog, ex, gpus, [&](size_t gpu, const schedule::IdleGap& gap) {
+    StageBreakdown& b = out[gpu];
+    add_s(b.tp_exposed_s, gap.tp_comm_ps);
+    add_s(b.pp_exposed_s, gap.pp_comm_ps);
+    add_s(b.dp_exposed_s, gap.dp_comm_ps);
+    add_s(b.recompute_s, gap.other_comm_ps);  // the collectives of a full recompute
+    add_s(b.bubble_s, gap.end_ps - gap.start_ps - gap.comm_in_flight_ps);
+  });
   return out;
 }
 

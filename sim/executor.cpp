@@ -1236,6 +1236,7 @@ class Execution {
       if (d.kind == EventKind::kFlowBytesDone) flows_[d.a].completion = id;
     }
     if (insert) {
+      record_periodic_ranges(periods, period_ps);
       // From now on the built tasks stand for the full program's tasks after the inserted
       // periods: their results, and their host issue times, move on by those periods.
       for (std::size_t g = 0; g < num_gpus; ++g) {
@@ -1246,6 +1247,47 @@ class Execution {
       inserted_ = true;
     }
     if (options_.on_progress) options_.on_progress(ended_tasks_, full_tasks_);
+  }
+
+  /// ExecResult::periodic_tasks of inserted periods (before the shifts move on): on each GPU
+  /// whose period log holds one start and one end of every residue of its task ids modulo the
+  /// period, a full task x in [largest logged id + d, smallest logged id + periods·d] (+ the
+  /// GPU's shift) is the image j >= 1 of the logged task of its residue, and x - d its image
+  /// j - 1 (the logged task itself for j = 1), so x's times are x - d's plus one period.
+  void record_periodic_ranges(std::int64_t periods, TimePs period_ps) {
+    const std::size_t num_gpus = gpu_first_.size();
+    result_.period_ps = period_ps;
+    result_.periodic_tasks.assign(num_gpus, {});
+    struct Seen {
+      TaskId lo = INT32_MAX, hi = -1;
+      std::int64_t count = 0;
+      bool repeated = false;
+    };
+    std::vector<Seen> seen(2 * num_gpus);
+    std::vector<std::vector<bool>> residues(2 * num_gpus);
+    for (std::size_t g = 0; g < num_gpus; ++g)
+      if (gpu_first_[g] >= 0) residues[2 * g].assign(static_cast<std::size_t>(delta_[g]), false), residues[2 * g + 1] = residues[2 * g];
+    for (const PeriodLogEntry& e : log_) {
+      if (e.what > 1) continue;
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu);
+      Seen& s = seen[2 * g + e.what];
+      std::vector<bool>& used = residues[2 * g + e.what];
+      const std::size_t residue = static_cast<std::size_t>((e.task - gpu_first_[g]) % delta_[g]);
+      if (used[residue]) s.repeated = true;
+      used[residue] = true;
+      s.lo = std::min(s.lo, e.task);
+      s.hi = std::max(s.hi, e.task);
+      ++s.count;
+    }
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      const Seen& starts = seen[2 * g];
+      const Seen& ends = seen[2 * g + 1];
+      const TaskId d = delta_[g];
+      if (starts.repeated || ends.repeated || starts.count != d || ends.count != d) continue;
+      const std::int64_t shift = out_task_shift_[g];
+      result_.periodic_tasks[g] = {static_cast<TaskId>(std::max(starts.hi, ends.hi) + d + shift),
+                                   static_cast<TaskId>(std::min(starts.lo, ends.lo) + periods * d + shift + 1), d};
+    }
   }
 
   // ---- results and diagnostics ----

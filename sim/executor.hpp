@@ -45,6 +45,23 @@ struct ExecResult {
   /// executor could not insert (no period proven, or fast_forward off): the results are then
   /// not the full program's, and the caller must execute the full program.
   bool complete = true;
+  /// Where inserted periods repeat (a compressed program whose omitted periods were inserted;
+  /// empty otherwise): per GPU, every full-program task x in [first, end) started and ended
+  /// period_ps after task x - period_tasks. Readers of every task (the runner's breakdown,
+  /// schedule::compute_stream_gaps) take such a period's results from the one before.
+  struct PeriodicRange {
+    TaskId first = 0, end = 0;  ///< full-program ids; empty when end <= first
+    TaskId period_tasks = 0;
+  };
+  std::vector<PeriodicRange> periodic_tasks;  ///< per GPU
+  TimePs period_ps = 0;
+  /// Whether full-program tasks [first, end) of `gpu` all repeat the period before (see
+  /// periodic_tasks).
+  bool repeats_previous_period(GpuId gpu, TaskId first, TaskId end) const {
+    if (static_cast<std::size_t>(gpu) >= periodic_tasks.size()) return false;
+    const PeriodicRange& r = periodic_tasks[static_cast<std::size_t>(gpu)];
+    return first < end && first >= r.first && end <= r.end;
+  }
   /// Hash of the engine's (time, sequence) event stream and of every task start and end
   /// (time, task): equal for two runs that did the same thing (sim/fingerprint.hpp).
   std::uint64_t fingerprint = 0;

@@ -23,13 +23,16 @@ class FullProgram {
     TaskId built_first = 0;
     TaskId count = 0;
     std::int64_t periods = 0;
+    /// One of the omitted periods (copies of the built period before the cut): the runs of
+    /// a GPU's copies follow each other, copy j of built task t moved j periods on.
+    bool copy = false;
   };
 
   explicit FullProgram(const Program& program) : program_(program) {
     const std::size_t num_tasks = program.tasks.size();
     num_full_ = num_tasks;
     if (program.omitted_periods == 0) {
-      runs_.push_back({0, 0, static_cast<TaskId>(num_tasks), 0});
+      runs_.push_back({0, 0, static_cast<TaskId>(num_tasks), 0, false});
       return;
     }
     const std::int64_t m = program.omitted_periods;
@@ -51,10 +54,10 @@ class FullProgram {
                  "bad period cut on gpu {}", g);
       gpu.offset = offset;
       gpu.full_first = static_cast<TaskId>(gpu.built_first + offset);
-      runs_.push_back({gpu.full_first, gpu.built_first, gpu.cut - gpu.built_first, 0});
+      runs_.push_back({gpu.full_first, gpu.built_first, gpu.cut - gpu.built_first, 0, false});
       for (std::int64_t j = 1; j <= m; ++j)
-        runs_.push_back({static_cast<TaskId>(gpu.cut - gpu.period + offset + j * gpu.period), gpu.cut - gpu.period, gpu.period, j});
-      runs_.push_back({static_cast<TaskId>(gpu.cut + offset + m * gpu.period), gpu.cut, gpu.built_end - gpu.cut, m});
+        runs_.push_back({static_cast<TaskId>(gpu.cut - gpu.period + offset + j * gpu.period), gpu.cut - gpu.period, gpu.period, j, true});
+      runs_.push_back({static_cast<TaskId>(gpu.cut + offset + m * gpu.period), gpu.cut, gpu.built_end - gpu.cut, m, false});
       offset += m * gpu.period;
       full_first_.push_back(gpu.full_first);
     }
@@ -76,18 +79,24 @@ class FullProgram {
   struct Source {
     TaskId task = 0;
     std::int64_t periods = 0;
+    bool copy = false;  ///< in one of the omitted periods (Run::copy)
   };
   Source source(TaskId x) const {
-    if (gpus_.empty()) return {x, 0};
+    if (gpus_.empty()) return {x, 0, false};
     const auto after = std::upper_bound(full_first_.begin(), full_first_.end(), x);
     const Gpu& gpu = gpus_[static_cast<std::size_t>(after - full_first_.begin()) - 1];
     const std::int64_t local = x - gpu.full_first, cut = gpu.cut - gpu.built_first;
     const std::int64_t m = program_.omitted_periods;
-    if (local < cut) return {static_cast<TaskId>(gpu.built_first + local), 0};
-    const std::int64_t j = local < cut + m * gpu.period ? (local - cut) / gpu.period + 1 : m;
-    return {static_cast<TaskId>(gpu.built_first + local - j * gpu.period), j};
+    if (local < cut) return {static_cast<TaskId>(gpu.built_first + local), 0, false};
+    const bool copy = local < cut + m * gpu.period;
+    const std::int64_t j = copy ? (local - cut) / gpu.period + 1 : m;
+    return {static_cast<TaskId>(gpu.built_first + local - j * gpu.period), j, copy};
   }
   const Task& task(TaskId x) const { return program_.tasks[static_cast<std::size_t>(source(x).task)]; }
+  /// Omitted periods (0 for a complete program).
+  std::int64_t omitted_periods() const { return gpus_.empty() ? 0 : program_.omitted_periods; }
+  /// Full-program task ids one period spans on `gpu` (0 for a complete program).
+  TaskId period_tasks(GpuId gpu) const { return gpus_.empty() ? 0 : gpus_[static_cast<std::size_t>(gpu)].period; }
 
   /// Full-program id of dependency `k` of built task `task` copied `periods` periods on.
   TaskId dep(TaskId task, std::int64_t periods, std::uint32_t k) const {
