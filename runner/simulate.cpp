@@ -34,40 +34,44 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::FullProgram& prog, cons
   // later, sim::ExecResult::periodic_tasks; the same task records) adds what that copy added:
   // its additions are kept per slot and replayed in the same order (the slots' sums are
   // independent), without reading its tasks.
-  struct Additions {
-    double* slot = nullptr;
-    std::vector<double> seconds;
+  enum Slot { kOverlapped, kRecompute, kCompute, kContention };
+  auto slot = [](StageBreakdown& b, int k) -> double& {
+    switch (k) {
+      case kOverlapped: return b.recompute_overlapped_s;
+      case kRecompute: return b.recompute_s;
+      case kCompute: return b.compute_s;
+      default: return b.contention_s;
+    }
   };
-  std::array<Additions, 4> additions;
+  std::array<std::vector<double>, 4> additions;  // per Slot, in order
   sim::GpuId added_by = -1;  // the GPU whose last run, a copy, made `additions`
   for (const sim::FullProgram::Run& run : prog.runs()) {
     if (run.count == 0) continue;
-    const sim::GpuId gpu = tasks[static_cast<size_t>(run.built_first)].gpu;
+    const sim::GpuId gpu = tasks[static_cast<size_t>(run.built_first)].gpu;  // of a copy
     if (run.copy && added_by == gpu && ex.repeats_previous_period(gpu, run.full_first, run.full_first + run.count)) {
-      for (const Additions& a : additions) {
-        double sum = *a.slot;
-        for (const double s : a.seconds) sum += s;
-        *a.slot = sum;
+      for (int k = 0; k < 4; ++k) {
+        double sum = slot(out[static_cast<size_t>(gpu)], k);
+        for (const double s : additions[static_cast<size_t>(k)]) sum += s;
+        slot(out[static_cast<size_t>(gpu)], k) = sum;
       }
       continue;
     }
-    StageBreakdown& b = out[static_cast<size_t>(gpu)];
     added_by = run.copy ? gpu : -1;
-    additions = {Additions{&b.recompute_overlapped_s, {}}, Additions{&b.recompute_s, {}}, Additions{&b.compute_s, {}},
-                 Additions{&b.contention_s, {}}};
-    auto add = [&](Additions& a, TimePs ps) {
-      *a.slot += ps_to_s(ps);
-      if (run.copy) a.seconds.push_back(ps_to_s(ps));
+    for (auto& a : additions) a.clear();
+    auto add = [&](StageBreakdown& b, int k, TimePs ps) {
+      slot(b, k) += ps_to_s(ps);
+      if (run.copy) additions[static_cast<size_t>(k)].push_back(ps_to_s(ps));
     };
     for (sim::TaskId k = 0; k < run.count; ++k) {
       const sim::Task& t = tasks[static_cast<size_t>(run.built_first + k)];
       if (t.kind != sim::TaskKind::kKernel) continue;
-      const size_t i = static_cast<size_t>(run.full_first + k);
-      const TimePs busy = ex.task_end_ps[i] - ex.task_start_ps[i];
-      if (t.stream == schedule::kRecomputeStream) add(additions[0], busy);
+      const sim::TaskId x = run.full_first + k;
+      const TimePs busy = prog.end_ps(ex, x, t.gpu) - prog.start_ps(ex, x, t.gpu);
+      StageBreakdown& b = out[static_cast<size_t>(t.gpu)];  // a complete program's one run spans every GPU
+      if (t.stream == schedule::kRecomputeStream) add(b, kOverlapped, busy);
       if (t.stream != schedule::kCompute) continue;
-      add(additions[t.category == sim::Category::kRecompute ? 1 : 2], busy);
-      if (busy > t.work_ps) add(additions[3], busy - t.work_ps);
+      add(b, t.category == sim::Category::kRecompute ? kRecompute : kCompute, busy);
+      if (busy > t.work_ps) add(b, kContention, busy - t.work_ps);
     }
   }
   schedule::for_each_stream_gap(prog, ex, gpus, [&](size_t gpu, const schedule::IdleGap& gap) {

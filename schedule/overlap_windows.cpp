@@ -54,7 +54,7 @@ class GapCommunication {
       // record, its times one period on per copy).
       if (copies != nullptr)
         *copies = from.copy ? std::min({*copies, prog_.omitted_periods() - from.periods, repeats(id, t.gpu)}) : 0;
-      if (t.kind != sim::TaskKind::kComm || end(id) <= gap.start_ps) continue;
+      if (t.kind != sim::TaskKind::kComm || end(id, t.gpu) <= gap.start_ps) continue;
       if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
       chain_.push_back(id);
       const sim::TaskId before = stream_prev_[static_cast<size_t>(from.task)];
@@ -73,7 +73,7 @@ class GapCommunication {
     TimePs covered = gap.start_ps;
     for (sim::TaskId id : chain_) {
       const TimePs from = std::max(covered, start(id));
-      const TimePs to = std::min(end(id), gap.end_ps);
+      const TimePs to = std::min(end(id, prog_.gpu_of(id)), gap.end_ps);
       if (to <= from) continue;
       covered = to;
       slot(gap, prog_.task(id).category) += to - from;
@@ -105,8 +105,8 @@ class GapCommunication {
     const sim::Task& t = prog_.built().tasks[static_cast<size_t>(source)];
     for (std::uint32_t k = 0; k < t.num_deps; ++k) push(prog_.built().deps[t.first_dep + k], periods, copies);
   }
-  TimePs start(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
-  TimePs end(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
+  TimePs start(sim::TaskId id) const { return prog_.start_ps(ex_, id); }
+  TimePs end(sim::TaskId id, sim::GpuId gpu) const { return prog_.end_ps(ex_, id, gpu); }
   static TimePs& slot(IdleGap& gap, sim::Category category) {
     switch (category) {
       case sim::Category::kTpComm: return gap.tp_comm_ps;
@@ -156,7 +156,7 @@ void for_each_stream_gap(const sim::FullProgram& prog, const sim::ExecResult& ex
   std::vector<Copied> copied(gpus);
   for (const sim::FullProgram::Run& run : prog.runs()) {
     if (run.count == 0) continue;
-    const auto gpu = static_cast<size_t>(tasks[static_cast<size_t>(run.built_first)].gpu);
+    const auto gpu = static_cast<size_t>(tasks[static_cast<size_t>(run.built_first)].gpu);  // of a copy
     Copied& c = copied[gpu];
     if (run.copy && run.periods <= c.until) {
       const std::int64_t moved = run.periods - c.walked;
@@ -169,7 +169,7 @@ void for_each_stream_gap(const sim::FullProgram& prog, const sim::ExecResult& ex
       }
       if (c.last_compute >= 0) {
         last_compute[gpu] = run.full_first + c.last_compute;
-        prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[static_cast<size_t>(last_compute[gpu])]);
+        prev_end[gpu] = std::max(prev_end[gpu], prog.end_ps(ex, last_compute[gpu], static_cast<sim::GpuId>(gpu)));
       }
       continue;
     }
@@ -182,33 +182,38 @@ void for_each_stream_gap(const sim::FullProgram& prog, const sim::ExecResult& ex
     for (sim::TaskId k = 0; k < run.count; ++k) {
       const sim::TaskId id = run.full_first + k;
       const sim::TaskId source = run.built_first + k;
-      const size_t i = static_cast<size_t>(id);
       const sim::Task& t = tasks[static_cast<size_t>(source)];
       if (t.stream != kCompute) continue;
+      const auto on = static_cast<size_t>(t.gpu);  // a complete program's one run spans every GPU
       if (copies > 0) {
         // The decision "gap or not" compares this task's start with its predecessor's end.
-        const sim::TaskId before = last_compute[gpu];
+        const sim::TaskId before = last_compute[on];
         copies = before >= 0 && prog.source(before).copy
                      ? std::min({copies, communication.repeats(id, t.gpu), communication.repeats(before, t.gpu)})
                      : 0;
       }
-      const TimePs start = ex.task_start_ps[i];
-      if (start > prev_end[gpu]) {
+      const TimePs start = prog.start_ps(ex, id, t.gpu);
+      if (start > prev_end[on]) {
         IdleGap g;
-        g.start_ps = prev_end[gpu];
+        g.start_ps = prev_end[on];
         g.end_ps = start;
         g.next_task = id;
+        TimePs gate_end = 0;
         for (std::uint32_t n = 0; n < t.num_deps; ++n) {
-          const sim::TaskId dep = prog.dep(source, run.periods, n);
-          if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
+          const sim::TaskId built_dep = prog.built().deps[t.first_dep + n];
+          const sim::TaskId dep = prog.full_id(built_dep, run.periods);
+          const TimePs dep_end = prog.end_ps(ex, dep, tasks[static_cast<size_t>(built_dep)].gpu);
+          if (g.gate < 0 || dep_end > gate_end) {
             g.gate = dep;
+            gate_end = dep_end;
+          }
         }
         communication.attribute(source, run.periods, g, copies > 0 ? &copies : nullptr);
-        visit(gpu, g);
+        visit(on, g);
         if (run.copy) c.gaps.push_back(g);
       }
-      prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
-      last_compute[gpu] = id;
+      prev_end[on] = std::max(prev_end[on], prog.end_ps(ex, id, t.gpu));
+      last_compute[on] = id;
       if (run.copy) c.last_compute = k;
     }
     c.walked = run.periods;

@@ -381,8 +381,9 @@ class Execution {
     }
     link_touched_.assign(machine_.links.size(), false);
     init_full_ids();
-    result_.task_start_ps.assign(full_tasks_, -1);
-    result_.task_end_ps.assign(full_tasks_, -1);
+    // Per built task (ExecResult::inserted): the omitted periods' task times are not written.
+    result_.task_start_ps.assign(program_.tasks.size(), -1);
+    result_.task_end_ps.assign(program_.tasks.size(), -1);
     result_.flow_end_ps.assign(full_flows_, -1);
     if (options_.record_memory_timeline) {
       result_.memory_timeline.assign(num_gpus, {});
@@ -429,12 +430,8 @@ class Execution {
     if (omitted_ == 0) return f;
     return static_cast<std::size_t>(f + out_flow_shift_[static_cast<std::size_t>(program_.tasks[unit].gpu)]);  // unit = task
   }
-  TimePs start_of(TaskId t) const {
-    return result_.task_start_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
-  }
-  TimePs end_of(TaskId t) const {
-    return result_.task_end_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
-  }
+  TimePs start_of(TaskId t) const { return result_.task_start_ps[static_cast<std::size_t>(t)]; }
+  TimePs end_of(TaskId t) const { return result_.task_end_ps[static_cast<std::size_t>(t)]; }
 
   /// The tasks of a unit: a collective group's list, or the one ungrouped task.
   struct UnitMembers {
@@ -508,8 +505,7 @@ class Execution {
     for (std::uint32_t m = 0; m < members.count; ++m) {
       const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
-      const std::int64_t out_shift = omitted_ == 0 ? 0 : out_task_shift_[static_cast<std::size_t>(task.gpu)];
-      result_.task_start_ps[static_cast<std::size_t>(t + out_shift)] = engine_.now();
+      result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
       if (ff_) {
         note_touched(t);
         if (have_previous_) log_.push_back({engine_.now(), t, 0});
@@ -524,7 +520,7 @@ class Execution {
       if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
         __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
         __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
-        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next + out_shift)]);
+        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
       }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
@@ -566,7 +562,7 @@ class Execution {
       const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
-      result_.task_end_ps[static_cast<std::size_t>(omitted_ == 0 ? t : t + out_task_shift_[static_cast<std::size_t>(task.gpu)])] = now;
+      result_.task_end_ps[ti] = now;
       if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
@@ -880,12 +876,10 @@ class Execution {
     out.clear();
     for (std::size_t g = 0; g < gpu_first_.size(); ++g) {
       TaskId& lo = lo_[g];
-      const std::int64_t shift = out_task_shift_[g];
-      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo + shift)] >= 0) ++lo;
+      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo)] >= 0) ++lo;
       for (TaskId t = lo; t <= hi_[g] && t < gpu_end_[g]; ++t) {
         const std::size_t ti = static_cast<std::size_t>(t);
-        const std::size_t full = static_cast<std::size_t>(t + shift);
-        if (result_.task_end_ps[full] < 0 && (result_.task_start_ps[full] >= 0 || state_[ti].pending < initial_pending(t)))
+        if (result_.task_end_ps[ti] < 0 && (result_.task_start_ps[ti] >= 0 || state_[ti].pending < initial_pending(t)))
           out.push_back(t);
       }
     }
@@ -1126,8 +1120,9 @@ class Execution {
   }
 
   /// Skips `periods` periods of length `period_ps`: writes their task and flow times and moves
-  /// the state on. `insert`: periods a compressed program omitted (full-program ids only; the
-  /// state keeps its built task ids), else built ones (the state moves to their images).
+  /// the state on. `insert`: periods a compressed program omitted (their flow times in
+  /// full-program ids, their task times as ExecResult::inserted; the state keeps its built
+  /// task ids), else built ones (the state moves to their images).
   void apply_skip(std::int64_t periods, TimePs period_ps, bool insert) {
     const std::int64_t id_periods = insert ? 0 : periods;  // how far built task ids move
     const TimePs now = engine_.now();
@@ -1158,6 +1153,7 @@ class Execution {
         for (std::size_t i = gpu_begin[g]; i < gpu_begin[g + 1]; ++i) {
           const PeriodLogEntry& e = log_[by_gpu[i]];
           const std::size_t t = static_cast<std::size_t>(e.task + out_shift + shift);
+          if (e.what <= 1 && insert) continue;  // ExecResult::inserted
           if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
           else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
           else if (insert)
@@ -1237,6 +1233,7 @@ class Execution {
     }
     if (insert) {
       record_periodic_ranges(periods, period_ps);
+      record_inserted(periods, period_ps);
       // From now on the built tasks stand for the full program's tasks after the inserted
       // periods: their results, and their host issue times, move on by those periods.
       for (std::size_t g = 0; g < num_gpus; ++g) {
@@ -1290,9 +1287,43 @@ class Execution {
     }
   }
 
+  /// ExecResult::inserted, from the period log (before the shifts move on).
+  void record_inserted(std::int64_t periods, TimePs period_ps) {
+    ExecResult::InsertedPeriods& in = result_.inserted;
+    const std::size_t num_gpus = gpu_first_.size();
+    in.periods = periods;
+    in.period_ps = period_ps;
+    in.inserted_at_ps = engine_.now();
+    in.first_residue.assign(num_gpus + 1, 0);
+    for (std::size_t g = 0; g < num_gpus; ++g) in.first_residue[g + 1] = in.first_residue[g] + (gpu_first_[g] >= 0 ? static_cast<std::size_t>(delta_[g]) : 0);
+    in.starts.assign(in.first_residue[num_gpus], {});
+    in.ends.assign(in.first_residue[num_gpus], {});
+    for (const PeriodLogEntry& e : log_) {
+      if (e.what > 1) continue;
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu);
+      const std::size_t r = in.first_residue[g] + static_cast<std::size_t>((e.task - gpu_first_[g]) % delta_[g]);
+      ExecResult::InsertedPeriods::Logged& slot = (e.what == 0 ? in.starts : in.ends)[r];
+      if (slot.task < 0) {
+        slot = {e.task, e.time_ps, periods};
+      } else {
+        // A residue logged twice (at both ends of the period): the copies of the later one
+        // continue those of the earlier by whole periods.
+        const TaskId first = std::min(slot.task, e.task), last = std::max(slot.task, e.task);
+        const std::int64_t apart = (last - first) / delta_[g];
+        const TimePs first_time = e.task == first ? e.time_ps : slot.time_ps;
+        const TimePs last_time = e.task == first ? slot.time_ps : e.time_ps;
+        LYNX_CHECK(last_time - first_time == apart * period_ps, "period log: tasks {} and {} do not repeat", first, last);
+        slot = {first, first_time, std::max(slot.last, apart + periods)};
+      }
+    }
+    // The latest inserted end is a candidate for the makespan.
+    for (const ExecResult::InsertedPeriods::Logged& e : in.ends)
+      if (e.task >= 0) inserted_end_ps_ = std::max(inserted_end_ps_, checked_add(e.time_ps, checked_product(kSimulatedClock, {e.last, period_ps}), kSimulatedClock));
+  }
+
   // ---- results and diagnostics ----
   void finish_result() {
-    result_.makespan_ps = 0;
+    result_.makespan_ps = inserted_end_ps_;
     for (const TimePs end : result_.task_end_ps) result_.makespan_ps = std::max(result_.makespan_ps, end);
     result_.peak_bytes.resize(memory_.size());
     result_.first_oom_ps.resize(memory_.size());
@@ -1417,6 +1448,7 @@ class Execution {
   // compressed programs (init_full_ids)
   std::int64_t omitted_ = 0;           ///< Program::omitted_periods
   bool inserted_ = false;              ///< the omitted periods were inserted (results complete)
+  TimePs inserted_end_ps_ = 0;         ///< the latest end among the inserted tasks
   std::size_t full_tasks_ = 0, full_flows_ = 0;
   std::vector<std::int64_t> out_task_shift_;
   std::vector<std::int64_t> out_flow_shift_;
