@@ -54,29 +54,30 @@ class GapCommunication {
       // record, its times one period on per copy).
       if (copies != nullptr)
         *copies = from.copy ? std::min({*copies, prog_.omitted_periods() - from.periods, repeats(id, t.gpu)}) : 0;
-      if (t.kind != sim::TaskKind::kComm || end(id, t.gpu) <= gap.start_ps) continue;
-      if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
-      chain_.push_back(id);
+      if (t.kind != sim::TaskKind::kComm) continue;
+      const TimePs end_ps = prog_.end_ps(ex_, id, t.gpu);
+      if (end_ps <= gap.start_ps) continue;
+      if (std::any_of(chain_.begin(), chain_.end(), [&](const Link& l) { return l.id == id; })) continue;
+      chain_.push_back({id, prog_.start_ps(ex_, id, t.gpu), end_ps, t.gpu, t.category});
       const sim::TaskId before = stream_prev_[static_cast<size_t>(from.task)];
       if (before >= 0) push(before, from.periods, copies);
       if (t.gpu == next.gpu) push_deps(from.task, from.periods, copies);
     }
-    std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {
-      return std::pair(start(a), a) < std::pair(start(b), b);
-    });
+    std::sort(chain_.begin(), chain_.end(),
+              [](const Link& a, const Link& b) { return std::pair(a.start_ps, a.id) < std::pair(b.start_ps, b.id); });
     // Equal starts are ordered by id, which copies on GPUs of different periods could swap.
     if (copies != nullptr)
       for (size_t k = 1; k < chain_.size(); ++k)
-        if (start(chain_[k - 1]) == start(chain_[k]) &&
-            prog_.period_tasks(prog_.task(chain_[k - 1]).gpu) != prog_.period_tasks(prog_.task(chain_[k]).gpu))
+        if (chain_[k - 1].start_ps == chain_[k].start_ps &&
+            prog_.period_tasks(chain_[k - 1].gpu) != prog_.period_tasks(chain_[k].gpu))
           *copies = 0;
     TimePs covered = gap.start_ps;
-    for (sim::TaskId id : chain_) {
-      const TimePs from = std::max(covered, start(id));
-      const TimePs to = std::min(end(id, prog_.gpu_of(id)), gap.end_ps);
+    for (const Link& link : chain_) {
+      const TimePs from = std::max(covered, link.start_ps);
+      const TimePs to = std::min(link.end_ps, gap.end_ps);
       if (to <= from) continue;
       covered = to;
-      slot(gap, prog_.task(id).category) += to - from;
+      slot(gap, link.category) += to - from;
       gap.comm_in_flight_ps += to - from;
     }
   }
@@ -105,8 +106,6 @@ class GapCommunication {
     const sim::Task& t = prog_.built().tasks[static_cast<size_t>(source)];
     for (std::uint32_t k = 0; k < t.num_deps; ++k) push(prog_.built().deps[t.first_dep + k], periods, copies);
   }
-  TimePs start(sim::TaskId id) const { return prog_.start_ps(ex_, id); }
-  TimePs end(sim::TaskId id, sim::GpuId gpu) const { return prog_.end_ps(ex_, id, gpu); }
   static TimePs& slot(IdleGap& gap, sim::Category category) {
     switch (category) {
       case sim::Category::kTpComm: return gap.tp_comm_ps;
@@ -119,7 +118,15 @@ class GapCommunication {
   const sim::FullProgram& prog_;
   const sim::ExecResult& ex_;
   std::vector<sim::TaskId> stream_prev_;
-  std::vector<sim::TaskId> chain_, stack_;  // scratch, reused across gaps
+  /// A communication task of the gap's chain, with what attributing it reads.
+  struct Link {
+    sim::TaskId id;
+    TimePs start_ps, end_ps;
+    sim::GpuId gpu;
+    sim::Category category;
+  };
+  std::vector<Link> chain_;  // scratch, reused across gaps
+  std::vector<sim::TaskId> stack_;
 };
 
 }  // namespace
