@@ -1134,15 +1134,19 @@ class Execution {
     // GPU by GPU (each GPU's entries in log order, so writes to one place keep their order):
     // the images of one GPU's entries then advance through its id range period by period, which
     // the caches follow, instead of jumping between all GPUs' ranges at every entry.
+    // Inserted periods write only flow times (their task times are ExecResult::inserted).
     const std::size_t num_gpus = gpu_first_.size();
-    std::vector<std::uint32_t> by_gpu(log_.size());
+    auto written = [&](const PeriodLogEntry& e) { return !insert || e.what > 1; };
     std::vector<std::size_t> gpu_begin(num_gpus + 1, 0);
-    for (const PeriodLogEntry& e : log_) ++gpu_begin[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu) + 1];
+    for (const PeriodLogEntry& e : log_)
+      if (written(e)) ++gpu_begin[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu) + 1];
     for (std::size_t g = 0; g < num_gpus; ++g) gpu_begin[g + 1] += gpu_begin[g];
+    std::vector<std::uint32_t> by_gpu(gpu_begin[num_gpus]);
     {
       std::vector<std::size_t> cursor(gpu_begin.begin(), gpu_begin.end() - 1);
       for (std::size_t i = 0; i < log_.size(); ++i)
-        by_gpu[cursor[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(log_[i].task)].gpu)]++] = static_cast<std::uint32_t>(i);
+        if (written(log_[i]))
+          by_gpu[cursor[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(log_[i].task)].gpu)]++] = static_cast<std::uint32_t>(i);
     }
     for (std::size_t g = 0; g < num_gpus; ++g) {
       const TaskId d = delta_[g];
@@ -1153,7 +1157,6 @@ class Execution {
         for (std::size_t i = gpu_begin[g]; i < gpu_begin[g + 1]; ++i) {
           const PeriodLogEntry& e = log_[by_gpu[i]];
           const std::size_t t = static_cast<std::size_t>(e.task + out_shift + shift);
-          if (e.what <= 1 && insert) continue;  // ExecResult::inserted
           if (e.what == 0) result_.task_start_ps[t] = e.time_ps + offset;
           else if (e.what == 1) result_.task_end_ps[t] = e.time_ps + offset;
           else if (insert)
