@@ -17,6 +17,7 @@
 #include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace lynx::runner {
 namespace {
@@ -29,27 +30,58 @@ std::vector<StageBreakdown> breakdown_per_gpu(const sim::FullProgram& prog, cons
   std::vector<StageBreakdown> out(gpus);
   auto add_s = [](double& slot, TimePs ps) { slot += ps_to_s(ps); };
   const std::vector<sim::Task>& tasks = prog.built().tasks;
-  prog.for_each([&](sim::TaskId i, sim::TaskId source, std::int64_t) {
-    const sim::Task& t = tasks[static_cast<size_t>(source)];
-    if (t.kind != sim::TaskKind::kKernel) return;
-    StageBreakdown& b = out[static_cast<size_t>(t.gpu)];
-    const TimePs busy = ex.task_end_ps[static_cast<size_t>(i)] - ex.task_start_ps[static_cast<size_t>(i)];
-    if (t.stream == schedule::kRecomputeStream) add_s(b.recompute_overlapped_s, busy);
-    if (t.stream != schedule::kCompute) return;
-    add_s(t.category == sim::Category::kRecompute ? b.recompute_s : b.compute_s, busy);
-    if (busy > t.work_ps) add_s(b.contention_s, busy - t.work_ps);
-  });
-  const auto gaps = schedule::compute_stream_gaps(prog, ex, gpus);
-  for (size_t g = 0; g < gpus; ++g) {
-    StageBreakdown& b = out[g];
-    for (const schedule::IdleGap& gap : gaps[g]) {
-      add_s(b.tp_exposed_s, gap.tp_comm_ps);
-      add_s(b.pp_exposed_s, gap.pp_comm_ps);
-      add_s(b.dp_exposed_s, gap.dp_comm_ps);
-      add_s(b.recompute_s, gap.other_comm_ps);  // the collectives of a full recompute
-      add_s(b.bubble_s, gap.end_ps - gap.start_ps - gap.comm_in_flight_ps);
+  // A copy of an omitted period whose tasks all repeat the copy before (their times one period
+  // later, sim::ExecResult::periodic_tasks; the same task records) adds what that copy added:
+  // its additions are kept per slot and replayed in the same order (the slots' sums are
+  // independent), without reading its tasks.
+  enum Slot { kOverlapped, kRecompute, kCompute, kContention };
+  auto slot = [](StageBreakdown& b, int k) -> double& {
+    switch (k) {
+      case kOverlapped: return b.recompute_overlapped_s;
+      case kRecompute: return b.recompute_s;
+      case kCompute: return b.compute_s;
+      default: return b.contention_s;
+    }
+  };
+  std::array<std::vector<double>, 4> additions;  // per Slot, in order
+  sim::GpuId added_by = -1;  // the GPU whose last run, a copy, made `additions`
+  for (const sim::FullProgram::Run& run : prog.runs()) {
+    if (run.count == 0) continue;
+    const sim::GpuId gpu = tasks[static_cast<size_t>(run.built_first)].gpu;  // of a copy
+    if (run.copy && added_by == gpu && ex.repeats_previous_period(gpu, run.full_first, run.full_first + run.count)) {
+      for (int k = 0; k < 4; ++k) {
+        double sum = slot(out[static_cast<size_t>(gpu)], k);
+        for (const double s : additions[static_cast<size_t>(k)]) sum += s;
+        slot(out[static_cast<size_t>(gpu)], k) = sum;
+      }
+      continue;
+    }
+    added_by = run.copy ? gpu : -1;
+    for (auto& a : additions) a.clear();
+    auto add = [&](StageBreakdown& b, int k, TimePs ps) {
+      slot(b, k) += ps_to_s(ps);
+      if (run.copy) additions[static_cast<size_t>(k)].push_back(ps_to_s(ps));
+    };
+    for (sim::TaskId k = 0; k < run.count; ++k) {
+      const sim::Task& t = tasks[static_cast<size_t>(run.built_first + k)];
+      if (t.kind != sim::TaskKind::kKernel) continue;
+      const sim::TaskId x = run.full_first + k;
+      const TimePs busy = prog.end_ps(ex, x, t.gpu) - prog.start_ps(ex, x, t.gpu);
+      StageBreakdown& b = out[static_cast<size_t>(t.gpu)];  // a complete program's one run spans every GPU
+      if (t.stream == schedule::kRecomputeStream) add(b, kOverlapped, busy);
+      if (t.stream != schedule::kCompute) continue;
+      add(b, t.category == sim::Category::kRecompute ? kRecompute : kCompute, busy);
+      if (busy > t.work_ps) add(b, kContention, busy - t.work_ps);
     }
   }
+  schedule::for_each_stream_gap(prog, ex, gpus, [&](size_t gpu, const schedule::IdleGap& gap) {
+    StageBreakdown& b = out[gpu];
+    add_s(b.tp_exposed_s, gap.tp_comm_ps);
+    add_s(b.pp_exposed_s, gap.pp_comm_ps);
+    add_s(b.dp_exposed_s, gap.dp_comm_ps);
+    add_s(b.recompute_s, gap.other_comm_ps);  // the collectives of a full recompute
+    add_s(b.bubble_s, gap.end_ps - gap.start_ps - gap.comm_in_flight_ps);
+  });
   return out;
 }
 

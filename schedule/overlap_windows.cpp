@@ -38,44 +38,74 @@ class GapCommunication {
       : prog_(prog), ex_(ex), stream_prev_(stream_predecessors(prog.built())) {}
 
   /// `next`: the compute-stream task the gap precedes (built task `source`, `periods` on).
-  void attribute(sim::TaskId source, std::int64_t periods, IdleGap& gap) {
+  /// `copies` (a copy of an omitted period, or null): lowered to how many of the following
+  /// copies have this gap's attribution, moved on by one period each (repeats()).
+  void attribute(sim::TaskId source, std::int64_t periods, IdleGap& gap, std::int64_t* copies = nullptr) {
     chain_.clear();
     stack_.clear();
     const sim::Task& next = prog_.built().tasks[static_cast<size_t>(source)];
-    push_deps(source, periods);
+    push_deps(source, periods, copies);
     while (!stack_.empty()) {
       const sim::TaskId id = stack_.back();
       stack_.pop_back();
       const sim::FullProgram::Source from = prog_.source(id);
       const sim::Task& t = prog_.built().tasks[static_cast<size_t>(from.task)];
-      if (t.kind != sim::TaskKind::kComm || end(id) <= gap.start_ps) continue;
-      if (std::find(chain_.begin(), chain_.end(), id) != chain_.end()) continue;
-      chain_.push_back(id);
+      // The walk of a later copy pops this task's copy and decides the same (the same task
+      // record, its times one period on per copy).
+      if (copies != nullptr)
+        *copies = from.copy ? std::min({*copies, prog_.omitted_periods() - from.periods, repeats(id, t.gpu)}) : 0;
+      if (t.kind != sim::TaskKind::kComm) continue;
+      const TimePs end_ps = prog_.end_ps(ex_, id, t.gpu);
+      if (end_ps <= gap.start_ps) continue;
+      if (std::any_of(chain_.begin(), chain_.end(), [&](const Link& l) { return l.id == id; })) continue;
+      chain_.push_back({id, prog_.start_ps(ex_, id, t.gpu), end_ps, t.gpu, t.category});
       const sim::TaskId before = stream_prev_[static_cast<size_t>(from.task)];
-      if (before >= 0) stack_.push_back(prog_.full_id(before, from.periods));
-      if (t.gpu == next.gpu) push_deps(from.task, from.periods);
+      if (before >= 0) push(before, from.periods, copies);
+      if (t.gpu == next.gpu) push_deps(from.task, from.periods, copies);
     }
-    std::sort(chain_.begin(), chain_.end(), [&](sim::TaskId a, sim::TaskId b) {
-      return std::pair(start(a), a) < std::pair(start(b), b);
-    });
+    std::sort(chain_.begin(), chain_.end(),
+              [](const Link& a, const Link& b) { return std::pair(a.start_ps, a.id) < std::pair(b.start_ps, b.id); });
+    // Equal starts are ordered by id, which copies on GPUs of different periods could swap.
+    if (copies != nullptr)
+      for (size_t k = 1; k < chain_.size(); ++k)
+        if (chain_[k - 1].start_ps == chain_[k].start_ps &&
+            prog_.period_tasks(chain_[k - 1].gpu) != prog_.period_tasks(chain_[k].gpu))
+          *copies = 0;
     TimePs covered = gap.start_ps;
-    for (sim::TaskId id : chain_) {
-      const TimePs from = std::max(covered, start(id));
-      const TimePs to = std::min(end(id), gap.end_ps);
+    for (const Link& link : chain_) {
+      const TimePs from = std::max(covered, link.start_ps);
+      const TimePs to = std::min(link.end_ps, gap.end_ps);
       if (to <= from) continue;
       covered = to;
-      slot(gap, prog_.task(id).category) += to - from;
+      slot(gap, link.category) += to - from;
       gap.comm_in_flight_ps += to - from;
     }
   }
 
- private:
-  void push_deps(sim::TaskId source, std::int64_t periods) {
-    const std::uint32_t n = prog_.built().tasks[static_cast<size_t>(source)].num_deps;
-    for (std::uint32_t k = 0; k < n; ++k) stack_.push_back(prog_.dep(source, periods, k));
+  /// How many copies on full task `id` of `gpu` (its copies one period apart) all start and
+  /// end one period after the one before (sim::ExecResult::periodic_tasks).
+  std::int64_t repeats(sim::TaskId id, sim::GpuId gpu) const {
+    if (static_cast<size_t>(gpu) >= ex_.periodic_tasks.size()) return 0;
+    const sim::ExecResult::PeriodicRange& r = ex_.periodic_tasks[static_cast<size_t>(gpu)];
+    const std::int64_t d = r.period_tasks;
+    if (d <= 0 || d != prog_.period_tasks(gpu) || id + d < r.first || id + d >= r.end) return 0;
+    return (r.end - 1 - id) / d;
   }
-  TimePs start(sim::TaskId id) const { return ex_.task_start_ps[static_cast<size_t>(id)]; }
-  TimePs end(sim::TaskId id) const { return ex_.task_end_ps[static_cast<size_t>(id)]; }
+
+ private:
+  /// Pushes the full id of built task `task` as seen `periods` periods on; with `copies`, the
+  /// next copy must push it one period on (a dependency that moves with the periods).
+  void push(sim::TaskId task, std::int64_t periods, std::int64_t* copies) {
+    const sim::TaskId id = prog_.full_id(task, periods);
+    stack_.push_back(id);
+    if (copies != nullptr &&
+        prog_.full_id(task, periods + 1) != id + prog_.period_tasks(prog_.built().tasks[static_cast<size_t>(task)].gpu))
+      *copies = 0;
+  }
+  void push_deps(sim::TaskId source, std::int64_t periods, std::int64_t* copies) {
+    const sim::Task& t = prog_.built().tasks[static_cast<size_t>(source)];
+    for (std::uint32_t k = 0; k < t.num_deps; ++k) push(prog_.built().deps[t.first_dep + k], periods, copies);
+  }
   static TimePs& slot(IdleGap& gap, sim::Category category) {
     switch (category) {
       case sim::Category::kTpComm: return gap.tp_comm_ps;
@@ -88,7 +118,15 @@ class GapCommunication {
   const sim::FullProgram& prog_;
   const sim::ExecResult& ex_;
   std::vector<sim::TaskId> stream_prev_;
-  std::vector<sim::TaskId> chain_, stack_;  // scratch, reused across gaps
+  /// A communication task of the gap's chain, with what attributing it reads.
+  struct Link {
+    sim::TaskId id;
+    TimePs start_ps, end_ps;
+    sim::GpuId gpu;
+    sim::Category category;
+  };
+  std::vector<Link> chain_;  // scratch, reused across gaps
+  std::vector<sim::TaskId> stack_;
 };
 
 }  // namespace
@@ -101,38 +139,100 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& prog,
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::FullProgram& prog,
                                                       const sim::ExecResult& ex, size_t gpus) {
   std::vector<std::vector<IdleGap>> gaps(gpus);
+  for_each_stream_gap(prog, ex, gpus, [&](size_t gpu, const IdleGap& gap) { gaps[gpu].push_back(gap); });
+  return gaps;
+}
+
+void for_each_stream_gap(const sim::FullProgram& prog, const sim::ExecResult& ex, size_t gpus,
+                         const std::function<void(size_t gpu, const IdleGap& gap)>& visit) {
   std::vector<TimePs> prev_end(gpus, 0);
+  std::vector<sim::TaskId> last_compute(gpus, -1);  // the compute-stream task prev_end is the end of
   GapCommunication communication(prog, ex);
   const std::vector<sim::Task>& tasks = prog.built().tasks;
-  prog.for_each([&](sim::TaskId id, sim::TaskId source, std::int64_t periods) {
-    const size_t i = static_cast<size_t>(id);
-    const sim::Task& t = tasks[static_cast<size_t>(source)];
-    if (t.stream != kCompute) return;
-    const auto gpu = static_cast<size_t>(t.gpu);
-    const TimePs start = ex.task_start_ps[i];
-    if (start > prev_end[gpu]) {
-      IdleGap g;
-      g.start_ps = prev_end[gpu];
-      g.end_ps = start;
-      g.next_task = id;
-      for (std::uint32_t k = 0; k < t.num_deps; ++k) {
-        const sim::TaskId dep = prog.dep(source, periods, k);
-        if (g.gate < 0 || ex.task_end_ps[static_cast<size_t>(dep)] > ex.task_end_ps[static_cast<size_t>(g.gate)])
-          g.gate = dep;
+  // The copies of a compressed program's omitted periods, one run per copy (sim::FullProgram):
+  // where a copy's compute-stream tasks, their predecessors and every task their gaps' walks
+  // visit repeat one period on (their copies' times the period later, the same records,
+  // dependencies moving with the periods), the next copies' gaps are this copy's moved on:
+  // copied, not walked again. Per GPU: the gaps of the copy last walked, in order.
+  struct Copied {
+    std::int64_t walked = 0;  ///< the copy (Run::periods) they were taken from
+    std::int64_t until = -1;  ///< the last copy they hold for
+    std::vector<IdleGap> gaps;
+    sim::TaskId last_compute = -1;  ///< offset in the run of its last compute-stream task
+  };
+  std::vector<Copied> copied(gpus);
+  for (const sim::FullProgram::Run& run : prog.runs()) {
+    if (run.count == 0) continue;
+    const auto gpu = static_cast<size_t>(tasks[static_cast<size_t>(run.built_first)].gpu);  // of a copy
+    Copied& c = copied[gpu];
+    if (run.copy && run.periods <= c.until) {
+      const std::int64_t moved = run.periods - c.walked;
+      for (IdleGap g : c.gaps) {
+        g.start_ps += moved * ex.period_ps;
+        g.end_ps += moved * ex.period_ps;
+        g.next_task = static_cast<sim::TaskId>(g.next_task + moved * run.count);
+        if (g.gate >= 0) g.gate = static_cast<sim::TaskId>(g.gate + moved * prog.period_tasks(prog.task(g.gate).gpu));
+        visit(gpu, g);
       }
-      communication.attribute(source, periods, g);
-      gaps[gpu].push_back(g);
+      if (c.last_compute >= 0) {
+        last_compute[gpu] = run.full_first + c.last_compute;
+        prev_end[gpu] = std::max(prev_end[gpu], prog.end_ps(ex, last_compute[gpu], static_cast<sim::GpuId>(gpu)));
+      }
+      continue;
     }
-    prev_end[gpu] = std::max(prev_end[gpu], ex.task_end_ps[i]);
-  });
+    // Copies after this one its gaps hold for (none unless this run is a copy).
+    std::int64_t copies = run.copy ? prog.omitted_periods() - run.periods : 0;
+    if (run.copy) {
+      c.gaps.clear();
+      c.last_compute = -1;
+    }
+    for (sim::TaskId k = 0; k < run.count; ++k) {
+      const sim::TaskId id = run.full_first + k;
+      const sim::TaskId source = run.built_first + k;
+      const sim::Task& t = tasks[static_cast<size_t>(source)];
+      if (t.stream != kCompute) continue;
+      const auto on = static_cast<size_t>(t.gpu);  // a complete program's one run spans every GPU
+      if (copies > 0) {
+        // The decision "gap or not" compares this task's start with its predecessor's end.
+        const sim::TaskId before = last_compute[on];
+        copies = before >= 0 && prog.source(before).copy
+                     ? std::min({copies, communication.repeats(id, t.gpu), communication.repeats(before, t.gpu)})
+                     : 0;
+      }
+      const TimePs start = prog.start_ps(ex, id, t.gpu);
+      if (start > prev_end[on]) {
+        IdleGap g;
+        g.start_ps = prev_end[on];
+        g.end_ps = start;
+        g.next_task = id;
+        TimePs gate_end = 0;
+        for (std::uint32_t n = 0; n < t.num_deps; ++n) {
+          const sim::TaskId built_dep = prog.built().deps[t.first_dep + n];
+          const sim::TaskId dep = prog.full_id(built_dep, run.periods);
+          const TimePs dep_end = prog.end_ps(ex, dep, tasks[static_cast<size_t>(built_dep)].gpu);
+          if (g.gate < 0 || dep_end > gate_end) {
+            g.gate = dep;
+            gate_end = dep_end;
+          }
+        }
+        communication.attribute(source, run.periods, g, copies > 0 ? &copies : nullptr);
+        visit(on, g);
+        if (run.copy) c.gaps.push_back(g);
+      }
+      prev_end[on] = std::max(prev_end[on], prog.end_ps(ex, id, t.gpu));
+      last_compute[on] = id;
+      if (run.copy) c.last_compute = k;
+    }
+    c.walked = run.periods;
+    c.until = run.copy ? run.periods + copies : -1;
+  }
   for (size_t g = 0; g < gpus; ++g) {
     if (ex.makespan_ps <= prev_end[g]) continue;
     IdleGap tail;
     tail.start_ps = prev_end[g];
     tail.end_ps = ex.makespan_ps;
-    gaps[g].push_back(tail);
+    visit(g, tail);
   }
-  return gaps;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "schedule/program_builder.hpp"
 #include "sim/window_cost.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace lynx::schedule {
@@ -40,6 +41,11 @@ std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::Program& progra
 /// The same over a compressed program's full program (task ids of the full program).
 std::vector<std::vector<IdleGap>> compute_stream_gaps(const sim::FullProgram& program,
                                                       const sim::ExecResult& exec, size_t gpus);
+
+/// The gaps compute_stream_gaps lists, visited instead: each GPU's in time order (GPUs in
+/// task-id order, the tails after all of them).
+void for_each_stream_gap(const sim::FullProgram& program, const sim::ExecResult& exec, size_t gpus,
+                         const std::function<void(size_t gpu, const IdleGap& gap)>& visit);
 
 /// Window capacity (ps) each layer's overlapped recompute can use, per virtual stage:
 /// capacity[vs][i] for the i-th layer of virtual stage vs — the median over micro-batches of

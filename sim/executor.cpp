@@ -397,8 +397,9 @@ class Execution {
     link_touched_.assign(machine_.links.size(), false);
     init_full_ids();
     init_host_waits();
-    result_.task_start_ps.assign(full_tasks_, -1);
-    result_.task_end_ps.assign(full_tasks_, -1);
+    // Per built task (ExecResult::inserted): the omitted periods' task times are not written.
+    result_.task_start_ps.assign(program_.tasks.size(), -1);
+    result_.task_end_ps.assign(program_.tasks.size(), -1);
     result_.flow_end_ps.assign(full_flows_, -1);
     if (options_.record_memory_timeline) {
       result_.memory_timeline.assign(num_gpus, {});
@@ -492,12 +493,8 @@ class Execution {
     if (omitted_ == 0) return f;
     return static_cast<std::size_t>(f + out_flow_shift_[static_cast<std::size_t>(program_.tasks[unit].gpu)]);  // unit = task
   }
-  TimePs start_of(TaskId t) const {
-    return result_.task_start_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
-  }
-  TimePs end_of(TaskId t) const {
-    return result_.task_end_ps[static_cast<std::size_t>(t + out_task_shift_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)])];
-  }
+  TimePs start_of(TaskId t) const { return result_.task_start_ps[static_cast<std::size_t>(t)]; }
+  TimePs end_of(TaskId t) const { return result_.task_end_ps[static_cast<std::size_t>(t)]; }
 
   /// The tasks of a unit: a collective group's list, or the one ungrouped task.
   struct UnitMembers {
@@ -589,8 +586,7 @@ class Execution {
     for (std::uint32_t m = 0; m < members.count; ++m) {
       const TaskId t = members[m];
       const Task& task = program_.tasks[static_cast<std::size_t>(t)];
-      const std::int64_t out_shift = omitted_ == 0 ? 0 : out_task_shift_[static_cast<std::size_t>(task.gpu)];
-      result_.task_start_ps[static_cast<std::size_t>(t + out_shift)] = engine_.now();
+      result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
       if (ff_) {
         note_touched(t);
         if (have_previous_) log_.push_back({engine_.now(), t, 0});
@@ -605,7 +601,7 @@ class Execution {
       if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
         __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
         __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
-        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next + out_shift)]);
+        __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
       }
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
@@ -647,7 +643,7 @@ class Execution {
       const TaskId t = members[m];
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
-      result_.task_end_ps[static_cast<std::size_t>(omitted_ == 0 ? t : t + out_task_shift_[static_cast<std::size_t>(task.gpu)])] = now;
+      result_.task_end_ps[ti] = now;
       if (ff_ && have_previous_) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
@@ -962,12 +958,10 @@ class Execution {
     out.clear();
     for (std::size_t g = 0; g < gpu_first_.size(); ++g) {
       TaskId& lo = lo_[g];
-      const std::int64_t shift = out_task_shift_[g];
-      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo + shift)] >= 0) ++lo;
+      while (lo < gpu_end_[g] && result_.task_end_ps[static_cast<std::size_t>(lo)] >= 0) ++lo;
       for (TaskId t = lo; t <= hi_[g] && t < gpu_end_[g]; ++t) {
         const std::size_t ti = static_cast<std::size_t>(t);
-        const std::size_t full = static_cast<std::size_t>(t + shift);
-        if (result_.task_end_ps[full] < 0 && (result_.task_start_ps[full] >= 0 || state_[ti].pending < initial_pending(t)))
+        if (result_.task_end_ps[ti] < 0 && (result_.task_start_ps[ti] >= 0 || state_[ti].pending < initial_pending(t)))
           out.push_back(t);
       }
     }
@@ -1208,8 +1202,9 @@ class Execution {
   }
 
   /// Skips `periods` periods of length `period_ps`: writes their task and flow times and moves
-  /// the state on. `insert`: periods a compressed program omitted (full-program ids only; the
-  /// state keeps its built task ids), else built ones (the state moves to their images).
+  /// the state on. `insert`: periods a compressed program omitted (their flow times in
+  /// full-program ids, their task times as ExecResult::inserted; the state keeps its built
+  /// task ids), else built ones (the state moves to their images).
   void apply_skip(std::int64_t periods, TimePs period_ps, bool insert) {
     const std::int64_t id_periods = insert ? 0 : periods;  // how far built task ids move
     const TimePs now = engine_.now();
@@ -1221,15 +1216,19 @@ class Execution {
     // GPU by GPU (each GPU's entries in log order, so writes to one place keep their order):
     // the images of one GPU's entries then advance through its id range period by period, which
     // the caches follow, instead of jumping between all GPUs' ranges at every entry.
+    // Inserted periods write only flow times (their task times are ExecResult::inserted).
     const std::size_t num_gpus = gpu_first_.size();
-    std::vector<std::uint32_t> by_gpu(log_.size());
+    auto written = [&](const PeriodLogEntry& e) { return !insert || e.what > 1; };
     std::vector<std::size_t> gpu_begin(num_gpus + 1, 0);
-    for (const PeriodLogEntry& e : log_) ++gpu_begin[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu) + 1];
+    for (const PeriodLogEntry& e : log_)
+      if (written(e)) ++gpu_begin[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu) + 1];
     for (std::size_t g = 0; g < num_gpus; ++g) gpu_begin[g + 1] += gpu_begin[g];
+    std::vector<std::uint32_t> by_gpu(gpu_begin[num_gpus]);
     {
       std::vector<std::size_t> cursor(gpu_begin.begin(), gpu_begin.end() - 1);
       for (std::size_t i = 0; i < log_.size(); ++i)
-        by_gpu[cursor[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(log_[i].task)].gpu)]++] = static_cast<std::uint32_t>(i);
+        if (written(log_[i]))
+          by_gpu[cursor[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(log_[i].task)].gpu)]++] = static_cast<std::uint32_t>(i);
     }
     for (std::size_t g = 0; g < num_gpus; ++g) {
       const TaskId d = delta_[g];
@@ -1318,6 +1317,8 @@ class Execution {
       if (d.kind == EventKind::kFlowBytesDone) flows_[d.a].completion = id;
     }
     if (insert) {
+      record_periodic_ranges(periods, period_ps);
+      record_inserted(periods, period_ps);
       // From now on the built tasks stand for the full program's tasks after the inserted
       // periods: their results, and their host issue times, move on by those periods.
       for (std::size_t g = 0; g < num_gpus; ++g) {
@@ -1330,9 +1331,84 @@ class Execution {
     if (options_.on_progress) options_.on_progress(ended_tasks_, full_tasks_);
   }
 
+  /// ExecResult::periodic_tasks of inserted periods (before the shifts move on): on each GPU
+  /// whose period log holds one start and one end of every residue of its task ids modulo the
+  /// period, a full task x in [largest logged id + d, smallest logged id + periods·d] (+ the
+  /// GPU's shift) is the image j >= 1 of the logged task of its residue, and x - d its image
+  /// j - 1 (the logged task itself for j = 1), so x's times are x - d's plus one period.
+  void record_periodic_ranges(std::int64_t periods, TimePs period_ps) {
+    const std::size_t num_gpus = gpu_first_.size();
+    result_.period_ps = period_ps;
+    result_.periodic_tasks.assign(num_gpus, {});
+    struct Seen {
+      TaskId lo = INT32_MAX, hi = -1;
+      std::int64_t count = 0;
+      bool repeated = false;
+    };
+    std::vector<Seen> seen(2 * num_gpus);
+    std::vector<std::vector<bool>> residues(2 * num_gpus);
+    for (std::size_t g = 0; g < num_gpus; ++g)
+      if (gpu_first_[g] >= 0) residues[2 * g].assign(static_cast<std::size_t>(delta_[g]), false), residues[2 * g + 1] = residues[2 * g];
+    for (const PeriodLogEntry& e : log_) {
+      if (e.what > 1) continue;
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu);
+      Seen& s = seen[2 * g + e.what];
+      std::vector<bool>& used = residues[2 * g + e.what];
+      const std::size_t residue = static_cast<std::size_t>((e.task - gpu_first_[g]) % delta_[g]);
+      if (used[residue]) s.repeated = true;
+      used[residue] = true;
+      s.lo = std::min(s.lo, e.task);
+      s.hi = std::max(s.hi, e.task);
+      ++s.count;
+    }
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      const Seen& starts = seen[2 * g];
+      const Seen& ends = seen[2 * g + 1];
+      const TaskId d = delta_[g];
+      if (starts.repeated || ends.repeated || starts.count != d || ends.count != d) continue;
+      const std::int64_t shift = out_task_shift_[g];
+      result_.periodic_tasks[g] = {static_cast<TaskId>(std::max(starts.hi, ends.hi) + d + shift),
+                                   static_cast<TaskId>(std::min(starts.lo, ends.lo) + periods * d + shift + 1), d};
+    }
+  }
+
+  /// ExecResult::inserted, from the period log (before the shifts move on).
+  void record_inserted(std::int64_t periods, TimePs period_ps) {
+    ExecResult::InsertedPeriods& in = result_.inserted;
+    const std::size_t num_gpus = gpu_first_.size();
+    in.periods = periods;
+    in.period_ps = period_ps;
+    in.inserted_at_ps = engine_.now();
+    in.first_residue.assign(num_gpus + 1, 0);
+    for (std::size_t g = 0; g < num_gpus; ++g) in.first_residue[g + 1] = in.first_residue[g] + (gpu_first_[g] >= 0 ? static_cast<std::size_t>(delta_[g]) : 0);
+    in.starts.assign(in.first_residue[num_gpus], {});
+    in.ends.assign(in.first_residue[num_gpus], {});
+    for (const PeriodLogEntry& e : log_) {
+      if (e.what > 1) continue;
+      const std::size_t g = static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(e.task)].gpu);
+      const std::size_t r = in.first_residue[g] + static_cast<std::size_t>((e.task - gpu_first_[g]) % delta_[g]);
+      ExecResult::InsertedPeriods::Logged& slot = (e.what == 0 ? in.starts : in.ends)[r];
+      if (slot.task < 0) {
+        slot = {e.task, e.time_ps, periods};
+      } else {
+        // A residue logged twice (at both ends of the period): the copies of the later one
+        // continue those of the earlier by whole periods.
+        const TaskId first = std::min(slot.task, e.task), last = std::max(slot.task, e.task);
+        const std::int64_t apart = (last - first) / delta_[g];
+        const TimePs first_time = e.task == first ? e.time_ps : slot.time_ps;
+        const TimePs last_time = e.task == first ? slot.time_ps : e.time_ps;
+        LYNX_CHECK(last_time - first_time == apart * period_ps, "period log: tasks {} and {} do not repeat", first, last);
+        slot = {first, first_time, std::max(slot.last, apart + periods)};
+      }
+    }
+    // The latest inserted end is a candidate for the makespan.
+    for (const ExecResult::InsertedPeriods::Logged& e : in.ends)
+      if (e.task >= 0) inserted_end_ps_ = std::max(inserted_end_ps_, checked_add(e.time_ps, checked_product(kSimulatedClock, {e.last, period_ps}), kSimulatedClock));
+  }
+
   // ---- results and diagnostics ----
   void finish_result() {
-    result_.makespan_ps = 0;
+    result_.makespan_ps = inserted_end_ps_;
     for (const TimePs end : result_.task_end_ps) result_.makespan_ps = std::max(result_.makespan_ps, end);
     result_.peak_bytes.resize(memory_.size());
     result_.first_oom_ps.resize(memory_.size());
@@ -1457,6 +1533,7 @@ class Execution {
   // compressed programs (init_full_ids)
   std::int64_t omitted_ = 0;           ///< Program::omitted_periods
   bool inserted_ = false;              ///< the omitted periods were inserted (results complete)
+  TimePs inserted_end_ps_ = 0;         ///< the latest end among the inserted tasks
   std::size_t full_tasks_ = 0, full_flows_ = 0;
   std::vector<std::int64_t> out_task_shift_;
   std::vector<std::int64_t> out_flow_shift_;

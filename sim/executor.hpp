@@ -30,12 +30,14 @@ struct ExecOptions {
   static constexpr std::size_t kProgressTasks = 4096;
 };
 
-/// Per-task and per-flow entries are indexed by the full program's ids: for a compressed
-/// program (Program::omitted_periods > 0) they include the omitted periods (sim::FullProgram).
+/// Per-task entries are indexed by the program's task ids, per-flow entries by the full
+/// program's flow ids: for a compressed program (Program::omitted_periods > 0) flows include
+/// the omitted periods, and the full program's task times are read through sim::FullProgram
+/// (`inserted`).
 struct ExecResult {
   TimePs makespan_ps = 0;                ///< end of the last task
-  std::vector<TimePs> task_start_ps;     ///< per task
-  std::vector<TimePs> task_end_ps;       ///< per task
+  std::vector<TimePs> task_start_ps;     ///< per (built) task
+  std::vector<TimePs> task_end_ps;       ///< per (built) task
   std::vector<TimePs> flow_end_ps;       ///< per flow (a flow starts with its task)
   std::vector<std::int64_t> peak_bytes;  ///< per GPU, static bytes included
   std::vector<TimePs> first_oom_ps;      ///< per GPU: first time usage exceeded capacity, -1 if never
@@ -45,6 +47,46 @@ struct ExecResult {
   /// executor could not insert (no period proven, or fast_forward off): the results are then
   /// not the full program's, and the caller must execute the full program.
   bool complete = true;
+  /// A compressed program's omitted periods, inserted (nothing otherwise). Built task t's
+  /// times are those of the full task it stood for: t + (the omitted tasks of the GPUs before
+  /// its own, in id order) for times up to inserted_at_ps, that plus its GPU's omitted tasks
+  /// for later ones; the omitted tasks' times are a logged period's moved on by whole periods.
+  /// sim::FullProgram::start_ps / end_ps read them all in full-program ids.
+  struct InsertedPeriods {
+    std::int64_t periods = 0;  ///< 0: none inserted
+    TimePs period_ps = 0;
+    TimePs inserted_at_ps = 0;
+    /// A task's start or end logged in the period (task -1: none).
+    struct Logged {
+      TaskId task = -1;
+      TimePs time_ps = -1;
+      std::int64_t last = 0;  ///< the last period it is copied to (periods, or more when the log has it twice)
+    };
+    /// Per GPU, then per residue r = (built id - the GPU's first built id) mod its period:
+    /// the first logged start (end) of that residue. Full task x of the residue, as built id
+    /// t = x - the omitted tasks before its GPU, has its time j·period_ps later when t is j in
+    /// [1, last] periods after the logged task.
+    std::vector<std::size_t> first_residue;  ///< per GPU, into starts and ends
+    std::vector<Logged> starts, ends;
+  };
+  InsertedPeriods inserted;
+  /// Where inserted periods repeat (a compressed program whose omitted periods were inserted;
+  /// empty otherwise): per GPU, every full-program task x in [first, end) started and ended
+  /// period_ps after task x - period_tasks. Readers of every task (the runner's breakdown,
+  /// schedule::compute_stream_gaps) take such a period's results from the one before.
+  struct PeriodicRange {
+    TaskId first = 0, end = 0;  ///< full-program ids; empty when end <= first
+    TaskId period_tasks = 0;
+  };
+  std::vector<PeriodicRange> periodic_tasks;  ///< per GPU
+  TimePs period_ps = 0;
+  /// Whether full-program tasks [first, end) of `gpu` all repeat the period before (see
+  /// periodic_tasks).
+  bool repeats_previous_period(GpuId gpu, TaskId first, TaskId end) const {
+    if (static_cast<std::size_t>(gpu) >= periodic_tasks.size()) return false;
+    const PeriodicRange& r = periodic_tasks[static_cast<std::size_t>(gpu)];
+    return first < end && first >= r.first && end <= r.end;
+  }
   /// Hash of the engine's (time, sequence) event stream and of every task start and end
   /// (time, task): equal for two runs that did the same thing (sim/fingerprint.hpp).
   std::uint64_t fingerprint = 0;

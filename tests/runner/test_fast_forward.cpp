@@ -7,6 +7,7 @@
 #include "model/resolved_scenario.hpp"
 #include "runner/result_fields.hpp"
 #include "runner/simulate.hpp"
+#include "schedule/overlap_windows.hpp"
 #include "schedule/program_builder.hpp"
 #include "sim/executor.hpp"
 #include "sim/full_program.hpp"
@@ -213,8 +214,46 @@ bool check_compressed(const std::string& file, const std::vector<std::string>& o
   const sim::ExecResult slow = sim::execute(full.machine, full.program, slow_options);
   const sim::ExecResult fast = sim::execute(compressed.machine, compressed.program);
   if (!fast.complete) return false;
-  check_same_timelines(fast, slow);
+  // The built tasks' times and the inserted periods, read in full-program ids.
+  CHECK(fast.inserted.periods == compressed.program.omitted_periods);
+  CHECK(fast.task_start_ps.size() == compressed.program.tasks.size());
+  sim::ExecResult expanded = fast;
+  expanded.task_start_ps = view.starts(fast);
+  expanded.task_end_ps = view.ends(fast);
+  check_same_timelines(expanded, slow);
   CHECK(fast.skipped_periods >= static_cast<std::uint64_t>(compressed.program.omitted_periods));
+  // Where the executor says the inserted periods repeat, they do.
+  REQUIRE(fast.periodic_tasks.size() == compressed.machine.gpus.size());
+  std::size_t periodic = 0, wrong = 0;
+  for (const sim::ExecResult::PeriodicRange& r : fast.periodic_tasks) {
+    for (sim::TaskId x = r.first; x < r.end; ++x, ++periodic) {
+      const auto i = static_cast<std::size_t>(x), before = static_cast<std::size_t>(x - r.period_tasks);
+      if (slow.task_start_ps[i] != slow.task_start_ps[before] + fast.period_ps ||
+          slow.task_end_ps[i] != slow.task_end_ps[before] + fast.period_ps)
+        ++wrong;
+    }
+  }
+  CHECK(periodic > 0);
+  CHECK(wrong == 0);
+  // The idle gaps, copied period to period over the compressed program, are the full
+  // program's, gap by gap.
+  const auto gaps = schedule::compute_stream_gaps(view, fast, compressed.machine.gpus.size());
+  const auto full_gaps = schedule::compute_stream_gaps(full.program, slow, full.machine.gpus.size());
+  REQUIRE(gaps.size() == full_gaps.size());
+  std::size_t gap_mismatches = 0, num_gaps = 0;
+  for (std::size_t g = 0; g < gaps.size(); ++g) {
+    REQUIRE(gaps[g].size() == full_gaps[g].size());
+    for (std::size_t k = 0; k < gaps[g].size(); ++k, ++num_gaps) {
+      const schedule::IdleGap& a = gaps[g][k];
+      const schedule::IdleGap& b = full_gaps[g][k];
+      if (a.start_ps != b.start_ps || a.end_ps != b.end_ps || a.next_task != b.next_task || a.gate != b.gate ||
+          a.comm_in_flight_ps != b.comm_in_flight_ps || a.tp_comm_ps != b.tp_comm_ps || a.pp_comm_ps != b.pp_comm_ps ||
+          a.dp_comm_ps != b.dp_comm_ps || a.other_comm_ps != b.other_comm_ps)
+        ++gap_mismatches;
+    }
+  }
+  CHECK(num_gaps > 0);
+  CHECK(gap_mismatches == 0);
   return true;
 }
 
