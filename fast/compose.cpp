@@ -335,6 +335,19 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
             static_cast<double>(stretch) * static_cast<double>(g.last_send.second - std::max(g.last_send.first, start)) /
             static_cast<double>(length)));
     }
+    // Simulated right after its predecessor, the step ran beside all of the predecessor's
+    // send and all-reduces; one that waited for its input finds part of them done. Its
+    // slowdown over the step alone shrinks with the share of that communication (from when
+    // the step could have started to when the last of it ends) that passed before it started.
+    if (beside_previous && start > g.compute_free_ps) {
+      const StepProfile& alone = *profiles_alone[static_cast<size_t>(s)][g.next];
+      const TimePs comm_end = std::max(g.last_send.second, g.previous_had_dp ? g.dp_free_ps : TimePs{0});
+      const TimePs span = comm_end - g.compute_free_ps;
+      if (span > 0 && pr.compute_end_ps > alone.compute_end_ps) {
+        const double passed = std::min(1.0, static_cast<double>(start - g.compute_free_ps) / static_cast<double>(span));
+        delta -= static_cast<TimePs>(std::llround(static_cast<double>(pr.compute_end_ps - alone.compute_end_ps) * passed));
+      }
+    }
     // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
     // previous step's tail, so a step that starts later finds it further along.
     // After its predecessor it was simulated as issued there, with no wait for the input.

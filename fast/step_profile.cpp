@@ -130,13 +130,26 @@ bool shares_collective_link(const sim::Program& prog, const hw_models::Topology&
   return false;
 }
 
-/// When `c`'s transfers (one send each, on a GPU of their own) start with task `at` of the
-/// measured step: the end of its last compute-stream task (relative to its marker's start),
-/// and how long the transfers took. `at` < 0: the transfers alone, from time 0.
+/// When `c`'s transfers (one send each, on a GPU of their own) start `after_ps` after task
+/// `at` of the measured step starts: the end of its last compute-stream task (relative to its
+/// marker's start), and how long the transfers took. `at` < 0: the transfers alone, from time 0.
 std::pair<TimePs, TimePs> run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
-                                     const schedule::StepSpan& sp, const Channel& c, sim::TaskId at) {
+                                     const schedule::StepSpan& sp, const Channel& c, sim::TaskId at, TimePs after_ps = 0) {
   sim::Machine m = machine;
   m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
+  if (at >= 0 && after_ps > 0) {  // a wait of that length on the channel's own GPU, then the send
+    sim::Task wait;
+    wait.kind = sim::TaskKind::kKernel;
+    wait.category = sim::Category::kOther;
+    wait.gpu = static_cast<sim::GpuId>(m.gpus.size() - 1);
+    wait.work_ps = after_ps;
+    wait.first_dep = static_cast<std::uint32_t>(prog.deps.size());
+    wait.num_deps = 1;
+    prog.deps.push_back(at);
+    prog.tasks.push_back(wait);
+    if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
+    at = static_cast<sim::TaskId>(prog.tasks.size() - 1);
+  }
   sim::Task t;
   t.kind = sim::TaskKind::kComm;
   t.category = sim::Category::kPpComm;
@@ -185,37 +198,36 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   const schedule::StepSpan& sp = *range.span;
   // Other stages' sends reach a step at a phase of it that the schedule sets: each relevant
   // channel is measured sending from kChannelPhases points of the step's compute time alone
-  // (the compute-stream tasks that start first at 0, 1/k, 2/k... of it).
+  // (the compute-stream tasks that start first at 0, 1/k, 2/k... of it, k = kChannelPhases - 1),
+  // and from the last point from which a send on idle links ends with the step's compute: a
+  // send reaching the step's last collectives delays it by up to their whole length, which an
+  // interpolation from 3/4 of the step down to nothing at its end misses.
   const TimePs t_marker = ex.task_start_ps[static_cast<size_t>(sp.marker)];
   TimePs alone_ps = 0;
   for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
     if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
       alone_ps = std::max(alone_ps, ex.task_end_ps[static_cast<size_t>(i)] - t_marker);
-  std::vector<sim::TaskId> anchors(kChannelPhases, sp.marker);
-  std::vector<TimePs> anchor_ps(kChannelPhases, 0);
-  for (std::size_t k = 1; k < kChannelPhases; ++k) {
-    const TimePs want = alone_ps * static_cast<TimePs>(k) / static_cast<TimePs>(kChannelPhases);
-    TimePs best = -1;
-    for (sim::TaskId i = sp.marker; i < sp.end_task; ++i) {
-      if (prog.tasks[static_cast<size_t>(i)].stream != schedule::kCompute || prog.tasks[static_cast<size_t>(i)].gpu != 0) continue;
-      const TimePs at = ex.task_start_ps[static_cast<size_t>(i)] - t_marker;
-      if (at >= want && (best < 0 || at < best)) {
-        best = at;
-        anchors[k] = i;
-      }
-    }
-    anchor_ps[k] = std::max<TimePs>(0, best);
-  }
-  // Per channel and phase: the compute end and the transfers' extra time beside the step.
-  std::vector<std::pair<TimePs, TimePs>> beside(channels.size() * kChannelPhases, {-1, 0});
+  std::vector<size_t> relevant;
+  std::vector<TimePs> idle_ps(channels.size(), 0);
+  TimePs shortest_send_ps = -1;
   for (size_t c = 0; c < channels.size(); ++c)
     if (channels[c].from_stage != part.stage &&
         (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c]))) {
-      const TimePs idle_ps = run_beside(machine, sim::Program{}, topo, sp, channels[c], -1).second;
-      for (std::size_t k = 0; k < kChannelPhases; ++k) {
-        beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, sp, channels[c], anchors[k]);
-        beside[c * kChannelPhases + k].second -= idle_ps;
-      }
+      relevant.push_back(c);
+      idle_ps[c] = run_beside(machine, sim::Program{}, topo, sp, channels[c], -1).second;
+      shortest_send_ps = shortest_send_ps < 0 ? idle_ps[c] : std::min(shortest_send_ps, idle_ps[c]);
+    }
+  std::vector<TimePs> anchor_ps(kChannelPhases, 0);
+  constexpr std::size_t kSpread = kChannelPhases - 1;  // phases spread over the step
+  for (std::size_t k = 1; k < kChannelPhases; ++k)
+    anchor_ps[k] = k < kSpread ? alone_ps * static_cast<TimePs>(k) / static_cast<TimePs>(kSpread)
+                               : std::max(anchor_ps[k - 1], alone_ps - std::max<TimePs>(0, shortest_send_ps));
+  // Per channel and phase: the compute end and the transfers' extra time beside the step.
+  std::vector<std::pair<TimePs, TimePs>> beside(channels.size() * kChannelPhases, {-1, 0});
+  for (size_t c : relevant)
+    for (std::size_t k = 0; k < kChannelPhases; ++k) {
+      beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, sp, channels[c], sp.marker, anchor_ps[k]);
+      beside[c * kChannelPhases + k].second -= idle_ps[c];
     }
   for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
 

@@ -51,8 +51,9 @@ struct Channel {
   std::uint64_t bytes = 0;  ///< per flow
 };
 
-/// Points of a step (0, 1/k, 2/k... of its compute time) at which a channel's delay is measured.
-inline constexpr std::size_t kChannelPhases = 4;
+/// Points of a step at which a channel's delay is measured: 0, 1/k, 2/k... (k - 1)/k of its
+/// compute time (k = kChannelPhases - 1), and the last point from which a send ends with it.
+inline constexpr std::size_t kChannelPhases = 5;
 
 /// One step, measured from the start of its marker (times relative to it, in ps).
 struct StepProfile {

@@ -3,8 +3,9 @@
 // memory equal for none / full / selective plans and within kFastModeMemoryBound
 // (runner/planning.hpp) for overlapped (lynx) plans, and the two modes rank the configurations
 // alike (Kendall tau >= 0.98).
-// configs-pcie.txt: the same with iteration times within 3%, not 1% (links shared between
-// stages; its header says why, fast_bench reports the distribution: worst 2.59%).
+// configs-pcie.txt: the same with iteration times within 2%, not 1% (links shared between
+// stages; its header says why, fast_bench reports the distribution: worst 1.31%, so the bound
+// leaves 0.69 points for changes of exact mode elsewhere).
 #include "runner/mode_agreement.hpp"
 #include "runner/planning.hpp"
 
@@ -48,8 +49,8 @@ TEST_CASE("fast mode agrees with exact mode within 1% on the committed NVLink se
   check_set("configs.txt", 0.01, 200);
 }
 
-TEST_CASE("fast mode agrees with exact mode within 3% on the committed PCIe set (memory and ranking as on NVLink)") {
-  check_set("configs-pcie.txt", 0.03, 110);
+TEST_CASE("fast mode agrees with exact mode within 2% on the committed PCIe set (memory and ranking as on NVLink)") {
+  check_set("configs-pcie.txt", 0.02, 110);
 }
 
 TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {

@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace lynx;
 using namespace lynx::runner;
 
@@ -173,6 +175,13 @@ TEST_CASE("on shared links other stages' sends into a stage slow its steps; its 
   CHECK(largest(3, 4) > 0);   // stage 3's sends to the next node go through a NIC on stage 2's switch
   CHECK(largest(2, 3) == 0);  // its own sends: part of its profiles (after_previous), not charged
   CHECK(largest(5, 6) == 0);  // another node's traffic
+  // The last phase: a send that ends with the step's compute (on idle links) reaches its last
+  // TP all-reduce and delays it.
+  const int input = context.channel_of[static_cast<size_t>(1 * sc.parallel.pp + 2)];
+  REQUIRE(step.channel_phase_ps.size() == fast::kChannelPhases);
+  CHECK(std::is_sorted(step.channel_phase_ps.begin(), step.channel_phase_ps.end()));
+  CHECK(step.channel_phase_ps.back() < step.compute_end_ps);
+  CHECK(step.channel_delay_ps[static_cast<size_t>(input) * fast::kChannelPhases + fast::kChannelPhases - 1] > 0);
   // Private links (NVLink): no channels, the composition of session 11.
   const model::ResolvedScenario dgx = model::default_scenario(
       {"model.preset=gpt-2.7b", "hardware.nodes=4", "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.global_batch=8"});
