@@ -115,7 +115,7 @@ class Builder {
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
   /// Reserves the program's arrays for `num_gpus` GPUs like the first one (+5%), so they do not
   /// grow by doubling (each growth copies them and briefly holds twice their size). Capacity
-  /// only: the program built is the same.
+  /// only: the program built is the same. The large ones are advised for huge pages.
   void reserve_like_first_gpu(std::size_t num_gpus) {
     auto grow = [num_gpus](auto& v) { v.reserve(v.size() * num_gpus + v.size() * num_gpus / 20); };
     grow(prog_.tasks);
@@ -125,6 +125,12 @@ class Builder {
     grow(prog_.mem);
     grow(flops_);
     grow(prog_.issue_ps);
+    sim::advise_huge_pages(prog_.tasks);
+    sim::advise_huge_pages(prog_.deps);
+    sim::advise_huge_pages(prog_.mem);
+    sim::advise_huge_pages(prog_.flows);
+    sim::advise_huge_pages(prog_.path_links);
+    sim::advise_huge_pages(flops_);
   }
 
   struct TaskArgs {

@@ -45,6 +45,14 @@ Int128 progress_capped(TimePs elapsed_ps, Int128 num, Int128 den, Int128 cap) {
   return std::min(product / den, cap);
 }
 
+/// v.assign(n, value), its memory advised for huge pages first (sim::advise_huge_pages).
+template <typename T>
+void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
+  v.reserve(n);
+  advise_huge_pages(v);
+  v.assign(n, value);
+}
+
 /// A kernel task occupying SMs; lives in a pool while it runs.
 struct KernelRun {
   TaskId task = 0;
@@ -299,7 +307,7 @@ class Execution {
   void build_structure() {
     const std::size_t num_tasks = program_.tasks.size();
     const std::size_t num_gpus = machine_.gpus.size();
-    state_.assign(num_tasks + 1, TaskState{});  // the last one only ends the successor lists
+    assign_huge(state_, num_tasks + 1, TaskState{});  // the last one only ends the successor lists
     first_group_unit_ = static_cast<std::uint32_t>(num_tasks);
 
     // One pass over the tasks: successor counts, stream FIFO (each task also waits for the
@@ -343,7 +351,7 @@ class Execution {
     // Successors in CSR form; lists are in dependent-task order. The counts become each list's
     // end; filling from the back (tasks in reverse order) leaves every start in place.
     for (std::size_t t = 0; t < num_tasks; ++t) state_[t + 1].first_successor += state_[t].first_successor;
-    successors_.resize(state_[num_tasks].first_successor);
+    assign_huge(successors_, state_[num_tasks].first_successor, TaskId{0});
     for (std::size_t t = num_tasks; t-- > 0;) {
       const Task& task = program_.tasks[t];
       for (std::uint32_t k = task.num_deps; k-- > 0;) {
@@ -398,9 +406,9 @@ class Execution {
     init_full_ids();
     init_host_waits();
     // Per built task (ExecResult::inserted): the omitted periods' task times are not written.
-    result_.task_start_ps.assign(program_.tasks.size(), -1);
-    result_.task_end_ps.assign(program_.tasks.size(), -1);
-    result_.flow_end_ps.assign(full_flows_, -1);
+    assign_huge(result_.task_start_ps, program_.tasks.size(), TimePs{-1});
+    assign_huge(result_.task_end_ps, program_.tasks.size(), TimePs{-1});
+    assign_huge(result_.flow_end_ps, full_flows_, TimePs{-1});
     if (options_.record_memory_timeline) {
       result_.memory_timeline.assign(num_gpus, {});
       for (std::size_t g = 0; g < num_gpus; ++g) result_.memory_timeline[g].emplace_back(0, memory_[g].current_bytes());
@@ -922,6 +930,11 @@ class Execution {
     lo_ = gpu_first_;
     hi_.assign(num_gpus, -1);
     for (std::size_t g = 0; g < num_gpus; ++g) hi_[g] = gpu_first_[g] - 1;
+    // The period log holds at most every built task's start and end and every flow's end
+    // (each is logged once, before the skip): capacity only, touched as it fills. On the
+    // GPT-1T step it grew by doubling to 8 MB (copies and 4 KiB page faults).
+    log_.reserve(2 * num_tasks + program_.flows.size());
+    advise_huge_pages(log_);
     ff_ = true;
   }
 

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace lynx::sim {
 
 using GpuId = std::int32_t;
@@ -140,6 +144,26 @@ inline std::string task_label(const Program& program, TaskId task) {
   std::string label = t.instance < program.instances.size() ? program.instances[t.instance] : "";
   label += t.name < program.names.size() ? program.names[t.name] : "task " + std::to_string(task);
   return label;
+}
+
+/// Asks the kernel to back a large array's capacity with transparent huge pages (Linux with
+/// THP "madvise" or "always"; elsewhere nothing). The program and executor arrays are tens of MB
+/// written once: on the GPT-1T step their 4 KiB page faults were ~18% of the CPU time. Call it
+/// after reserving and before writing. Memory placement only: no effect on any result.
+template <typename T>
+void advise_huge_pages(const std::vector<T>& v) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHugePageBytes = std::uintptr_t{2} << 20;
+  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(v.data());
+  const std::uintptr_t end = begin + v.capacity() * sizeof(T);
+  const std::uintptr_t first = (begin + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  const std::uintptr_t last = end & ~(kHugePageBytes - 1);
+  // Only whole huge pages inside the array: advising a page shared with other allocations
+  // would be harmless but could back them too. A failure only leaves 4 KiB pages.
+  if (first < last) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+  (void)v;
+#endif
 }
 
 }  // namespace lynx::sim
