@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <string>
 
 using namespace lynx;
 using namespace lynx::runner;
@@ -512,15 +513,31 @@ TEST_CASE("host model: loading a micro-batch and the gradient norm's .item() blo
   CHECK(free_ex.task_start_ps[clip] == free_ex.task_end_ps[norm]);
 }
 
+namespace {
+
+/// GPT-1.3B with 24 micro-batches of 1, no recompute, on one node, with the host model on
+/// (10 µs per kernel), `pp` stages: its scenario and its run (whose plan the programs use).
+struct HostModelRun {
+  model::ResolvedScenario resolved;
+  SimRun run;
+};
+HostModelRun host_model_run(int pp) {
+  model::ResolvedScenario resolved = model::default_scenario(
+      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=" + std::to_string(pp), "parallel.dp=1",
+       "parallel.micro_batch=1", "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1",
+       "hardware.gpu.host_kernel=10us"});
+  SimRun run = simulate(resolved);
+  return {std::move(resolved), std::move(run)};
+}
+
+}  // namespace
+
 TEST_CASE("host model: with a pipeline the first and the last stage wait for their GPU at each micro-batch") {
-  const model::ResolvedScenario resolved = model::default_scenario(
-      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=4", "parallel.dp=1", "parallel.micro_batch=1",
-       "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=10us"});
-  const Scenario& sc = resolved.scenario();
+  const HostModelRun r = host_model_run(4);
+  const Scenario& sc = r.resolved.scenario();
   const hw_models::Topology topo(sc.hardware);
   const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
-  const SimRun run = simulate(resolved);
-  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w);
+  const schedule::BuiltProgram built = schedule::build_program(sc, r.run.plan, topo, w);
   std::vector<int> waits(static_cast<std::size_t>(built.machine.gpus.size()), 0);
   for (const sim::Program::HostWait& hw : built.program.host_waits)
     ++waits[static_cast<std::size_t>(built.program.tasks[static_cast<std::size_t>(hw.resume)].gpu)];
@@ -530,19 +547,16 @@ TEST_CASE("host model: with a pipeline the first and the last stage wait for the
 }
 
 TEST_CASE("host model: a program with host waits is never compressed (the same one without is)") {
-  const model::ResolvedScenario resolved = model::default_scenario(
-      {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
-       "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=10us"});
-  const Scenario& sc = resolved.scenario();
+  const HostModelRun r = host_model_run(1);
+  const Scenario& sc = r.resolved.scenario();
   const hw_models::Topology topo(sc.hardware);
   const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
-  const SimRun run = simulate(resolved);
-  const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, w, 8);
+  const schedule::BuiltProgram built = schedule::build_program(sc, r.run.plan, topo, w, 8);
   CHECK(built.program.omitted_periods == 0);
   CHECK(built.program.host_waits.size() == 24);
   Scenario no_host = sc;
   no_host.hardware.host_kernel_ps = 0;
-  const schedule::BuiltProgram compressed = schedule::build_program(no_host, run.plan, topo, w, 8);
+  const schedule::BuiltProgram compressed = schedule::build_program(no_host, r.run.plan, topo, w, 8);
   CHECK(compressed.program.omitted_periods > 0);
   CHECK(compressed.program.host_waits.empty());
 }
