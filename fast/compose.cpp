@@ -363,9 +363,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     // With the host model every time is also bounded by the tasks' issue (host_bound_ps).
     const HostProfile& host = pr.host;
-    // Loading a micro-batch, the host waits for the GPU's compute stream (program_builder.cpp
-    // emit_forward_step: the first and last virtual stage's forwards).
-    if (host.on && st.forward && (vs == 0 || vs == last_vs)) g.host_ps = std::max(g.host_ps, g.compute_free_ps);
+    // Loading a micro-batch, the host waits for the GPU's compute stream and the step's input
+    // (program_builder.cpp emit_micro_batch_load: the first and last virtual stage's
+    // forwards); its later wait, for the sizes broadcast, is in the host profile.
+    if (host.on && st.forward && (vs == 0 || vs == last_vs)) g.host_ps = std::max(g.host_ps, start);
     const TimePs compute_end = host_bound_ps(host, start + pr.compute_end_ps + delta, g.host_ps, host.compute_end_ps);
     const TimePs tail_end = host_bound_ps(host, start + pr.tail_end_ps + delta, g.host_ps, host.tail_end_ps);
     TimePs end = std::max(compute_end, tail_end);

@@ -90,12 +90,22 @@ HostProfile measure_host_bound(const Scenario& sc, const strategies::RecomputePl
   const MeasuredRange r = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *r.span;
   const auto first = static_cast<size_t>(sp.first_task);
+  // The host clock as the executor moves it at GPU 0's host waits (sim::Program::host_waits;
+  // GPU 0's come first, in program order): the shift of the built issue times after the waits
+  // before the step, and after those up to its end. A micro-batch load's wait for the step's
+  // own marker counts as before the step: compose.cpp applies it at the step's start.
+  TimePs shift_ps = 0, shift_before_ps = 0;
+  for (const sim::Program::HostWait& w : prog.host_waits) {
+    if (prog.tasks[static_cast<size_t>(w.resume)].gpu != 0 || w.resume >= r.end) break;
+    shift_ps = std::max(shift_ps, ex.task_end_ps[static_cast<size_t>(w.until)] - w.host_before_ps);
+    if (w.until <= sp.marker) shift_before_ps = shift_ps;
+  }
   // The host clock just before the step's first issue (GPU 0's tasks come first).
-  const TimePs host = first > 0 ? prog.issue_ps[first - 1] : host_start_ps;
+  const TimePs host = (first > 0 ? prog.issue_ps[first - 1] : host_start_ps) + shift_before_ps;
   const auto end = [&](sim::TaskId id) { return ex.task_end_ps[static_cast<size_t>(id)] - host; };
   HostProfile h;
   h.on = true;
-  h.cost_ps = prog.issue_ps[static_cast<size_t>(r.end - 1)] - host;
+  h.cost_ps = prog.issue_ps[static_cast<size_t>(r.end - 1)] + shift_ps - host;
   h.tail_end_ps = end(sp.compute_tail);
   if (sp.send >= 0) h.send_issue_ps = prog.issue_ps[static_cast<size_t>(sp.send)] - host;
   bool dp = false;

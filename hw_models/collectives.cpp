@@ -161,6 +161,7 @@ Collective to_collective(model::CollectiveKind kind) {
     case model::CollectiveKind::kAllReduce: return Collective::kAllReduce;
     case model::CollectiveKind::kReduceScatter: return Collective::kReduceScatter;
     case model::CollectiveKind::kAllGather: return Collective::kAllGather;
+    case model::CollectiveKind::kBroadcast: return Collective::kBroadcast;
     case model::CollectiveKind::kNone: break;
   }
   fail(ErrorCode::kInternal, "to_collective: an op without a collective (kNone) has nothing to plan");

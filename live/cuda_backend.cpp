@@ -453,6 +453,10 @@ void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<s
           LYNX_NCCL_CHECK(ncclReduceScatter(rk.comm_send.get(), rk.comm_recv.get(), elements / n, ncclBfloat16, ncclSum,
                                             comm, s));
           return;
+        case model::CollectiveKind::kBroadcast:  // from the communicator's first member (tp rank 0)
+          LYNX_NCCL_CHECK(ncclBroadcast(rk.comm_send.get(), rk.comm_recv.get(), std::max<std::size_t>(op.bytes / 2, 1),
+                                        ncclBfloat16, 0, comm, s));
+          return;
         default:
           LYNX_NCCL_CHECK(ncclAllReduce(rk.comm_send.get(), rk.comm_recv.get(), elements, ncclBfloat16, ncclSum, comm, s));
           return;

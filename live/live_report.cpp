@@ -146,6 +146,8 @@ calibrate::RawMeasurements raw_measurements(const OpStream& ops, const LiveRun& 
         row.m = op.m, row.n = op.n;
         break;
       case LaunchKind::kCollective:
+        // The micro-batch load's broadcasts: calibrate's NCCL curves have no broadcast row.
+        if (op.collective == model::CollectiveKind::kBroadcast) continue;
         row.kind = MeasurementKind::kCollective;
         row.name = collective_name(op.collective);
         row.ranks = static_cast<int>(ops.comms.at(static_cast<std::size_t>(op.comm)).ranks.size());

@@ -50,6 +50,7 @@ const char* collective_name(model::CollectiveKind kind) {
     case model::CollectiveKind::kAllReduce: return "all_reduce";
     case model::CollectiveKind::kReduceScatter: return "reduce_scatter";
     case model::CollectiveKind::kAllGather: return "all_gather";
+    case model::CollectiveKind::kBroadcast: return "broadcast";
   }
   return "?";
 }
@@ -333,6 +334,12 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
                         : named.pass == NamedOp::Pass::kInputAllGather  ? model::CollectiveKind::kAllGather
                                                                         : m.collective;
         op.bytes = named.pass == NamedOp::Pass::kInputAllGather ? m.bwd_input_allgather_bytes : m.collective_bytes;
+      } else if (name == "batch_sizes_broadcast" || name == "batch_broadcast") {
+        // The micro-batch load's broadcasts from tp rank 0 (every member the same payload).
+        const schedule::MicroBatchLoadBytes load = schedule::micro_batch_load_bytes(out.scenario);
+        op.collective = model::CollectiveKind::kBroadcast;
+        op.pass = "batch-load";
+        op.bytes = name == "batch_broadcast" ? load.data : load.sizes;
       } else {
         op.collective = name == "dp_reducescatter" ? model::CollectiveKind::kReduceScatter
                         : name == "dp_allgather"   ? model::CollectiveKind::kAllGather

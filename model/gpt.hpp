@@ -100,7 +100,9 @@ constexpr const char* op_group_name(OpGroup group) {
   return kOpGroupNames[static_cast<std::size_t>(group)];
 }
 
-enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather };
+/// kBroadcast: no layer op has it; the micro-batch load's broadcasts (schedule/program_builder.hpp
+/// micro_batch_load_bytes) are collectives live mode launches as one.
+enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather, kBroadcast };
 
 /// Which tensors an op's saved_bytes are: what it reads (its input, the previous op's output),
 /// what it writes, or both. Ops of a layer form a chain (op i reads op i−1's output; op 0 reads

@@ -194,7 +194,6 @@ class Builder {
     }
     prog_.tasks.push_back(t);
     flops_.push_back(a.flops);
-    if (a.stream == kCompute) last_compute_task_ = static_cast<sim::TaskId>(prog_.tasks.size() - 1);
     return static_cast<sim::TaskId>(prog_.tasks.size() - 1);
   }
   /// Host model: the current GPU's host thread blocks, before issuing its next task, until
@@ -347,6 +346,10 @@ class Builder {
   /// A forward step: receive, embedding, layers (issuing forward-window recomputes for `next`,
   /// the step after it), head, send.
   void emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g);
+  /// Loading the micro-batch on the first and last virtual stage, after its forward marker
+  /// `recv`: the TP broadcasts of Megatron's broadcast_data (micro_batch_load_bytes) and the
+  /// host's waits in it. Returns what the step's first forward op waits for.
+  sim::TaskId emit_micro_batch_load(sim::TaskId recv);
   /// A backward step: overlapped and on-demand recomputes, layer backwards top-down with their
   /// gradient buckets (`grads_final`: the chunk's last backward), embedding, send.
   void emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g);
@@ -467,7 +470,6 @@ class Builder {
   bool host_model_ = false;
   TimePs host_clock_ps_ = 0;  ///< the current GPU's host: when it has issued its last task
   sim::TaskId host_wait_until_ = -1;   ///< host_waits_for: what the next task's issue waits for
-  sim::TaskId last_compute_task_ = -1;  ///< the current GPU's last compute-stream task so far
   struct Pending {
     std::uint32_t dep_index;
     std::int64_t key;
@@ -874,19 +876,13 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   const int vs = step.vs;
   const StagePlan& sp = step.sp;
   const int last_vs = p_.pp * p_.virtual_stages - 1;
-  // Host model: loading a micro-batch synchronises the host with the GPU. Megatron's
-  // get_batch (pretrain_gpt.py; Megatron-DeepSpeed's get_batch_pipe for DeepSpeed's
-  // PipelineEngine, whose LoadMicroBatch runs on the first and the last stage) calls
-  // tensor_parallel.broadcast_data, whose _build_key_size_numel_dictionaries broadcasts the
-  // sizes over the TP group and copies them back with `sizes_cuda.cpu()`: the host blocks
-  // until the current stream has run everything issued before it.
-  if (vs == 0 || vs == last_vs) host_waits_for(last_compute_task_);
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
   marker.name = intern_name("forward");
   const sim::TaskId recv = add_task(marker, {});
   if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
   sim::TaskId after = recv;
+  if (vs == 0 || vs == last_vs) after = emit_micro_batch_load(recv);
   // overlap_param_gather: the first forward of a chunk waits for each bucket's gather.
   ParamGates* gates = nullptr;
   if (auto it = param_gates_.find(vs); it != param_gates_.end() && !it->second.waited && (!part_ || !next || next == &part_->following)) {
@@ -924,6 +920,42 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   g.compute_tail = after;
   if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
   add_step_span(st, recv, after, vs < last_vs);
+}
+
+sim::TaskId Builder::emit_micro_batch_load(sim::TaskId recv) {
+  // Megatron's get_batch (pretrain_gpt.py; Megatron-DeepSpeed's get_batch_pipe for DeepSpeed's
+  // PipelineEngine, whose LoadMicroBatch runs on the first and the last stage, after the
+  // activation's receive) calls tensor_parallel.broadcast_data. Its
+  // _build_key_size_numel_dictionaries makes the sizes a CUDA tensor (torch.cuda.LongTensor:
+  // a blocking copy, so the host waits for the current stream, the receive included),
+  // broadcasts them over the TP group and copies them back with `sizes_cuda.cpu()` (the host
+  // waits for the broadcast: a rendezvous of the group's host threads); then the data is
+  // broadcast. torch.distributed's NCCL calls are stream-ordered with the current stream
+  // (ProcessGroupNCCL waits for it and makes it wait for them): here on the tp stream between
+  // the marker and a compute-stream marker the first forward op follows.
+  host_waits_for(recv);
+  // The broadcasts are emitted with the host model configured only (both modes, each part of
+  // fast mode alike): what they change is the rendezvous of the TP group's host threads and the
+  // host's wait for the GPU; their GPU time alone (two latency-bound calls, ~20 µs per load on
+  // NVSwitch) moves the datasheet figures by < 0.1% (VALIDATION.md, "Session 13"), and on some
+  // 1F1B pipelines it breaks the exact repetition the executor's fast-forward proves (the last
+  // stage's data broadcast shares its uplink with the gradient send: a 1 ps two-period cycle).
+  const bool host_configured = sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0;
+  if (p_.tp == 1 || !host_configured) return recv;  // tp 1: no TP group, no NCCL work
+  const MicroBatchLoadBytes bytes = micro_batch_load_bytes(sc_);
+  const sim::TaskId sizes =
+      emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kBroadcast, tp_ranks(), tp_communicator(),
+                      bytes.sizes, intern_name("batch_sizes_broadcast"), {recv});
+  host_waits_for(sizes);
+  const sim::TaskId data =
+      emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kBroadcast, tp_ranks(), tp_communicator(),
+                      bytes.data, intern_name("batch_broadcast"), {sizes});
+  // On the compute stream, so that the wait for the broadcasts is a gap before this marker,
+  // not inside the first layer's forward (whose TP idle the Lynx windows measure).
+  TaskArgs loaded;
+  loaded.kind = sim::TaskKind::kMarker;
+  loaded.name = intern_name("batch_loaded");
+  return add_task(loaded, {data});
 }
 
 void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
@@ -1040,7 +1072,6 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   tp_rank_ = tp_rank;
   host_clock_ps_ = part_ && part_->host_start_ps > 0 ? part_->host_start_ps : 0;
   host_wait_until_ = -1;
-  last_compute_task_ = -1;
   rank_ = global_rank(p_, stage, dp_rank, tp_rank);
   tp_ranks_.clear();
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
@@ -1313,6 +1344,15 @@ std::vector<hw_models::Rank> embedding_group_ranks(const ParallelSpec& p, int dp
 
 std::uint64_t tied_embedding_grad_bytes(const ParallelSpec& p, const Workload& workload) {
   return model::grad_bytes_per_param(p) * workload.tied_embedding_params;
+}
+
+MicroBatchLoadBytes micro_batch_load_bytes(const Scenario& sc) {
+  constexpr std::uint64_t kMaxDataDim = 5, kKeys = 1, kInt64Bytes = 8;
+  MicroBatchLoadBytes b;
+  b.sizes = kMaxDataDim * kKeys * kInt64Bytes;
+  b.data = static_cast<std::uint64_t>(sc.parallel.micro_batch) * (static_cast<std::uint64_t>(sc.model.seq_len) + 1) *
+           kInt64Bytes;
+  return b;
 }
 
 int tp_overlap_chunks(const ParallelSpec& p) {

@@ -107,6 +107,20 @@ std::vector<hw_models::Rank> embedding_group_ranks(const ParallelSpec& p, int dp
 /// dtype (model::grad_bytes_per_param); 0 when untied or pp == 1.
 std::uint64_t tied_embedding_grad_bytes(const ParallelSpec& p, const model::Workload& workload);
 
+/// The two tensor-parallel broadcasts with which Megatron loads a micro-batch on the first and
+/// the last pipeline stage (tp > 1): `get_batch` (pretrain_gpt.py; Megatron-DeepSpeed's
+/// `get_batch_pipe`) calls `tensor_parallel.broadcast_data(['text'], data, torch.int64)`, which
+/// broadcasts from tp rank 0 first the sizes (`_build_key_size_numel_dictionaries`: an int64
+/// tensor of _MAX_DATA_DIM = 5 entries per key), then the data flattened (key 'text': the
+/// GPT dataset's int64 sample of seq_len + 1 tokens per sequence; tokens and labels are its
+/// two shifted views, the masks and position ids are built on every rank). Read from
+/// Megatron-LM's megatron/mpu/data.py and pretrain_gpt.py as remembered (no source here).
+struct MicroBatchLoadBytes {
+  std::uint64_t sizes = 0;  ///< 5 × 8 bytes (one key)
+  std::uint64_t data = 0;   ///< micro_batch × (seq_len + 1) × 8 bytes
+};
+MicroBatchLoadBytes micro_batch_load_bytes(const Scenario& sc);
+
 /// Chunks each TP collective next to a layer GEMM is split into (parallel.tp_comm_overlap):
 /// tp_comm_overlap_chunks, or tp when 0; 1 (nothing chunked) with the option off, without
 /// sequence parallelism or with tp 1.

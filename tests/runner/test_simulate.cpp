@@ -502,7 +502,9 @@ TEST_CASE("host model: loading a micro-batch and the gradient norm's .item() blo
   const TimePs clip_cost = prog.issue_ps[clip] - prog.issue_ps[clip - 1];
   CHECK(clip_cost > 0);
   CHECK(ex.task_start_ps[clip] == ex.task_end_ps[norm] + clip_cost);
-  CHECK(prog.host_waits.size() == 2);  // the first forward has nothing before it to wait for
+  // Each micro-batch's load (the first one's is over at once: nothing runs before it) and the
+  // gradient norm.
+  CHECK(prog.host_waits.size() == 3);
 
   // Without the host model: no issue times, no waits, the clip right after the norm.
   const model::ResolvedScenario free_resolved = scenario("0s");
@@ -541,9 +543,10 @@ TEST_CASE("host model: with a pipeline the first and the last stage wait for the
   std::vector<int> waits(static_cast<std::size_t>(built.machine.gpus.size()), 0);
   for (const sim::Program::HostWait& hw : built.program.host_waits)
     ++waits[static_cast<std::size_t>(built.program.tasks[static_cast<std::size_t>(hw.resume)].gpu)];
-  // 24 micro-batches: 23 loads after the first, and the gradient norm; the middle stages load
-  // nothing (DeepSpeed's LoadMicroBatch runs on the first and last stage).
-  CHECK(waits == std::vector<int>{24, 1, 1, 24});
+  // 24 micro-batches: 24 loads (on the last stage each waits for its activation's receive too,
+  // the first one's included), and the gradient norm; the middle stages load nothing
+  // (DeepSpeed's LoadMicroBatch runs on the first and last stage).
+  CHECK(waits == std::vector<int>{25, 1, 1, 25});
 }
 
 TEST_CASE("host model: a program with host waits is never compressed (the same one without is)") {
@@ -553,7 +556,7 @@ TEST_CASE("host model: a program with host waits is never compressed (the same o
   const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
   const schedule::BuiltProgram built = schedule::build_program(sc, r.run.plan, topo, w, 8);
   CHECK(built.program.omitted_periods == 0);
-  CHECK(built.program.host_waits.size() == 24);
+  CHECK(built.program.host_waits.size() == 25);  // 24 loads and the gradient norm
   Scenario no_host = sc;
   no_host.hardware.host_kernel_ps = 0;
   const schedule::BuiltProgram compressed = schedule::build_program(no_host, r.run.plan, topo, w, 8);
