@@ -936,10 +936,11 @@ sim::TaskId Builder::emit_micro_batch_load(sim::TaskId recv) {
   host_waits_for(recv);
   // The broadcasts are emitted with the host model configured only (both modes, each part of
   // fast mode alike): what they change is the rendezvous of the TP group's host threads and the
-  // host's wait for the GPU; their GPU time alone (two latency-bound calls, ~20 µs per load on
-  // NVSwitch) moves the datasheet figures by < 0.1% (VALIDATION.md, "Session 13"), and on some
-  // 1F1B pipelines it breaks the exact repetition the executor's fast-forward proves (the last
-  // stage's data broadcast shares its uplink with the gradient send: a 1 ps two-period cycle).
+  // host's wait for the GPU. Their GPU time alone (two latency-bound calls, ~19 µs per load on
+  // NVSwitch at tp 2) moved the datasheet paper figures by at most 0.03% on the runs that fit
+  // (VALIDATION.md, "Session 13"), and on some 1F1B pipelines it breaks the exact repetition
+  // the executor's fast-forward proves (the last stage's data broadcast shares its uplink with
+  // the gradient send: a 1 ps two-period cycle).
   const bool host_configured = sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0;
   if (p_.tp == 1 || !host_configured) return recv;  // tp 1: no TP group, no NCCL work
   const MicroBatchLoadBytes bytes = micro_batch_load_bytes(sc_);

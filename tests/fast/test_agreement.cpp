@@ -121,3 +121,22 @@ TEST_CASE("fast mode: the host model slows a host-bound run as exact mode does")
   CHECK(with_host.exact.iteration_time_s > 2 * without.exact.iteration_time_s);
   CHECK(std::abs(with_host.time_error()) <= 0.01);
 }
+
+TEST_CASE("fast mode agrees with exact mode within 1% on the micro-batch load (its TP broadcasts, the receive wait)") {
+  // pp 3 at tp 2 and 4: the first and last stage broadcast each micro-batch's sizes and data
+  // over the TP group, the host waiting for the sizes; the last stage's load waits for the
+  // activation's receive. GPU-bound and host-bound hosts, every GPU simulated and one per stage.
+  const std::string base = "hardware.profile=dgx-a100-80gb hardware.nodes=2 model.preset=gpt-1.3b parallel.pp=3 "
+                           "parallel.dp=1 parallel.micro_batch=2 parallel.global_batch=16 recompute.strategy=none ";
+  for (const std::string tp : {"parallel.tp=2", "parallel.tp=4"})
+    for (const std::string host : {"hardware.gpu.host_kernel=5us hardware.gpu.host_collective=10us",
+                                   "hardware.gpu.host_kernel=70us hardware.gpu.host_collective=20us"})
+      for (const std::string symmetry : {"sim.exploit_symmetry=true", "sim.exploit_symmetry=false"}) {
+        const std::string config = base + tp + " " + host + " " + symmetry;
+        CAPTURE(config);
+        const ModeComparison c = compare_modes(config);
+        CAPTURE(c.time_error());
+        CHECK(std::abs(c.time_error()) <= 0.01);
+        CHECK(c.memory_equal());
+      }
+}
