@@ -13,6 +13,7 @@
 #include "model/workload.hpp"
 #include "runner/plan_file.hpp"
 #include "runner/simulate.hpp"
+#include "schedule/program_builder.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "tests/error_of.hpp"
 #include "tests/live/live_small.hpp"
@@ -128,6 +129,32 @@ TEST_CASE("op stream: overlapped recomputation runs on its own stream, on-demand
     const bool overlapped = op.category == sim::Category::kRecomputeOverlapped;
     CHECK((lynx.stream_names[static_cast<std::size_t>(op.stream)] == "recompute") == overlapped);
   }
+}
+
+TEST_CASE("op stream: the micro-batch load's broadcasts are NCCL broadcasts of Megatron's bytes, run by the host backend") {
+  // With the host model on the program has them (schedule::micro_batch_load_bytes).
+  const model::ResolvedScenario resolved = test::small_scenario("none", 2, 2, 1, {"hardware.gpu.host_kernel=5us"});
+  const OpStream ops = build_op_stream(test::plan_of(test::simulate_kept(resolved)), "plan.yaml");
+  const schedule::MicroBatchLoadBytes bytes = schedule::micro_batch_load_bytes(ops.scenario);
+  std::size_t sizes = 0, data = 0;
+  for (const LiveOp& op : ops.ops) {
+    if (op.op != "batch_sizes_broadcast" && op.op != "batch_broadcast") continue;
+    CAPTURE(op.label);
+    CHECK(op.launch == LaunchKind::kCollective);
+    CHECK(op.collective == model::CollectiveKind::kBroadcast);
+    CHECK(op.pass == "batch-load");
+    // Every member the same payload (the chain's last member sends nothing on).
+    CHECK(op.bytes == (op.op == "batch_broadcast" ? bytes.data : bytes.sizes));
+    CHECK(ops.comms.at(static_cast<std::size_t>(op.comm)).ranks.size() == 2);
+    ++(op.op == "batch_broadcast" ? data : sizes);
+  }
+  // 4 micro-batches, both stages load (pp 2), 2 tp ranks each.
+  CHECK(sizes == 4 * 2 * 2);
+  CHECK(data == 4 * 2 * 2);
+  HostBackend host;
+  host.prepare(ops);
+  const Measured m = host.run_iteration(ops);
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) CHECK(m.op_end_seq[i] > m.op_start_seq[i]);
 }
 
 TEST_CASE("host backend honours every dependency, stream order and transfer of the program") {
