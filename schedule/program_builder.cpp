@@ -470,19 +470,9 @@ class Builder {
   std::unordered_map<sim::TaskId, double> optimizer_bytes_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
-  /// Instance ids of steps and their layers (set_step_instance): (micro-batch, chunk, layer or -1).
-  struct StepKey {
-    int micro_batch, chunk, layer;
-    bool operator==(const StepKey&) const = default;
-  };
-  struct StepKeyHash {
-    std::size_t operator()(const StepKey& k) const {
-      return std::hash<std::uint64_t>{}((static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.micro_batch)) << 32) ^
-                                        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.chunk)) << 20) ^
-                                        static_cast<std::uint32_t>(k.layer));
-    }
-  };
-  std::unordered_map<StepKey, std::uint32_t, StepKeyHash> step_instance_ids_;
+  /// Instance ids + 1 (0: not yet used) of steps and their layers (set_step_instance), at
+  /// ((micro-batch · virtual stages + chunk) · (layers + 1) + layer + 1), layer -1 for the step.
+  std::vector<std::uint32_t> step_instance_ids_;
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
   std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
@@ -905,15 +895,21 @@ void Builder::set_step_instance(const StepInfo& step, int l) {
   // and the label written only the first time (the ids stay set_instance's, in first-use
   // order).
   const int layer = l < 0 ? -1 : step.sp.first_layer + l;
-  const StepKey key{step.st.micro_batch, step.st.chunk, layer};
-  if (auto it = step_instance_ids_.find(key); it != step_instance_ids_.end()) {
-    instance_ = it->second;
+  const bool in_table = step.st.micro_batch >= 0 && step.st.chunk >= 0 && step.st.chunk < p_.virtual_stages &&
+                        layer < sc_.model.layers;
+  const std::size_t slot = !in_table ? 0
+                                     : (static_cast<std::size_t>(step.st.micro_batch) * static_cast<std::size_t>(p_.virtual_stages) +
+                                        static_cast<std::size_t>(step.st.chunk)) * (static_cast<std::size_t>(sc_.model.layers) + 1) +
+                                           static_cast<std::size_t>(layer + 1);
+  if (in_table && slot >= step_instance_ids_.size()) step_instance_ids_.resize(slot + 1 + slot / 2, 0);
+  if (in_table && step_instance_ids_[slot] > 0) {
+    instance_ = step_instance_ids_[slot] - 1;
     return;
   }
   label_ = step_label(step);
   if (layer >= 0) fmt::format_to(std::back_inserter(label_), "L{}.", layer);
   set_instance(label_);
-  step_instance_ids_.emplace(key, instance_);
+  if (in_table) step_instance_ids_[slot] = instance_ + 1;
 }
 
 void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g) {

@@ -66,11 +66,15 @@ struct KernelRun {
   TaskId task = 0;
   std::uint32_t unit = 0;
   std::uint32_t position = 0;  ///< index in its GPU's running list
+  /// The task's GPU, kept here (in what was padding): at the kernel's end its Task record
+  /// has usually left the cache.
+  GpuId gpu = 0;
   Int128 remaining = 0;        ///< solo work left, in kernel units
   std::uint64_t divisor = 0;   ///< D of the current rate; 0 before the first rate
   TimePs last_update_ps = 0;
   EventId completion;
 };
+static_assert(sizeof(KernelRun) <= 64, "KernelRun grew beyond one cache line");
 
 /// A flow whose bytes are crossing links; lives in a pool while bytes remain.
 struct FlowRun {
@@ -734,6 +738,7 @@ class Execution {
     KernelRun& run = kernels_[index];
     run.task = t;
     run.unit = unit;
+    run.gpu = task.gpu;
     run.remaining = static_cast<Int128>(task.work_ps) * kKernelUnitsPerPs;
     run.last_update_ps = engine_.now();
     run.position = static_cast<std::uint32_t>(gpu.running_kernels.size());
@@ -743,7 +748,7 @@ class Execution {
 
   void kernel_done(std::uint32_t index) {
     KernelRun& run = kernels_[index];
-    const GpuId gpu_id = program_.tasks[static_cast<std::size_t>(run.task)].gpu;
+    const GpuId gpu_id = run.gpu;
     GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_id)];
     const std::uint32_t moved = gpu.running_kernels.back();
     gpu.running_kernels[run.position] = moved;
