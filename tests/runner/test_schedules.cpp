@@ -237,5 +237,13 @@ TEST_CASE("task instance labels: each layer span's tasks carry its micro-batch, 
       }
     }
     CHECK(checked > 0);
+    // A step's marker and pipeline send carry the step's own label.
+    REQUIRE(!r.built.steps.empty());
+    for (const schedule::StepSpan& step : r.built.steps) {
+      const std::string label = chunks > 1 ? fmt::format("mb{}.c{}.", step.step.micro_batch, step.step.chunk)
+                                           : fmt::format("mb{}.", step.step.micro_batch);
+      CHECK(prog.instances.at(prog.tasks[static_cast<size_t>(step.marker)].instance) == label);
+      if (step.send >= 0) CHECK(prog.instances.at(prog.tasks[static_cast<size_t>(step.send)].instance) == label);
+    }
   }
 }
