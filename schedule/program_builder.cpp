@@ -112,6 +112,18 @@ class Builder {
     if (inserted) prog_.names.push_back(name);
     return it->second;
   }
+  /// intern_name(name) for a name every step uses, kept in `id` after the first call (so ids
+  /// stay in first-use order) instead of hashed again per task.
+  std::uint32_t intern_once(std::uint32_t& id, const char* name) {
+    if (id == kNoName) id = intern_name(name);
+    return id;
+  }
+  static constexpr std::uint32_t kNoName = UINT32_MAX;
+  struct StepNames {
+    std::uint32_t forward = kNoName, backward = kNoName, send_activation = kNoName, send_gradient = kNoName,
+                  recompute_ready = kNoName;
+  };
+  StepNames step_names_;
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
   /// Reserves the program's arrays for `num_gpus` GPUs like the first one (+5%), so they do not
   /// grow by doubling (each growth copies them and briefly holds twice their size). Capacity
@@ -243,7 +255,8 @@ class Builder {
                               const std::vector<hw_models::Rank>& ranks, int communicator,
                               std::uint64_t bytes, std::uint32_t name,
                               std::initializer_list<sim::TaskId> deps) {
-    const auto phases = phase_cache(kind, ranks, bytes);
+    // By reference: a copy would allocate every phase's flow list again per collective.
+    const std::vector<hw_models::Phase>& phases = phase_cache(kind, ranks, bytes);
     if (standin_link_ >= 0) return emit_standin(stream, cat, phases, name, deps);
     sim::TaskId last = -1;
     bool first = true;
@@ -339,10 +352,13 @@ class Builder {
     PipeStep st;
     int vs = 0;
     const StagePlan& sp;
-    std::string mb;  ///< "mb3." or "mb3.c1." (interleaved)
   };
   StepInfo step_info(const PipeStep& st) const;
-  void set_layer_instance(const StepInfo& step, int l);
+  /// The step's instance label: "mb3." or "mb3.c1." (interleaved).
+  std::string step_label(const StepInfo& step) const;
+  /// The instance of the step (l = -1) or of its layer l ("mb3.L12." for the stage's l-th layer).
+  void set_step_instance(const StepInfo& step, int l = -1);
+  void set_layer_instance(const StepInfo& step, int l) { set_step_instance(step, l); }
   /// A forward step: receive, embedding, layers (issuing forward-window recomputes for `next`,
   /// the step after it), head, send.
   void emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g);
@@ -457,9 +473,14 @@ class Builder {
   std::unordered_map<sim::TaskId, double> optimizer_bytes_;
   std::unordered_map<std::string, std::uint32_t> name_ids_;
   std::unordered_map<std::string, std::uint32_t> instance_ids_;
+  /// Instance ids + 1 (0: not yet used) of steps and their layers (set_step_instance), at
+  /// ((micro-batch · virtual stages + chunk) · (layers + 1) + layer + 1), layer -1 for the step.
+  std::vector<std::uint32_t> step_instance_ids_;
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
   std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
+  /// recompute_ops of each of the plan's layer decisions (emit_recompute).
+  std::unordered_map<const LayerDecision*, std::vector<int>> recompute_indices_;
   std::map<std::tuple<int, std::vector<hw_models::Rank>, std::uint64_t>, std::vector<hw_models::Phase>, std::less<>>
       phases_;
   std::map<GroupKey, std::int32_t> groups_;
@@ -639,8 +660,10 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
   for (const OpWithTimes& o : layer_)
     if (d.action(o.op.group) != Action::kKeep)
       add_mem(marker, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
-  const std::vector<int> indices = recompute_ops(work_.layer, d);
-  return emit_forward_chain({&layer_, indices, &d, stream, true}, marker);
+  // The plan's decisions outlive the builder: their op lists are computed once each.
+  auto [it, inserted] = recompute_indices_.try_emplace(&d);
+  if (inserted) it->second = recompute_ops(work_.layer, d);
+  return emit_forward_chain({&layer_, it->second, &d, stream, true}, marker);
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
@@ -804,7 +827,8 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   send.stream = kPp;
   send.kind = sim::TaskKind::kComm;
   send.category = sim::Category::kPpComm;
-  send.name = intern_name(forward ? "send_activation" : "send_gradient");
+  send.name = forward ? intern_once(step_names_.send_activation, "send_activation")
+                      : intern_once(step_names_.send_gradient, "send_gradient");
   send.kernels = 1;  // NCCL's send kernel
   send.host_call = true;
   const sim::TaskId t = add_task(send, {after});
@@ -860,15 +884,34 @@ void Builder::flush_dp_bucket(DpBuckets& dp, sim::TaskId after) {
 
 Builder::StepInfo Builder::step_info(const PipeStep& st) const {
   const int vs = st.chunk * p_.pp + stage_;
-  return {st, vs, plan_.stages[static_cast<size_t>(vs)],
-          p_.virtual_stages > 1 ? fmt::format("mb{}.c{}.", st.micro_batch, st.chunk)
-                                : fmt::format("mb{}.", st.micro_batch)};
+  return {st, vs, plan_.stages[static_cast<size_t>(vs)]};
 }
 
-void Builder::set_layer_instance(const StepInfo& step, int l) {
-  label_.clear();
-  fmt::format_to(std::back_inserter(label_), "{}L{}.", step.mb, step.sp.first_layer + l);
+std::string Builder::step_label(const StepInfo& step) const {
+  return p_.virtual_stages > 1 ? fmt::format("mb{}.c{}.", step.st.micro_batch, step.st.chunk)
+                               : fmt::format("mb{}.", step.st.micro_batch);
+}
+
+void Builder::set_step_instance(const StepInfo& step, int l) {
+  // Each (micro-batch, chunk, layer) has its own label: its id is looked up by the numbers,
+  // and the label written only the first time (the ids stay set_instance's, in first-use
+  // order).
+  const int layer = l < 0 ? -1 : step.sp.first_layer + l;
+  const bool in_table = step.st.micro_batch >= 0 && step.st.chunk >= 0 && step.st.chunk < p_.virtual_stages &&
+                        layer < sc_.model.layers;
+  const std::size_t slot = !in_table ? 0
+                                     : (static_cast<std::size_t>(step.st.micro_batch) * static_cast<std::size_t>(p_.virtual_stages) +
+                                        static_cast<std::size_t>(step.st.chunk)) * (static_cast<std::size_t>(sc_.model.layers) + 1) +
+                                           static_cast<std::size_t>(layer + 1);
+  if (in_table && slot >= step_instance_ids_.size()) step_instance_ids_.resize(slot + 1 + slot / 2, 0);
+  if (in_table && step_instance_ids_[slot] > 0) {
+    instance_ = step_instance_ids_[slot] - 1;
+    return;
+  }
+  label_ = step_label(step);
+  if (layer >= 0) fmt::format_to(std::back_inserter(label_), "L{}.", layer);
   set_instance(label_);
+  if (in_table) step_instance_ids_[slot] = instance_ + 1;
 }
 
 void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g) {
@@ -878,7 +921,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   const int last_vs = p_.pp * p_.virtual_stages - 1;
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
-  marker.name = intern_name("forward");
+  marker.name = intern_once(step_names_.forward, "forward");
   const sim::TaskId recv = add_task(marker, {});
   if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
   sim::TaskId after = recv;
@@ -914,7 +957,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
     layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
                                 static_cast<sim::TaskId>(prog_.tasks.size()), recv});
   }
-  set_instance(step.mb);
+  set_step_instance(step);
   if (gates && vs == last_vs) after = wait_for_params(after, gates->head, waited);
   if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
   g.compute_tail = after;
@@ -994,7 +1037,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
     issue_overlap(top, g.compute_tail);
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
-  marker.name = intern_name("backward");
+  marker.name = intern_once(step_names_.backward, "backward");
   sim::TaskId after = add_task(marker, {});
   const sim::TaskId step_marker = after;
   if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
@@ -1006,7 +1049,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
       issue_overlap(l, after);  // no window was found above: start now
       TaskArgs join;
       join.kind = sim::TaskKind::kMarker;
-      join.name = intern_name("recompute_ready");
+      join.name = intern_once(step_names_.recompute_ready, "recompute_ready");
       after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
     } else if (!d.keeps_everything() && !recomputed_with_layer_above(sp, l)) {
       // A recompute chunk (layers below dropping their input): its whole forward, bottom-up.
@@ -1025,7 +1068,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
                             static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
     if (grads_final) layer_gradients_final(g, after);
   }
-  set_instance(step.mb);
+  set_step_instance(step);
   if (vs == 0) after = emit_backward_ops(embedding_, after);
   g.compute_tail = after;
   if (grads_final) chunk_gradients_final(vs, g, after);
@@ -1061,7 +1104,7 @@ void Builder::emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps&
     after = emit_weight_ops(layer_, after);
     if (grads_final) layer_gradients_final(g, after);
   }
-  set_instance(step.mb);
+  set_step_instance(step);
   g.compute_tail = after;
   if (grads_final) chunk_gradients_final(step.vs, g, after);
   add_step_span(step.st, step_marker, after, false);
@@ -1103,7 +1146,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     if (steps[si].forward && si + 1 < steps.size() && !steps[si + 1].forward)
       pair_starts.push_back(static_cast<sim::TaskId>(prog_.tasks.size()));
     const StepInfo step = step_info(steps[si]);
-    set_instance(step.mb);
+    set_step_instance(step);
     step_first_ = static_cast<sim::TaskId>(prog_.tasks.size());
     const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
                            : part_ && part_->has_following ? &part_->following

@@ -45,6 +45,14 @@ Int128 progress_capped(TimePs elapsed_ps, Int128 num, Int128 den, Int128 cap) {
   return std::min(product / den, cap);
 }
 
+/// Prefetches every cache line of one record: a 56-byte Task or a 24-byte TaskState often
+/// straddles two 64-byte lines, and a prefetch of its address brings in only the first.
+template <typename T>
+void prefetch_record(const T* record) {
+  __builtin_prefetch(record);
+  __builtin_prefetch(reinterpret_cast<const char*>(record) + sizeof(T) - 1);
+}
+
 /// v.assign(n, value), its memory advised for huge pages first (sim::advise_huge_pages).
 template <typename T>
 void assign_huge(std::vector<T>& v, std::size_t n, const T& value) {
@@ -58,11 +66,15 @@ struct KernelRun {
   TaskId task = 0;
   std::uint32_t unit = 0;
   std::uint32_t position = 0;  ///< index in its GPU's running list
+  /// The task's GPU, kept here (in what was padding): at the kernel's end its Task record
+  /// has usually left the cache.
+  GpuId gpu = 0;
   Int128 remaining = 0;        ///< solo work left, in kernel units
   std::uint64_t divisor = 0;   ///< D of the current rate; 0 before the first rate
   TimePs last_update_ps = 0;
   EventId completion;
 };
+static_assert(sizeof(KernelRun) <= 64, "KernelRun grew beyond one cache line");
 
 /// A flow whose bytes are crossing links; lives in a pool while bytes remain.
 struct FlowRun {
@@ -606,11 +618,22 @@ class Execution {
       // The next task of this stream starts when this one ends, or later: time enough to
       // bring its records into cache (in time order the program is visited far from
       // sequentially, so these would be misses).
-      if (const TaskId next = state_[static_cast<std::size_t>(t)].stream_next; next >= 0) {
-        __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(next)]);
-        __builtin_prefetch(&state_[static_cast<std::size_t>(next)]);
+      const TaskState& st = state_[static_cast<std::size_t>(t)];
+      if (const TaskId next = st.stream_next; next >= 0) {
+        prefetch_record(&program_.tasks[static_cast<std::size_t>(next)]);
+        prefetch_record(&state_[static_cast<std::size_t>(next)]);
         __builtin_prefetch(&result_.task_start_ps[static_cast<std::size_t>(next)]);
       }
+      // Likewise what its end writes and reads: its end time, where its successor list ends
+      // (the next record), and the list.
+      __builtin_prefetch(&result_.task_end_ps[static_cast<std::size_t>(t)]);
+      prefetch_record(&state_[static_cast<std::size_t>(t) + 1]);
+      __builtin_prefetch(successors_.data() + st.first_successor);
+      // The memory effects and flows built after its own are mostly those of the next task
+      // of its GPU (the builder writes a GPU's tasks in order).
+      __builtin_prefetch(program_.mem.data() + task.first_mem + task.num_mem);
+      __builtin_prefetch(program_.flows.data() + task.first_flow + task.num_flows);
+      __builtin_prefetch(flow_latency_ps_.data() + task.first_flow + task.num_flows);
       task_fingerprint_.add_signed(engine_.now());
       task_fingerprint_.add(static_cast<std::uint64_t>(t) << 1);
       if (options_.record_event_order) result_.event_order.push_back(static_cast<std::int64_t>(t) << 1);
@@ -675,7 +698,7 @@ class Execution {
     if (ff_) note_touched(t);
     if (--state_[static_cast<std::size_t>(t)].pending == 0) {
       // It starts within this instant: load its record while the rest of the instant runs.
-      __builtin_prefetch(&program_.tasks[static_cast<std::size_t>(t)]);
+      prefetch_record(&program_.tasks[static_cast<std::size_t>(t)]);
       ready_.push_back(t);
     }
   }
@@ -715,6 +738,7 @@ class Execution {
     KernelRun& run = kernels_[index];
     run.task = t;
     run.unit = unit;
+    run.gpu = task.gpu;
     run.remaining = static_cast<Int128>(task.work_ps) * kKernelUnitsPerPs;
     run.last_update_ps = engine_.now();
     run.position = static_cast<std::uint32_t>(gpu.running_kernels.size());
@@ -724,7 +748,7 @@ class Execution {
 
   void kernel_done(std::uint32_t index) {
     KernelRun& run = kernels_[index];
-    const GpuId gpu_id = program_.tasks[static_cast<std::size_t>(run.task)].gpu;
+    const GpuId gpu_id = run.gpu;
     GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_id)];
     const std::uint32_t moved = gpu.running_kernels.back();
     gpu.running_kernels[run.position] = moved;

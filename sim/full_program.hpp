@@ -40,10 +40,19 @@ class FullProgram {
     const std::size_t num_gpus = program.period_tasks_per_gpu.size();
     LYNX_CHECK(program.period_cut_per_gpu.size() == num_gpus && program.periodic_from_per_gpu.size() == num_gpus,
                "compressed program without its period cuts");
-    // Each GPU's tasks are one id range, in GPU order (the builder's layout).
+    // Each GPU's tasks are one id range, in GPU order (the builder's layout; the executor
+    // refuses a compressed program without it): the ranges' ends are found by binary search,
+    // not by two passes over every task record (26 MB on the GPT-1T step).
     gpus_.assign(num_gpus, Gpu{});
-    for (std::size_t t = num_tasks; t-- > 0;) gpus_[static_cast<std::size_t>(program.tasks[t].gpu)].built_first = static_cast<TaskId>(t);
-    for (std::size_t t = 0; t < num_tasks; ++t) gpus_[static_cast<std::size_t>(program.tasks[t].gpu)].built_end = static_cast<TaskId>(t) + 1;
+    for (std::size_t g = 0; g < num_gpus; ++g) {
+      const auto gpu_id = static_cast<GpuId>(g);
+      const auto first = std::partition_point(program.tasks.begin(), program.tasks.end(), [&](const Task& t) { return t.gpu < gpu_id; });
+      const auto end = std::partition_point(first, program.tasks.end(), [&](const Task& t) { return t.gpu <= gpu_id; });
+      LYNX_CHECK(first < end && first->gpu == gpu_id && (end - 1)->gpu == gpu_id, "compressed program: gpu {} has no task range", g);
+      gpus_[g].built_first = static_cast<TaskId>(first - program.tasks.begin());
+      gpus_[g].built_end = static_cast<TaskId>(end - program.tasks.begin());
+    }
+    LYNX_CHECK(num_gpus > 0 && gpus_.back().built_end == static_cast<TaskId>(num_tasks), "compressed program: tasks after the last gpu's");
     std::int64_t offset = 0;
     for (std::size_t g = 0; g < num_gpus; ++g) {
       Gpu& gpu = gpus_[g];

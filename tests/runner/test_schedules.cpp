@@ -12,8 +12,13 @@
 
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <string>
+#include <tuple>
 
 using namespace lynx;
 using namespace lynx::runner;
@@ -191,4 +196,54 @@ TEST_CASE("ZB-H1: fast mode refuses it naming the key; fast-forward has no perio
   const SimResult b = simulate(off).result;
   CHECK(a.event_fingerprint == b.event_fingerprint);
   CHECK(a.iteration_time_s == b.iteration_time_s);
+}
+
+TEST_CASE("task instance labels: each layer span's tasks carry its micro-batch, chunk and layer, each label once") {
+  // The builder looks instance ids up by (micro-batch, chunk, layer) and writes a label only
+  // the first time; here the labels are rebuilt from the spans and compared with every task's.
+  for (const auto& [schedule, chunks, strategy] : {std::tuple{ScheduleKind::kInterleaved, 2, RecomputeKind::kLynxHeu},
+                                                   std::tuple{ScheduleKind::kOneFOneB, 1, RecomputeKind::kFull},
+                                                   std::tuple{ScheduleKind::kZbH1, 1, RecomputeKind::kSelective}}) {
+    CAPTURE(chunks);
+    CAPTURE(recompute_kind_name(strategy));
+    Scenario sc = small_gpt(schedule, 2, chunks, 4, strategy);
+    SimOptions options;
+    options.keep_trace_data = true;
+    const SimRun r = run(sc, options);
+    const sim::Program& prog = r.built.program;
+    REQUIRE(!prog.tasks.empty());
+    const std::set<std::string> unique(prog.instances.begin(), prog.instances.end());
+    CHECK(unique.size() == prog.instances.size());
+    CHECK(prog.instances.at(0).empty());
+    std::size_t checked = 0;
+    for (const auto* spans : {&r.built.layer_forward, &r.built.layer_backward}) {
+      REQUIRE(!spans->empty());
+      for (const schedule::LayerSpan& span : *spans) {
+        const int chunk = span.virtual_stage / sc.parallel.pp;
+        const std::string label = chunks > 1 ? fmt::format("mb{}.c{}.L{}.", span.micro_batch, chunk, span.layer)
+                                             : fmt::format("mb{}.L{}.", span.micro_batch, span.layer);
+        for (sim::TaskId t = span.first_task; t < span.end_task; ++t) {
+          // A span may also hold an overlapped recompute its window issued (another layer's,
+          // or the next step's: on the recompute stream, with that layer's label).
+          const sim::Task& task = prog.tasks[static_cast<size_t>(t)];
+          const std::string& got = prog.instances.at(task.instance);
+          if (task.stream == schedule::kRecomputeStream) {
+            CHECK(got.rfind("mb", 0) == 0);
+            continue;
+          }
+          CHECK(got == label);
+          ++checked;
+        }
+      }
+    }
+    CHECK(checked > 0);
+    // A step's marker and pipeline send carry the step's own label.
+    REQUIRE(!r.built.steps.empty());
+    for (const schedule::StepSpan& step : r.built.steps) {
+      const std::string label = chunks > 1 ? fmt::format("mb{}.c{}.", step.step.micro_batch, step.step.chunk)
+                                           : fmt::format("mb{}.", step.step.micro_batch);
+      CHECK(prog.instances.at(prog.tasks[static_cast<size_t>(step.marker)].instance) == label);
+      if (step.send >= 0) CHECK(prog.instances.at(prog.tasks[static_cast<size_t>(step.send)].instance) == label);
+    }
+  }
 }
