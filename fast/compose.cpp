@@ -181,7 +181,8 @@ struct ComposedStep {
 /// overlap less and take less time. This replays the composed steps on the engine over the
 /// topology, one GPU per (stage, replica): each step a kernel of its composed length (its send
 /// starting at its tail), each send its replica's flows on the real links; once with the
-/// replicas free and once with every send a rendezvous of all replicas (lockstep). Free, each
+/// replicas free and once in lockstep (one GPU per stage, each send carrying every replica's
+/// flows: they start together and the send ends with the last, as the profiles time it). Free, each
 /// replica's steps also take their own time (ComposedStep::replica_extra_ps: cross traffic
 /// slows replicas whose paths it shares, and the slowest replica sets the end); in lockstep
 /// all take replica 0's, as the composition. Returns, per stage, how much earlier (< 0) or
@@ -190,29 +191,30 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
                                      const std::vector<Channel>& channels,
                                      const std::vector<std::vector<ComposedStep>>& steps) {
   enum : sim::StreamId { kStep = 0, kSend = 1, kTail = 2 };
-  // Task ids: per stage, a block per replica; per step its compute until the tail, the rest of
-  // it (or the wait from its compute end to its tail), and its send.
+  // Task ids: per stage, a block per simulated replica; per step its compute until the tail,
+  // the rest of it (or the wait from its compute end to its tail), and its send.
   std::vector<std::vector<sim::TaskId>> offset(steps.size());
-  std::vector<sim::TaskId> stage_base(steps.size() + 1, 0), block(steps.size(), 0);
-  for (size_t s = 0; s < steps.size(); ++s) {
+  std::vector<sim::TaskId> block(steps.size(), 0);
+  for (size_t s = 0; s < steps.size(); ++s)
     for (const ComposedStep& st : steps[s]) {
       offset[s].push_back(block[s]);
       block[s] += st.channel >= 0 ? 3 : 2;
     }
-    stage_base[s + 1] = stage_base[s] + block[s] * p.dp;
-  }
-  const auto id = [&](int s, int d, int i) {
-    return stage_base[static_cast<size_t>(s)] + d * block[static_cast<size_t>(s)] + offset[static_cast<size_t>(s)][static_cast<size_t>(i)];
-  };
   const auto run = [&](bool lockstep) {
+    const int replicas = lockstep ? 1 : p.dp;
+    std::vector<sim::TaskId> stage_base(steps.size() + 1, 0);
+    for (size_t s = 0; s < steps.size(); ++s) stage_base[s + 1] = stage_base[s] + block[s] * replicas;
+    const auto id = [&](int s, int d, int i) {
+      return stage_base[static_cast<size_t>(s)] + d * block[static_cast<size_t>(s)] +
+             offset[static_cast<size_t>(s)][static_cast<size_t>(i)];
+    };
     sim::Machine machine;
     machine.links = topo.links();
     sim::Program prog;
     prog.names = {"step", "send"};
     prog.tasks.reserve(static_cast<size_t>(stage_base.back()));
-    std::int32_t group = 0;
     for (size_t s = 0; s < steps.size(); ++s)
-      for (int d = 0; d < p.dp; ++d) {
+      for (int d = 0; d < replicas; ++d) {
         const auto gpu = static_cast<sim::GpuId>(machine.gpus.size());
         machine.gpus.push_back({fmt::format("stage{}.dp{}", s, d), {"step", "send", "tail"}, 0, 0.0});
         for (size_t i = 0; i < steps[s].size(); ++i) {
@@ -252,10 +254,10 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
           prog.deps.push_back(tail_id);
           send.num_deps = 1;
           send.name = 1;
-          if (lockstep) send.group = group + static_cast<std::int32_t>(offset[s][i]);
           const Channel& c = channels[static_cast<size_t>(st.channel)];
-          for (int t = 0; t < p.tp; ++t) {
-            const auto& [src, dst] = c.flows[static_cast<size_t>(d * p.tp + t)];
+          const auto flows_end = static_cast<size_t>(lockstep ? p.dp * p.tp : (d + 1) * p.tp);
+          for (auto f = static_cast<size_t>(d * p.tp); f < flows_end; ++f) {
+            const auto& [src, dst] = c.flows[f];
             sim::Flow flow;
             flow.bytes = c.bytes;
             flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
@@ -265,14 +267,13 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
             ++send.num_flows;
           }
         }
-        if (d + 1 == p.dp) group += static_cast<std::int32_t>(block[s]);
       }
     const sim::ExecResult ex = sim::execute(machine, prog);
     std::vector<TimePs> end(steps.size(), 0);  // latest replica's end of the stage's last step
     for (size_t s = 0; s < steps.size(); ++s) {
       if (steps[s].empty()) continue;
       const int last = static_cast<int>(steps[s].size()) - 1;
-      for (int d = 0; d < p.dp; ++d)
+      for (int d = 0; d < replicas; ++d)
         for (sim::TaskId t : {id(static_cast<int>(s), d, last), id(static_cast<int>(s), d, last) + 1})
           end[s] = std::max(end[s], ex.task_end_ps[static_cast<size_t>(t)]);
     }
@@ -603,6 +604,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
             const StepProfile& fp = *first_pass_profile[static_cast<size_t>(s)][i];
             auto& per_replica = replica_channel_delay_ps[static_cast<size_t>(s)].emplace_back();
             if (fp.replica_compute_end_ps.size() != static_cast<size_t>(p.dp)) continue;
+            if (fp.replica_channel_delay_ps.empty()) {  // every replica delayed as replica 0
+              per_replica.assign(static_cast<size_t>(p.dp), channel_delay_ps[static_cast<size_t>(s)][i]);
+              continue;
+            }
             for (int d = 0; d < p.dp; ++d)
               per_replica.push_back(delay_of_channels(fp, first_pass_start_ps[static_cast<size_t>(s)][i], channel_sends,
                                                       static_cast<size_t>(p.dp), static_cast<size_t>(d)));

@@ -386,6 +386,12 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
         p.replica_channel_delay_ps[i * replicas.size() + d] =
             std::max<TimePs>(0, beside[i].compute_end_ps[d] - p.replica_compute_end_ps[d]);
     }
+  // Every replica delayed as replica 0: kept as channel_delay_ps alone (the composition then
+  // charges every replica the same without going through the sends once per replica).
+  bool alike = true;
+  for (size_t i = 0; i < p.replica_channel_delay_ps.size() && alike; ++i)
+    alike = p.replica_channel_delay_ps[i] == p.channel_delay_ps[i / replicas.size()];
+  if (alike) p.replica_channel_delay_ps.clear();
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;
