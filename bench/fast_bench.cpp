@@ -1,8 +1,9 @@
 // Fast mode: its agreement with exact mode over the committed sets (tests/fast/configs*.txt) and
 // its rate on a sweep of GPT-22B layouts on 64 GPUs, cold (empty step cache) and warm (every
 // step cached), one process, one thread. Run from the repository root:
-//   build/bench/fast_bench [--skip-agreement | --agreement SET_FILE]
-// (--agreement: only that set's agreement, no rate).
+//   build/bench/fast_bench [--skip-agreement | --agreement SET_FILE [--all]]
+// (--agreement: only that set's agreement, no rate; --all: also every configuration's signed error,
+// in the set's order).
 #include "common/clock.hpp"
 #include "common/statistics.hpp"
 #include "fast/step_cache.hpp"
@@ -22,7 +23,7 @@ using namespace lynx;
 
 namespace {
 
-void agreement(const std::string& file) {
+void agreement(const std::string& file, bool all = false) {
   const auto configs = runner::read_agreement_set(file);
   std::vector<double> errors, exact, fast;
   std::vector<std::pair<double, std::string>> worst;
@@ -35,6 +36,7 @@ void agreement(const std::string& file) {
     exact.push_back(m.exact.iteration_time_s);
     fast.push_back(m.fast.iteration_time_s);
     worst.push_back({m.time_error(), c});
+    if (all) fmt::print("  {:+.4f}%  {}\n", 100 * m.time_error(), c);
     exact_s += m.exact_seconds;
     fast_s += m.fast_seconds;
     if (!m.overlapped && !m.memory_equal()) ++memory_unequal;
@@ -101,7 +103,7 @@ void rate() {
 int main(int argc, char** argv) {
   const bool skip_agreement = argc > 1 && std::strcmp(argv[1], "--skip-agreement") == 0;
   if (argc > 2 && std::strcmp(argv[1], "--agreement") == 0) {
-    agreement(argv[2]);
+    agreement(argv[2], argc > 3 && std::strcmp(argv[3], "--all") == 0);
     return 0;
   }
   if (!skip_agreement) {

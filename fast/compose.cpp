@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 namespace lynx::fast {
@@ -61,31 +62,35 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
 /// for one send starting at each phase of the step. A send starting within the step costs that
 /// interpolated between the phases around its start (down to nothing at the step's compute
 /// end); one that started before the step costs the first phase's times the share of it that
-/// overlaps the step.
-double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, size_t c, TimePs start, Interval send) {
+/// overlaps the step. Per replica (`replica` of `replicas`, the profile's
+/// replica_channel_delay_ps): the same from that replica's delays.
+double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, size_t c, TimePs start, Interval send,
+                   size_t replicas = 1, size_t replica = 0) {
   const Interval step{start, start + pr.compute_end_ps};
   const TimePs shared = overlap(step, send);
   if (shared == 0 || per_phase.empty()) return 0;
-  const TimePs* delays = per_phase.data() + c * kChannelPhases;
+  const auto delays = [&](std::size_t k) { return per_phase[(c * kChannelPhases + k) * replicas + replica]; };
   const TimePs offset = send.first - start;
-  if (offset < 0) return static_cast<double>(delays[0]) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
+  if (offset < 0) return static_cast<double>(delays(0)) * static_cast<double>(shared) / static_cast<double>(send.second - send.first);
   std::size_t k = 0;
   while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
   const TimePs from = pr.channel_phase_ps[k];
   const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
-  const double next = k + 1 < kChannelPhases ? static_cast<double>(delays[k + 1]) : 0.0;
+  const double next = k + 1 < kChannelPhases ? static_cast<double>(delays(k + 1)) : 0.0;
   const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
-  return (1 - w) * static_cast<double>(delays[k]) + w * next;
+  return (1 - w) * static_cast<double>(delays(k)) + w * next;
 }
 
 /// The delay other stages' sends (`sends`, per channel, in start order) add to a step of
-/// profile `pr` starting at `start`.
-TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<std::vector<Interval>>& sends) {
+/// profile `pr` starting at `start`; with `replicas` > 1, to replica `replica`'s step.
+TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<std::vector<Interval>>& sends,
+                         size_t replicas = 1, size_t replica = 0) {
+  const std::vector<TimePs>& per_phase = replicas > 1 ? pr.replica_channel_delay_ps : pr.channel_delay_ps;
   double delay = 0;
-  for (size_t c = 0; c < sends.size() && !pr.channel_delay_ps.empty(); ++c)
+  for (size_t c = 0; c < sends.size() && !per_phase.empty(); ++c)
     for (const Interval& send : sends[c]) {
       if (send.first >= start + pr.compute_end_ps) break;
-      delay += phase_delay(pr, pr.channel_delay_ps, c, start, send);
+      delay += phase_delay(pr, per_phase, c, start, send, replicas, replica);
     }
   return static_cast<TimePs>(std::llround(delay));
 }
@@ -154,6 +159,130 @@ void couple_tied_embedding(const Scenario& sc, const model::Workload& workload, 
     g->end_ps = std::max(g->end_ps, reduced_ps + g->optimizer_ps);
     g->out.dp_exposed_ps += allreduce_ps;  // the compute stream waits for it
   }
+}
+
+/// One step of the composed timeline (the second pass), as replica_drift_ps replays it.
+struct ComposedStep {
+  TimePs start_ps = 0, compute_end_ps = 0, tail_end_ps = 0;
+  int channel = -1;            ///< its send's channel (-1: it sends nothing)
+  int input_stage = -1, input_step = -1;  ///< the step whose send it waits for (-1: none)
+  /// Per replica: how much longer its step takes than replica 0's (the one composed), from
+  /// the profile's per-replica compute ends and channel delays.
+  std::vector<TimePs> replica_extra_ps;
+  /// Per replica: what the step's own traffic added to its send (StepProfile).
+  std::vector<TimePs> replica_send_extra_ps;
+};
+
+/// The data-parallel replicas of a stage are independent pipelines that share links. The
+/// composition follows one replica and its profiles measure each send with every replica's
+/// flows starting together, as if the replicas stayed in lockstep; in exact mode they drift
+/// apart where their paths differ (on PCIe nodes some cross the host, others reach their NIC
+/// directly), and once apart their sends through a shared link (a NIC, a switch uplink)
+/// overlap less and take less time. This replays the composed steps on the engine over the
+/// topology, one GPU per (stage, replica): each step a kernel of its composed length (its send
+/// starting at its tail), each send its replica's flows on the real links; once with the
+/// replicas free and once in lockstep (one GPU per stage, each send carrying every replica's
+/// flows: they start together and the send ends with the last, as the profiles time it). Free, each
+/// replica's steps also take their own time (ComposedStep::replica_extra_ps: cross traffic
+/// slows replicas whose paths it shares, and the slowest replica sets the end); in lockstep
+/// all take replica 0's, as the composition. Returns, per stage, how much earlier (< 0) or
+/// later its replicas' last step ends when free.
+std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Topology& topo,
+                                     const std::vector<Channel>& channels,
+                                     const std::vector<std::vector<ComposedStep>>& steps) {
+  enum : sim::StreamId { kStep = 0, kSend = 1, kTail = 2 };
+  // Task ids: per stage, a block per simulated replica; per step its compute until the tail,
+  // the rest of it (or the wait from its compute end to its tail), and its send.
+  std::vector<std::vector<sim::TaskId>> offset(steps.size());
+  std::vector<sim::TaskId> block(steps.size(), 0);
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const ComposedStep& st : steps[s]) {
+      offset[s].push_back(block[s]);
+      block[s] += st.channel >= 0 ? 3 : 2;
+    }
+  const auto run = [&](bool lockstep) {
+    const int replicas = lockstep ? 1 : p.dp;
+    std::vector<sim::TaskId> stage_base(steps.size() + 1, 0);
+    for (size_t s = 0; s < steps.size(); ++s) stage_base[s + 1] = stage_base[s] + block[s] * replicas;
+    const auto id = [&](int s, int d, int i) {
+      return stage_base[static_cast<size_t>(s)] + d * block[static_cast<size_t>(s)] +
+             offset[static_cast<size_t>(s)][static_cast<size_t>(i)];
+    };
+    sim::Machine machine;
+    machine.links = topo.links();
+    sim::Program prog;
+    prog.names = {"step", "send"};
+    prog.tasks.reserve(static_cast<size_t>(stage_base.back()));
+    for (size_t s = 0; s < steps.size(); ++s)
+      for (int d = 0; d < replicas; ++d) {
+        const auto gpu = static_cast<sim::GpuId>(machine.gpus.size());
+        machine.gpus.push_back({fmt::format("stage{}.dp{}", s, d), {"step", "send", "tail"}, 0, 0.0});
+        for (size_t i = 0; i < steps[s].size(); ++i) {
+          const ComposedStep& st = steps[s][i];
+          const TimePs extra_ps = lockstep || st.replica_extra_ps.empty() ? 0 : st.replica_extra_ps[static_cast<size_t>(d)];
+          const TimePs compute_ps = std::max<TimePs>(0, st.compute_end_ps - st.start_ps + extra_ps);
+          const TimePs tail_ps = std::max<TimePs>(0, st.tail_end_ps - st.start_ps + extra_ps);
+          const auto task = [&](sim::TaskKind kind, sim::StreamId stream, TimePs work_ps) -> sim::Task& {
+            sim::Task& t = prog.tasks.emplace_back();
+            t.kind = work_ps > 0 || kind == sim::TaskKind::kComm ? kind : sim::TaskKind::kMarker;
+            t.category = kind == sim::TaskKind::kComm ? sim::Category::kPpComm : sim::Category::kCompute;
+            t.gpu = gpu;
+            t.stream = stream;
+            t.work_ps = std::max<TimePs>(0, work_ps);
+            t.first_dep = static_cast<std::uint32_t>(prog.deps.size());
+            t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+            return t;
+          };
+          sim::Task& head = task(sim::TaskKind::kKernel, kStep, std::min(compute_ps, tail_ps));
+          if (st.input_stage >= 0 && steps[static_cast<size_t>(st.input_stage)][static_cast<size_t>(st.input_step)].channel >= 0) {
+            prog.deps.push_back(id(st.input_stage, d, st.input_step) + 2);
+            head.num_deps = 1;
+          }
+          const auto head_id = static_cast<sim::TaskId>(prog.tasks.size() - 1);
+          if (tail_ps > compute_ps) {  // its send waits past its compute end
+            sim::Task& wait = task(sim::TaskKind::kComm, kTail, tail_ps - compute_ps);
+            prog.deps.push_back(head_id);
+            wait.num_deps = 1;
+          } else {
+            task(sim::TaskKind::kKernel, kStep, compute_ps - tail_ps);
+          }
+          if (st.channel < 0) continue;
+          const auto tail_id = static_cast<sim::TaskId>(tail_ps > compute_ps ? prog.tasks.size() - 1 : head_id);
+          const auto& send_extra = st.replica_send_extra_ps;
+          sim::Task& send = task(sim::TaskKind::kComm, kSend,
+                                 send_extra.empty() ? 0 : send_extra[lockstep ? 0 : static_cast<size_t>(d)]);
+          prog.deps.push_back(tail_id);
+          send.num_deps = 1;
+          send.name = 1;
+          const Channel& c = channels[static_cast<size_t>(st.channel)];
+          const auto flows_end = static_cast<size_t>(lockstep ? p.dp * p.tp : (d + 1) * p.tp);
+          for (auto f = static_cast<size_t>(d * p.tp); f < flows_end; ++f) {
+            const auto& [src, dst] = c.flows[f];
+            sim::Flow flow;
+            flow.bytes = c.bytes;
+            flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+            for (sim::LinkId l : topo.path(src, dst)) prog.path_links.push_back(l);
+            flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+            prog.flows.push_back(flow);
+            ++send.num_flows;
+          }
+        }
+      }
+    const sim::ExecResult ex = sim::execute(machine, prog);
+    std::vector<TimePs> end(steps.size(), 0);  // latest replica's end of the stage's last step
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (steps[s].empty()) continue;
+      const int last = static_cast<int>(steps[s].size()) - 1;
+      for (int d = 0; d < replicas; ++d)
+        for (sim::TaskId t : {id(static_cast<int>(s), d, last), id(static_cast<int>(s), d, last) + 1})
+          end[s] = std::max(end[s], ex.task_end_ps[static_cast<size_t>(t)]);
+    }
+    return end;
+  };
+  const std::vector<TimePs> free = run(false), lockstep = run(true);
+  std::vector<TimePs> drift(steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) drift[s] = free[s] - lockstep[s];
+  return drift;
 }
 
 }  // namespace
@@ -264,8 +393,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // Per stage and step: its start and profile in the first pass, and the delay other stages'
   // sends add to it (from the first pass's timeline, charged in the second).
   std::vector<std::vector<TimePs>> first_pass_start_ps, channel_delay_ps;
+  std::vector<std::vector<std::vector<TimePs>>> replica_channel_delay_ps;  ///< ...per replica too
   std::vector<std::vector<const StepProfile*>> first_pass_profile;
   std::vector<std::vector<TimePs>> channel_send_stretch_ps;  ///< per channel and send, for the second pass
+  // Links shared between GPUs and more than one replica: the second pass's steps (per stage),
+  // replayed per replica (replica_drift_ps); per transfer slot, the (stage, step) that sent it.
+  const bool replay_replicas = !context.channels.empty() && p.dp > 1;
+  std::vector<std::vector<ComposedStep>> composed;
+  std::vector<std::pair<int, int>> fwd_from, bwd_from;
 
   // Runs stage s's next step if its input has arrived; false when it has to wait.
   auto advance = [&](int s) {
@@ -280,6 +415,13 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
     if (in && in->at_ps < 0) return false;
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
+    ComposedStep* replayed = nullptr;
+    if (replay_replicas && charge_channels) {
+      replayed = &composed[static_cast<size_t>(s)][g.next];
+      replayed->start_ps = start;
+      if (in) std::tie(replayed->input_stage, replayed->input_step) =
+                  st.forward ? fwd_from[slot(vs - 1, st.micro_batch)] : bwd_from[slot(vs + 1, st.micro_batch)];
+    }
     // Simulated after its predecessor, the step ran beside the predecessor's send and
     // all-reduces from its start; when those had ended before it started, it ran alone.
     const bool beside_previous = key.after_previous &&
@@ -379,6 +521,8 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         send_end += first_pass_stretch_ps[static_cast<size_t>(s)][g.next];
         if (channel >= 0) send_end += channel_send_stretch_ps[static_cast<size_t>(channel)][channel_sends[static_cast<size_t>(channel)].size()];
       }
+      if (replayed) replayed->channel = channel;
+      if (replay_replicas) (st.forward ? fwd_from : bwd_from)[slot(vs, st.micro_batch)] = {s, static_cast<int>(g.next)};
       const bool queued = !g.sends.empty() && send_start == g.pp_free_ps;
       g.pp_queue_start_ps = queued ? g.pp_queue_start_ps : send_start;
       g.pp_free_ps = send_end;
@@ -426,6 +570,15 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     g.level_bytes += pr.memory_net_bytes;
     r.executed_flops += pr.flops * pr.replication;
 
+    if (replayed) {
+      replayed->compute_end_ps = compute_end;
+      replayed->tail_end_ps = tail_end;
+      const auto& channel_extra = replica_channel_delay_ps[static_cast<size_t>(s)][g.next];
+      if (pr.replica_compute_end_ps.size() == static_cast<size_t>(p.dp) && channel_extra.size() == static_cast<size_t>(p.dp))
+        for (size_t d = 0; d < channel_extra.size(); ++d)
+          replayed->replica_extra_ps.push_back(pr.replica_compute_end_ps[d] - pr.compute_end_ps + channel_extra[d] - channel_extra[0]);
+      if (pr.replica_send_extra_ps.size() == static_cast<size_t>(p.dp)) replayed->replica_send_extra_ps = pr.replica_send_extra_ps;
+    }
     g.compute_free_ps = compute_end;
     g.tail_end_ps = tail_end;
     g.host_ps += host.cost_ps;
@@ -444,6 +597,22 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         for (size_t i = 0; i < d.size(); ++i)
           d[i] = delay_of_channels(*first_pass_profile[static_cast<size_t>(s)][i], first_pass_start_ps[static_cast<size_t>(s)][i],
                                    channel_sends);
+      }
+      if (replay_replicas) {
+        replica_channel_delay_ps.assign(static_cast<size_t>(p.pp), {});
+        for (int s = 0; s < p.pp; ++s)
+          for (size_t i = 0; i < order[static_cast<size_t>(s)].size(); ++i) {
+            const StepProfile& fp = *first_pass_profile[static_cast<size_t>(s)][i];
+            auto& per_replica = replica_channel_delay_ps[static_cast<size_t>(s)].emplace_back();
+            if (fp.replica_compute_end_ps.size() != static_cast<size_t>(p.dp)) continue;
+            if (fp.replica_channel_delay_ps.empty()) {  // every replica delayed as replica 0
+              per_replica.assign(static_cast<size_t>(p.dp), channel_delay_ps[static_cast<size_t>(s)][i]);
+              continue;
+            }
+            for (int d = 0; d < p.dp; ++d)
+              per_replica.push_back(delay_of_channels(fp, first_pass_start_ps[static_cast<size_t>(s)][i], channel_sends,
+                                                      static_cast<size_t>(p.dp), static_cast<size_t>(d)));
+          }
       }
       // Each send, in turn, is slowed by the steps of the other stages whose links it crosses.
       channel_send_stretch_ps.resize(channel_sends.size());
@@ -477,6 +646,12 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     r = FastResult{};
     r.steps = total;
     fwd_in.assign(static_cast<size_t>((last_vs + 1) * m), Arrival{});
+    if (replay_replicas) {
+      fwd_from.assign(fwd_in.size(), {-1, -1});
+      bwd_from.assign(fwd_in.size(), {-1, -1});
+      composed.assign(static_cast<size_t>(p.pp), {});
+      for (int s = 0; s < p.pp; ++s) composed[static_cast<size_t>(s)].resize(order[static_cast<size_t>(s)].size());
+    }
     bwd_in.assign(fwd_in.size(), Arrival{});
     state.assign(static_cast<size_t>(p.pp), StageState{});
     window_samples.assign(static_cast<size_t>(last_vs + 1), {});
@@ -489,6 +664,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       for (int s = p.pp - 1; s >= 0; --s)
         while (advance(s)) ++done;
       LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+    }
+  }
+  if (replay_replicas) {
+    const std::vector<TimePs> drift = replica_drift_ps(p, *context.topology, context.channels, composed);
+    for (int s = 0; s < p.pp; ++s) {
+      StageState& g = state[static_cast<size_t>(s)];
+      g.end_ps += drift[static_cast<size_t>(s)];
+      g.grads_reduced_ps += drift[static_cast<size_t>(s)];
     }
   }
   if (workload.tied_embedding_params > 0) couple_tied_embedding(sc, workload, *context.topology, context.links_private, state.front(), state.back());

@@ -140,11 +140,28 @@ bool shares_collective_link(const sim::Program& prog, const hw_models::Topology&
   return false;
 }
 
+/// The end of a step's last compute-stream task, relative to the start of its marker.
+TimePs compute_end_of(const sim::Program& prog, const sim::ExecResult& ex, const schedule::StepSpan& sp) {
+  TimePs end = 0;
+  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
+    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
+      end = std::max(end, ex.task_end_ps[static_cast<size_t>(i)]);
+  return end - ex.task_start_ps[static_cast<size_t>(sp.marker)];
+}
+
+/// A run of the measured step beside a channel's transfers: per replica (its first GPU's
+/// span of the step, `replicas`), the step's compute end (compute_end_of); and how long the
+/// transfers took.
+struct Beside {
+  std::vector<TimePs> compute_end_ps;
+  TimePs sent_ps = 0;
+};
+
 /// When `c`'s transfers (one send each, on a GPU of their own) start `after_ps` after task
-/// `at` of the measured step starts: the end of its last compute-stream task (relative to its
-/// marker's start), and how long the transfers took. `at` < 0: the transfers alone, from time 0.
-std::pair<TimePs, TimePs> run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
-                                     const schedule::StepSpan& sp, const Channel& c, sim::TaskId at, TimePs after_ps = 0) {
+/// `at` of the measured step starts: Beside. `at` < 0: the transfers alone, from time 0.
+Beside run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
+                  const std::vector<const schedule::StepSpan*>& replicas, const Channel& c, sim::TaskId at,
+                  TimePs after_ps = 0) {
   sim::Machine m = machine;
   m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
   if (at >= 0 && after_ps > 0) {  // a wait of that length on the channel's own GPU, then the send
@@ -181,13 +198,42 @@ std::pair<TimePs, TimePs> run_beside(const sim::Machine& machine, sim::Program p
   if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
   if (!prog.static_bytes_per_gpu.empty()) prog.static_bytes_per_gpu.push_back(0);
   const sim::ExecResult ex = sim::execute(m, prog);
-  const TimePs sent_ps = ex.task_end_ps.back() - ex.task_start_ps.back();
-  if (at < 0) return {0, sent_ps};
-  TimePs end = 0;
-  for (sim::TaskId i = sp.first_task; i < sp.end_task; ++i)
-    if (prog.tasks[static_cast<size_t>(i)].stream == schedule::kCompute)
-      end = std::max(end, ex.task_end_ps[static_cast<size_t>(i)]);
-  return {end - ex.task_start_ps[static_cast<size_t>(sp.marker)], sent_ps};
+  Beside b;
+  b.sent_ps = ex.task_end_ps.back() - ex.task_start_ps.back();
+  if (at >= 0)
+    for (const schedule::StepSpan* sp : replicas) b.compute_end_ps.push_back(compute_end_of(prog, ex, *sp));
+  return b;
+}
+
+/// How long each replica's flows of `c` take when every replica sends at once on idle links
+/// (replica d's flows are c.flows[d · tp, (d + 1) · tp), one task each on a GPU of its own).
+std::vector<TimePs> replica_sends_alone_ps(const sim::Machine& machine, const hw_models::Topology& topo, const Channel& c,
+                                          int replicas) {
+  sim::Machine m;
+  m.links = machine.links;
+  sim::Program prog;
+  const size_t per_replica = c.flows.size() / static_cast<size_t>(replicas);
+  for (int d = 0; d < replicas; ++d) {
+    m.gpus.push_back({"replica", {"pp"}, 0, 0.0});
+    sim::Task& t = prog.tasks.emplace_back();
+    t.kind = sim::TaskKind::kComm;
+    t.category = sim::Category::kPpComm;
+    t.gpu = static_cast<sim::GpuId>(d);
+    t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
+    for (size_t f = static_cast<size_t>(d) * per_replica; f < static_cast<size_t>(d + 1) * per_replica; ++f) {
+      sim::Flow flow;
+      flow.bytes = c.bytes;
+      flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
+      for (sim::LinkId l : topo.path(c.flows[f].first, c.flows[f].second)) prog.path_links.push_back(l);
+      flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
+      prog.flows.push_back(flow);
+      ++t.num_flows;
+    }
+  }
+  const sim::ExecResult ex = sim::execute(m, prog);
+  std::vector<TimePs> out;
+  for (size_t i = 0; i < prog.tasks.size(); ++i) out.push_back(ex.task_end_ps[i] - ex.task_start_ps[i]);
+  return out;
 }
 
 }  // namespace
@@ -206,6 +252,18 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   const sim::ExecResult ex = sim::execute(machine, prog);
   const MeasuredRange range = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *range.span;
+  // The measured step of each data-parallel replica (its first GPU, d · tp), when the program
+  // has them all: links shared between GPUs make their timings differ.
+  std::vector<const schedule::StepSpan*> replicas = {&sp};
+  if (!built.symmetric && sc.parallel.dp > 1) {
+    for (int d = 1; d < sc.parallel.dp; ++d) {
+      const auto gpu = static_cast<sim::GpuId>(d * sc.parallel.tp);
+      std::size_t index = 0;
+      for (const schedule::StepSpan& s : built.steps)
+        if (s.gpu == gpu && index++ == measured) replicas.push_back(&s);
+    }
+    LYNX_CHECK(replicas.size() == static_cast<size_t>(sc.parallel.dp), "fast mode: a replica's step {} missing", measured);
+  }
   // Other stages' sends reach a step at a phase of it that the schedule sets: each relevant
   // channel is measured sending from kChannelPhases points of the step's compute time alone
   // (the compute-stream tasks that start first at 0, 1/k, 2/k... of it, k = kChannelPhases - 1),
@@ -224,7 +282,7 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     if (channels[c].from_stage != part.stage &&
         (channels[c].to_stage == part.stage || shares_collective_link(prog, topo, channels[c]))) {
       relevant.push_back(c);
-      idle_ps[c] = run_beside(machine, sim::Program{}, topo, sp, channels[c], -1).second;
+      idle_ps[c] = run_beside(machine, sim::Program{}, topo, {}, channels[c], -1).sent_ps;
       shortest_send_ps = shortest_send_ps < 0 ? idle_ps[c] : std::min(shortest_send_ps, idle_ps[c]);
     }
   std::vector<TimePs> anchor_ps(kChannelPhases, 0);
@@ -232,12 +290,12 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   for (std::size_t k = 1; k < kChannelPhases; ++k)
     anchor_ps[k] = k < kSpread ? alone_ps * static_cast<TimePs>(k) / static_cast<TimePs>(kSpread)
                                : std::max(anchor_ps[k - 1], alone_ps - std::max<TimePs>(0, shortest_send_ps));
-  // Per channel and phase: the compute end and the transfers' extra time beside the step.
-  std::vector<std::pair<TimePs, TimePs>> beside(channels.size() * kChannelPhases, {-1, 0});
+  // Per channel and phase: the compute ends and the transfers' extra time beside the step.
+  std::vector<Beside> beside(channels.size() * kChannelPhases);
   for (size_t c : relevant)
     for (std::size_t k = 0; k < kChannelPhases; ++k) {
-      beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, sp, channels[c], sp.marker, anchor_ps[k]);
-      beside[c * kChannelPhases + k].second -= idle_ps[c];
+      beside[c * kChannelPhases + k] = run_beside(machine, prog, topo, replicas, channels[c], sp.marker, anchor_ps[k]);
+      beside[c * kChannelPhases + k].sent_ps -= idle_ps[c];
     }
   for (size_t i = 0; i < prog.tasks.size(); ++i) prog.tasks[i].num_mem = num_mem[i];
 
@@ -314,11 +372,36 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   p.channel_phase_ps = anchor_ps;
   p.channel_delay_ps.resize(beside.size(), 0);
   p.channel_send_delay_ps.resize(beside.size(), 0);
-  for (size_t i = 0; i < beside.size(); ++i)
-    if (beside[i].first >= 0) {
-      p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i].first - p.compute_end_ps);
-      p.channel_send_delay_ps[i] = std::max<TimePs>(0, beside[i].second);
+  if (replicas.size() > 1) {
+    for (const schedule::StepSpan* r : replicas) p.replica_compute_end_ps.push_back(compute_end_of(prog, ex, *r));
+    // The step's own send: per replica, what the step's other traffic added to it (beyond the
+    // replicas' sends together on idle links).
+    const int vs = sp.step.chunk * sc.parallel.pp + part.stage;
+    const int to_stage = (sp.step.forward ? vs + 1 : vs - 1 + sc.parallel.pp) % sc.parallel.pp;
+    const auto own = std::find_if(channels.begin(), channels.end(),
+                                  [&](const Channel& c) { return c.from_stage == part.stage && c.to_stage == to_stage; });
+    if (sp.send >= 0 && own != channels.end()) {
+      const std::vector<TimePs> alone = replica_sends_alone_ps(machine, topo, *own, sc.parallel.dp);
+      for (size_t d = 0; d < replicas.size(); ++d)
+        p.replica_send_extra_ps.push_back(
+            std::max<TimePs>(0, end(replicas[d]->send) - start(replicas[d]->send) - alone[d]));
     }
+    p.replica_channel_delay_ps.resize(beside.size() * replicas.size(), 0);
+  }
+  for (size_t i = 0; i < beside.size(); ++i)
+    if (!beside[i].compute_end_ps.empty()) {
+      p.channel_delay_ps[i] = std::max<TimePs>(0, beside[i].compute_end_ps[0] - p.compute_end_ps);
+      p.channel_send_delay_ps[i] = std::max<TimePs>(0, beside[i].sent_ps);
+      for (size_t d = 0; d < replicas.size() && replicas.size() > 1; ++d)
+        p.replica_channel_delay_ps[i * replicas.size() + d] =
+            std::max<TimePs>(0, beside[i].compute_end_ps[d] - p.replica_compute_end_ps[d]);
+    }
+  // Every replica delayed as replica 0: kept as channel_delay_ps alone (the composition then
+  // charges every replica the same without going through the sends once per replica).
+  bool alike = true;
+  for (size_t i = 0; i < p.replica_channel_delay_ps.size() && alike; ++i)
+    alike = p.replica_channel_delay_ps[i] == p.channel_delay_ps[i / replicas.size()];
+  if (alike) p.replica_channel_delay_ps.clear();
 
   // Memory: every effect of the step's tasks in simulated order (start effects, then end).
   std::vector<std::tuple<TimePs, sim::TaskId, int, std::int64_t>> effects;

@@ -101,6 +101,15 @@ struct StepProfile {
   /// The same runs: how much longer the channel's send took than on idle links (the step's
   /// collectives slow it in turn).
   std::vector<TimePs> channel_send_delay_ps;
+  /// With dp > 1 replicas in the program (links shared between GPUs): per replica d, its own
+  /// compute end (as compute_end_ps, replica 0's), and its channel delays
+  /// (replica_channel_delay_ps[(channel · kChannelPhases + phase) · dp + d]; empty also where
+  /// every replica's equal replica 0's). Empty otherwise.
+  std::vector<TimePs> replica_compute_end_ps;
+  std::vector<TimePs> replica_channel_delay_ps;
+  /// Per replica: how much longer its own send took in the step than with every replica
+  /// sending at once on idle links (the step's collectives cross some replicas' paths only).
+  std::vector<TimePs> replica_send_extra_ps;
 };
 
 /// Builds `part` alone, runs it on the engine (memory effects off: a backward alone frees what

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 
 using namespace lynx;
 using namespace lynx::runner;
@@ -188,4 +189,39 @@ TEST_CASE("on shared links other stages' sends into a stage slow its steps; its 
   fast::StepCache::Context& nvlink = cache.context(dgx.scenario());
   cache.add_channels(nvlink, dgx.scenario(), workload);
   CHECK(nvlink.channels.empty());
+}
+
+TEST_CASE("on shared links each data-parallel replica's step is measured, replica 0's as the profile's own") {
+  // gpt-1.3b tp1 pp4 dp4 on 2 PCIe nodes: a stage's 4 replicas reach their NICs on different
+  // paths (GPU g uses NIC g % 2, some through the host), so they drift apart in exact mode and
+  // fast mode replays the composed steps per replica (fast/compose.cpp replica_drift_ps).
+  const std::vector<std::string> sets = {"model.preset=gpt-1.3b", "hardware.profile=a100-pcie-40gb", "hardware.nodes=2",
+                                         "parallel.tp=1", "parallel.pp=4", "parallel.dp=4", "parallel.micro_batch=1",
+                                         "parallel.global_batch=32", "parallel.schedule=interleaved",
+                                         "parallel.virtual_stages=2", "recompute.strategy=none"};
+  auto fast_sets = sets;
+  fast_sets.push_back("sim.mode=fast");
+  const model::ResolvedScenario resolved = model::default_scenario(fast_sets);
+  const Scenario& sc = resolved.scenario();
+  const SimRun fast_run = simulate(resolved);
+  const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
+  fast::StepCache cache;
+  fast::StepCache::Context& context = cache.context(sc);
+  REQUIRE_FALSE(context.links_private);
+  cache.add_channels(context, sc, workload);
+  fast::StepKey key;
+  key.stage = key.virtual_stage = 1;
+  const fast::StepProfile& step = cache.get(context, key, fast::PlanKey(fast_run.plan), sc, fast_run.plan, workload);
+  REQUIRE(step.sends);
+  REQUIRE(step.replica_compute_end_ps.size() == 4);
+  CHECK(step.replica_compute_end_ps[0] == step.compute_end_ps);
+  // Per-replica channel delays: kept only where some replica's differ from replica 0's.
+  if (!step.replica_channel_delay_ps.empty()) {
+    REQUIRE(step.replica_channel_delay_ps.size() == 4 * step.channel_delay_ps.size());
+    for (size_t i = 0; i < step.channel_delay_ps.size(); ++i) CHECK(step.replica_channel_delay_ps[4 * i] == step.channel_delay_ps[i]);
+  }
+  CHECK(step.replica_send_extra_ps.size() == 4);
+  // Held out of the agreement sets (fast mode was +0.27% before the replay).
+  const SimResult exact = run(sets, "exact");
+  CHECK(std::abs(fast_run.result.iteration_time_s / exact.iteration_time_s - 1) <= 0.01);
 }
