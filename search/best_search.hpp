@@ -4,6 +4,7 @@
 /// checked by the one loader (invalid ones counted by sweep::skip_reason); cheap bounds prune
 /// (bounds.hpp); the rest are ranked in fast mode and the best confirmed in exact mode, on
 /// sweep's ordered pool, so the outcome is the same for any thread count.
+#include "runner/planning.hpp"
 #include "runner/simulate.hpp"
 #include "search/search_space.hpp"
 #include "sweep/sweep.hpp"
@@ -25,8 +26,9 @@ struct BestRequest {
   int threads = 0;                     ///< 0: the machine's cores
   bool progress = false;               ///< progress bar on stderr (a terminal only)
   /// Also confirm candidates whose fast time is within this fraction of the K-th fastest
-  /// (at most 3·K in all): fast mode's error must not reorder the top K.
-  double confirm_margin = 0.01;
+  /// (at most 3·K in all): fast mode's error must not reorder the top K. Twice the error
+  /// bound, since both fast times compared can be off by it in opposite directions.
+  double confirm_margin = 2 * runner::kFastModeErrorBound;
 };
 
 /// One plan of the top K.
