@@ -22,21 +22,33 @@ void Engine::fail_sequence_exhausted() {
 }
 
 namespace {
-/// Retunes happen after max(kMinRetuneEvents, 2 x pending) events.
-constexpr std::uint64_t kMinRetuneEvents = 256;
 constexpr std::uint64_t kMinBuckets = 64;
 constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 16;
 constexpr int kMaxBucketShift = 40;  // 1.1 s buckets; with 2^16 of them the span stays < 2^63 ps
+constexpr int kFinerBuckets = 4;     // buckets 2^4 times narrower than two to four mean gaps
 }  // namespace
 
 // Inline into cancel and requeue: one call fewer per cancelled or re-armed event.
 [[gnu::always_inline]] inline void Engine::ring_unlink(std::uint32_t slot) {
   Node* nodes = nodes_.data();
   const Node& node = nodes[slot];
-  Bucket& bucket = buckets_[static_cast<std::uint32_t>(node.time_ps >> bucket_shift_) & ring_mask_];
+  const std::uint32_t bucket_index = static_cast<std::uint32_t>(node.time_ps >> bucket_shift_) & ring_mask_;
+  Bucket& bucket = buckets_[bucket_index];
   (node.prev == kNoNode ? bucket.head : nodes[node.prev].next) = node.next;
   (node.next == kNoNode ? bucket.tail : nodes[node.next].prev) = node.prev;
+  if (bucket.head == kNoNode) clear_occupied(bucket_index);
   --ring_count_;
+}
+
+inline std::uint32_t Engine::next_occupied(std::uint32_t bucket) const {
+  const std::uint32_t last_word = ring_mask_ >> 6;
+  std::uint32_t word = bucket >> 6;
+  std::uint64_t bits = occupied_[word] & (~std::uint64_t{0} << (bucket & 63));
+  while (bits == 0) {  // wraps round to the bits before `bucket`: the ring's end
+    word = word == last_word ? 0 : word + 1;
+    bits = occupied_[word];
+  }
+  return (word << 6) | static_cast<std::uint32_t>(std::countr_zero(bits));
 }
 
 void Engine::requeue(std::uint32_t slot, const Entry& entry) {
@@ -50,17 +62,25 @@ void Engine::requeue(std::uint32_t slot, const Entry& entry) {
 }
 
 void Engine::retune_ring() {
-  const std::uint64_t fired = fired_since_retune_;
+  const std::uint64_t fired = retune_interval_;
   const std::uint64_t advanced_ps = static_cast<std::uint64_t>(now_ps_ - retune_start_ps_);
-  fired_since_retune_ = 0;
+  const std::uint64_t pending_events = pending();
+  // The next retune after max(kMinRetuneEvents, 2 x pending) events.
+  retune_interval_ = std::max(kMinRetuneEvents, 2 * pending_events);
+  retune_countdown_ = retune_interval_;
   retune_start_ps_ = now_ps_;
-  // Bucket width: the power of two in (2, 4] mean gaps between consecutive events, so a bucket
-  // holds two to four events and few are empty (on engine_bench, half or twice that width was no
-  // faster: more empty buckets to step over, or longer walks). Buckets: two per pending event, so the
-  // span is four to eight mean lifetimes of an event (pending x mean gap): few go to the heap.
+  // Bucket width: the power of two in (2, 4] mean gaps between consecutive events, and two
+  // buckets per pending event, so the span is four to eight mean lifetimes of an event (pending
+  // x mean gap): few go to the heap. Then both are refined by 2^kFinerBuckets (as far as the
+  // bucket count allows): buckets hold 0 or 1 events, nearly, so a new event seldom lands in
+  // an occupied bucket (the branches on it are predictable) and the bitmap finds the next
+  // occupied bucket. engine_bench, 64 actors: 3.2 mispredicted branches per event without
+  // refining, 1.0 with 2^4 (cachegrind's model).
   const std::uint64_t two_gaps_ps = advanced_ps / std::max<std::uint64_t>(fired, 1) * 2;
-  const int shift = std::min(static_cast<int>(std::bit_width(two_gaps_ps)), kMaxBucketShift);
-  const std::uint64_t count = std::bit_ceil(std::clamp<std::uint64_t>(2 * live_events_, kMinBuckets, kMaxBuckets));
+  int finer = kFinerBuckets;
+  while (finer > 0 && (2 * pending_events << finer) > kMaxBuckets) --finer;
+  const int shift = std::min(std::max(static_cast<int>(std::bit_width(two_gaps_ps)) - finer, 0), kMaxBucketShift);
+  const std::uint64_t count = std::bit_ceil(std::clamp<std::uint64_t>(2 * pending_events << finer, kMinBuckets, kMaxBuckets));
   const std::uint64_t current = buckets_.size();
   // Rebuilding costs one pass over the ring: only where the shape is off by more than 2x.
   if (current != 0 && current * 2 >= count && current <= count * 2 && std::abs(shift - bucket_shift_) <= 1) return;
@@ -68,8 +88,10 @@ void Engine::retune_ring() {
   // heap for what will not fit the new span); if any allocation fails, the ring keeps its
   // shape: the order of events does not depend on it, and no event is lost.
   std::vector<Bucket> buckets;
+  std::vector<std::uint64_t> occupied;
   try {
     buckets.resize(count);
+    occupied.resize(count / 64);
     ring_scratch_.reserve(ring_count_);
   } catch (const std::bad_alloc&) {
     return;
@@ -93,6 +115,7 @@ void Engine::retune_ring() {
   }
   // From here on nothing allocates.
   buckets_.swap(buckets);
+  occupied_.swap(occupied);
   ring_mask_ = static_cast<std::uint32_t>(count - 1);
   bucket_shift_ = shift;
   ring_span_ps_ = span_ps;
@@ -216,13 +239,12 @@ bool Engine::cancel(EventId id) {
   }
   handler_at(id.slot).reset();
   release_slot(id.slot);
-  --live_events_;
   return true;
 }
 
 std::vector<PendingEvent> Engine::pending_events() const {
   std::vector<PendingEvent> out;
-  out.reserve(live_events_);
+  out.reserve(pending());
   auto add = [&](const Entry& e) {
     const std::uint32_t slot_index = slot_of(e);
     out.push_back({static_cast<TimePs>(e.time_ps), sequence_of(e), {slot_index, nodes_[slot_index].generation}});
@@ -245,20 +267,28 @@ std::vector<PendingEvent> Engine::pending_events() const {
   if (ring_count_ > 0) {
     const std::uint64_t heap_time = heap_size_ > 0 ? heap()[0].time_ps : UINT64_MAX;
     ring_head = buckets_[ring_cursor_].head;
-    // Step over empty buckets, never past the heap's top: the start stays <= now.
     if (ring_head == kNoNode) {
-      const std::uint64_t width = std::uint64_t{1} << bucket_shift_;
-      std::uint64_t start_ps = ring_start_ps_;  // locals: the members would be stored every step
-      std::uint32_t cursor = ring_cursor_;
-      while (ring_head == kNoNode && start_ps + width <= heap_time) {
-        start_ps += width;
-        cursor = (cursor + 1) & ring_mask_;
-        ring_head = buckets_[cursor].head;
+      // Jump to the first non-empty bucket; the buckets between are empty. If the heap's top
+      // comes before it, take the top, and move the start no further than the top's bucket (so
+      // that events scheduled from now on fit the ring). The heap's top may lie before the
+      // start (scheduled after run_until stopped short of the ring's first): never move back.
+      const std::uint32_t found = next_occupied(ring_cursor_);
+      const std::uint64_t start_ps = ring_start_ps_ + (static_cast<std::uint64_t>((found - ring_cursor_) & ring_mask_) << bucket_shift_);
+      if (heap_time < start_ps) [[unlikely]] {
+        const std::uint64_t heap_bucket_ps = (heap_time >> bucket_shift_) << bucket_shift_;
+        if (heap_bucket_ps > ring_start_ps_) {
+          ring_start_ps_ = heap_bucket_ps;
+          ring_cursor_ = static_cast<std::uint32_t>(heap_time >> bucket_shift_) & ring_mask_;
+        }
+      } else {
+        ring_start_ps_ = start_ps;
+        ring_cursor_ = found;
+        ring_head = buckets_[found].head;
       }
-      ring_start_ps_ = start_ps;
-      ring_cursor_ = cursor;
     }
-    if (ring_head != kNoNode && heap_size_ > 0 && before(heap()[0], {nodes_[ring_head].time_ps, nodes_[ring_head].key})) {
+    // The heap's top first only if not later (heap_time is UINT64_MAX for an empty heap).
+    if (ring_head != kNoNode && heap_time <= nodes_[ring_head].time_ps &&
+        before(heap()[0], {nodes_[ring_head].time_ps, nodes_[ring_head].key})) {
       ring_head = kNoNode;
     }
   }
@@ -271,7 +301,12 @@ std::vector<PendingEvent> Engine::pending_events() const {
     const std::uint32_t next = head.next;
     Bucket& bucket = buckets_[ring_cursor_];
     bucket.head = next;
-    (next == kNoNode ? bucket.tail : nodes[next].prev) = kNoNode;
+    if (next == kNoNode) {
+      bucket.tail = kNoNode;
+      clear_occupied(ring_cursor_);
+    } else {
+      nodes[next].prev = kNoNode;
+    }
     --ring_count_;
   } else {
     if (heap_size_ == 0) return false;
@@ -285,8 +320,7 @@ std::vector<PendingEvent> Engine::pending_events() const {
   node.position = kNotQueued;
   node.generation = next_generation(node.generation);  // from now on cancel(id) is false
   now_ps_ = static_cast<TimePs>(top.time_ps);
-  if (++fired_since_retune_ >= std::max(kMinRetuneEvents, 2 * live_events_)) retune_ring();
-  --live_events_;
+  if (--retune_countdown_ == 0) [[unlikely]] retune_ring();
   ++events_processed_;
   fingerprint_.add(top.time_ps);
   fingerprint_.add(sequence_of(top));
@@ -314,7 +348,13 @@ bool Engine::run_until(TimePs limit_ps) {
   while (fire_next(limit_ps)) {
   }
   now_ps_ = std::max(now_ps_, limit_ps);
-  return live_events_ > 0;
+  return !empty();
+}
+
+void Engine::fail_delay(TimePs delay_ps) const {
+  if (delay_ps < 0) fail_in_past(now_ps_ + delay_ps);
+  checked_add(now_ps_, delay_ps, kSimulatedClock);  // throws: the sum overflows
+  fail(ErrorCode::kInternal, "event engine: delay {} ps from {} ps rejected", delay_ps, now_ps_);
 }
 
 void Engine::fail_in_past(TimePs time_ps) const {

@@ -48,30 +48,17 @@ class Engine {
   template <typename H>
   EventId schedule_at(TimePs time_ps, H&& handler) {
     if (time_ps < now_ps_) [[unlikely]] fail_in_past(time_ps);
-    if (next_sequence_ > kMaxSequence) [[unlikely]] fail_sequence_exhausted();
-    const std::uint32_t slot_index = free_head_ != kNoNode ? free_head_ : new_slot();
-    // The slot leaves the free list only once nothing can throw: a throwing handler
-    // constructor or heap growth leaves the engine as it was.
-    const std::uint32_t next_free = nodes_[slot_index].next;
-    Handler& slot_handler = handler_at(slot_index);
-    try {
-      slot_handler.template emplace_into_empty<std::decay_t<H>>(std::forward<H>(handler));
-      push({static_cast<std::uint64_t>(time_ps), (next_sequence_ << kSlotBits) | slot_index});
-    } catch (...) {
-      slot_handler.reset();
-      throw;
-    }
-    free_head_ = next_free;
-    ++next_sequence_;
-    ++live_events_;
-    return {slot_index, nodes_[slot_index].generation};
+    return schedule(time_ps, std::forward<H>(handler));
   }
 
   /// Schedules `handler` at now() + delay_ps (delay_ps >= 0, overflow-checked).
   template <typename H>
   EventId schedule_after(TimePs delay_ps, H&& handler) {
-    if (delay_ps < 0) [[unlikely]] fail_in_past(now_ps_ + delay_ps);
-    return schedule_at(checked_add(now_ps_, delay_ps, kSimulatedClock), std::forward<H>(handler));
+    // One comparison for both errors: a negative delay is a huge unsigned one.
+    if (static_cast<std::uint64_t>(delay_ps) > static_cast<std::uint64_t>(INT64_MAX - now_ps_)) [[unlikely]] {
+      fail_delay(delay_ps);
+    }
+    return schedule(now_ps_ + delay_ps, std::forward<H>(handler));
   }
 
   /// Cancels a pending event: it will not run. False if it already ran or was cancelled.
@@ -109,9 +96,9 @@ class Engine {
   /// Number of events that ran (cancelled ones are not counted).
   std::uint64_t events_processed() const { return events_processed_; }
   /// True when no event is pending.
-  bool empty() const { return live_events_ == 0; }
+  bool empty() const { return pending() == 0; }
   /// Number of pending (scheduled, not cancelled, not yet run) events.
-  std::uint64_t pending() const { return live_events_; }
+  std::uint64_t pending() const { return ring_count_ + heap_size_; }
   /// Every pending event, in the order they will run ((time, sequence)).
   std::vector<PendingEvent> pending_events() const;
   /// Hash of the (time, sequence) of every event that ran, in order.
@@ -171,6 +158,9 @@ class Engine {
   static constexpr std::uint32_t kChunkBits = 10;  // slab chunks of 1024 handlers: stable addresses
   static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
 
+  /// Events between two retune_ring calls at least (the first measures the mean gap between
+  /// events over them).
+  static constexpr std::uint64_t kMinRetuneEvents = 256;
   /// How far back from a bucket's end an insertion may walk before the event goes to the heap.
   static constexpr int kMaxRingWalk = 4;
   static bool before(const Entry& a, const Entry& b) {
@@ -210,6 +200,10 @@ class Engine {
   bool ring_insert(const Entry& entry);
   /// Removes ring member `slot` from its bucket's list.
   void ring_unlink(std::uint32_t slot);
+  void set_occupied(std::uint32_t bucket) { occupied_[bucket >> 6] |= std::uint64_t{1} << (bucket & 63); }
+  void clear_occupied(std::uint32_t bucket) { occupied_[bucket >> 6] &= ~(std::uint64_t{1} << (bucket & 63)); }
+  /// The first non-empty bucket from `bucket` on, in ring order (the ring holds a member).
+  std::uint32_t next_occupied(std::uint32_t bucket) const;
   /// Picks the bucket width and count from the events since the last retune and rebuilds
   /// the ring if they changed enough (the order of events does not depend on it).
   void retune_ring();
@@ -229,6 +223,27 @@ class Engine {
   }
   /// Runs the next live event if its time is <= limit_ps; false if there is none.
   bool fire_next(TimePs limit_ps);
+  /// schedule_at without the check of `time_ps` (>= now()).
+  template <typename H>
+  EventId schedule(TimePs time_ps, H&& handler) {
+    if (next_sequence_ > kMaxSequence) [[unlikely]] fail_sequence_exhausted();
+    const std::uint32_t slot_index = free_head_ != kNoNode ? free_head_ : new_slot();
+    // The slot leaves the free list only once nothing can throw: a throwing handler
+    // constructor or heap growth leaves the engine as it was.
+    const std::uint32_t next_free = nodes_[slot_index].next;
+    Handler& slot_handler = handler_at(slot_index);
+    try {
+      slot_handler.template emplace_into_empty<std::decay_t<H>>(std::forward<H>(handler));
+      push({static_cast<std::uint64_t>(time_ps), (next_sequence_ << kSlotBits) | slot_index});
+    } catch (...) {
+      slot_handler.reset();
+      throw;
+    }
+    free_head_ = next_free;
+    ++next_sequence_;
+    return {slot_index, nodes_[slot_index].generation};
+  }
+  [[noreturn]] void fail_delay(TimePs delay_ps) const;
   [[noreturn]] void fail_in_past(TimePs time_ps) const;
   [[noreturn]] static void fail_sequence_exhausted();
 
@@ -242,6 +257,7 @@ class Engine {
   std::size_t heap_size_ = 0;
   std::size_t heap_capacity_ = 0;
   std::vector<Bucket> buckets_;
+  std::vector<std::uint64_t> occupied_;  ///< bit b: bucket b is not empty (the ring's bitmap)
   std::vector<Node> nodes_;          ///< per slot
   std::vector<Entry> ring_scratch_;  ///< retune_ring's copy of the ring, kept for its capacity
   std::uint64_t ring_start_ps_ = 0;         ///< start of bucket ring_cursor_, a multiple of its width
@@ -250,14 +266,14 @@ class Engine {
   std::uint32_t ring_mask_ = 0;             ///< buckets - 1 (a power of two)
   int bucket_shift_ = 0;                    ///< log2 of the bucket width in ps
   std::uint64_t ring_count_ = 0;
-  std::uint64_t fired_since_retune_ = 0;
-  TimePs retune_start_ps_ = 0;  ///< now() at the last retune
+  std::uint64_t retune_interval_ = kMinRetuneEvents;  ///< events from the last retune to the next
+  std::uint64_t retune_countdown_ = kMinRetuneEvents;  ///< events left until the next retune
+  TimePs retune_start_ps_ = 0;                           ///< now() at the last retune
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::uint32_t free_head_ = kNoNode;  ///< first free slot, or kNoNode
   std::uint32_t slot_count_ = 0;
   TimePs now_ps_ = 0;
   std::uint64_t next_sequence_ = 0;
-  std::uint64_t live_events_ = 0;
   std::uint64_t events_processed_ = 0;
   Fingerprint fingerprint_;
 };
@@ -274,13 +290,15 @@ inline bool Engine::ring_insert(const Entry& entry) {
   }
   // One unsigned comparison: a time before the start wraps to more than the span (< 2^63).
   if (entry.time_ps - ring_start_ps_ >= ring_span_ps_) return false;
-  Bucket& bucket = buckets_[static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_];
+  const std::uint32_t bucket_index = static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_;
+  Bucket& bucket = buckets_[bucket_index];
   Node* nodes = nodes_.data();
   const std::uint32_t slot = slot_of(entry);
   Node& node = nodes[slot];
   // Times alone order it against the members: its sequence is the largest (see push).
   const std::uint32_t tail = bucket.tail;
   if (tail == kNoNode) {  // the first in its bucket
+    set_occupied(bucket_index);
     bucket.head = slot;
     bucket.tail = slot;
     node.next = kNoNode;
