@@ -306,6 +306,8 @@ std::vector<PendingEvent> Engine::pending_events() const {
       clear_occupied(ring_cursor_);
     } else {
       nodes[next].prev = kNoNode;
+      // The next event's handler is likely a cache miss: start loading it while this one runs.
+      __builtin_prefetch(&handler_at(next));
     }
     --ring_count_;
   } else {
@@ -313,7 +315,10 @@ std::vector<PendingEvent> Engine::pending_events() const {
     top = heap()[0];
     if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
     const std::size_t size = --heap_size_;
-    if (size > 0) sift_down(0, heap()[size]);
+    if (size > 0) {
+      sift_down(0, heap()[size]);
+      __builtin_prefetch(&handler_at(slot_of(heap()[0])));
+    }
   }
   const std::uint32_t index = slot_of(top);
   Node& node = nodes[index];  // not used after the handler: nodes_ may grow
