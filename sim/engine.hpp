@@ -114,9 +114,11 @@ class Engine {
   // 2^bucket_shift_ ps slice of time, the buckets in turn cover [ring_start_ps_, + span), and
   // each bucket is a list sorted by (time, sequence), linked through the slots. A new event
   // almost always goes to the end of its bucket's list (its sequence is the largest yet), and
-  // the next event is the head of the first non-empty bucket: O(1) both, where a heap pays
-  // log(pending) levels. The bucket width and count follow the run (retune_ring): two to four
-  // events per bucket, two buckets per pending event.
+  // the next event is the head of the first non-empty bucket, found in a bitmap of the
+  // occupied buckets: O(1) both, where a heap pays log(pending) levels. The bucket width and
+  // count follow the run (retune_ring): buckets of an eighth to a quarter of the mean gap
+  // between events, so most hold 0 or 1 and the branches on them are predictable, and 32
+  // buckets per pending event (fewer, and wider, where that would pass 2^16 buckets).
   //
   // The heap takes every event the ring does not: beyond its span, before its start (after
   // run_until), or where the sorted insertion would walk more than a few nodes back. A heap
