@@ -77,6 +77,8 @@ class Engine {
       cancel(id);
       return schedule_at(time_ps, std::forward<H>(handler));
     }
+    // The requeue may move a ring member to the heap: room first, before anything changes.
+    if (heap_size_ == heap_capacity_) [[unlikely]] heap_reserve(heap_size_ + 1);
     Node& node = nodes_[id.slot];
     node.generation = next_generation(node.generation);
     handler_at(id.slot).template emplace<D>(std::forward<H>(handler));

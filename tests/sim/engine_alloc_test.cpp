@@ -1,5 +1,6 @@
 // The event engine when an allocation fails: retune_ring's rebuild of the ring must lose no
-// event (sim/engine.cpp allocates everything first and keeps the ring's shape if it cannot).
+// event (sim/engine.cpp allocates everything first and keeps the ring's shape if it cannot),
+// and a reschedule that cannot grow the heap must change nothing.
 // This executable replaces the global operator new, so that a test can make the k-th
 // allocation from now on throw std::bad_alloc; it holds no other test (the replacement would
 // be in force for them too).
@@ -126,4 +127,49 @@ TEST_CASE("engine: an allocation failing in the ring's rebuild loses no event an
     CHECK(fired == expected);
     CHECK(fingerprint == expected_fingerprint);
   }
+}
+
+namespace {
+/// Re-schedules itself while the budget lasts.
+struct Chain {
+  Engine* engine;
+  int* budget;
+  void operator()() const {
+    if ((*budget)-- > 0) engine->schedule_after(100, *this);
+  }
+};
+}  // namespace
+
+TEST_CASE("engine: reschedule that cannot grow the heap changes nothing") {
+  // Moving a ring member past the ring's span puts it in the heap; where the heap is full and
+  // its growth fails, the event must stay as it was (its id valid, at its old time).
+  Engine engine;
+  int budget = 600;
+  for (int i = 0; i < 8; ++i) engine.schedule_at(i, Chain{&engine, &budget});
+  engine.run();  // 600+ events with 8 pending: the ring is tuned, the heap stays small
+  std::vector<lynx::sim::EventId> ids;
+  for (int i = 0; i < 100; ++i) ids.push_back(engine.schedule_after(1 + i, [] {}));
+  REQUIRE(engine.pending_in_ring() == 100);
+  bool threw = false;
+  for (std::size_t i = 0; i < ids.size() && !threw; ++i) {
+    const std::uint64_t pending = engine.pending();
+    const std::uint64_t in_ring = engine.pending_in_ring();
+    g_failed_allocations = 0;
+    g_allocations_before_failure = 0;  // the next allocation fails (a heap growth)
+    try {
+      ids[i] = engine.reschedule(ids[i], TimePs{1} << 50, [] {});
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    g_allocations_before_failure = -1;
+    CHECK(engine.pending() == pending);
+    if (threw) {
+      CHECK(g_failed_allocations == 1);
+      CHECK(engine.pending_in_ring() == in_ring);  // still in the ring, under its old id
+      CHECK(engine.cancel(ids[i]));
+    }
+  }
+  CHECK(threw);  // the heap filled up, so one reschedule had to grow it
+  engine.run();
+  CHECK(engine.empty());
 }
