@@ -51,6 +51,13 @@ class InlineFunction<R(Args...), kInlineBytes> {
   template <typename D, typename... CtorArgs>
   void emplace(CtorArgs&&... args) {
     reset();
+    emplace_into_empty<D>(std::forward<CtorArgs>(args)...);
+  }
+
+  /// `emplace` for a function known to be empty (skips the reset): the event engine's slots.
+  /// If D's constructor (or its allocation) throws, the function stays empty.
+  template <typename D, typename... CtorArgs>
+  void emplace_into_empty(CtorArgs&&... args) {
     if constexpr (stores_inline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<CtorArgs>(args)...);
       invoke_ = &invoke_inline<D>;
