@@ -490,6 +490,20 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         delta -= static_cast<TimePs>(std::llround(static_cast<double>(pr.compute_end_ps - alone.compute_end_ps) * passed));
       }
     }
+    // The profile ran the step beside its predecessor's send as long as that send took there;
+    // in the second pass other stages' steps crossing its links have stretched it, so the
+    // step's collectives share its links for longer: its slowdown over the step alone grows
+    // with the send's length left past the profile's (a step started at its predecessor's end,
+    // as simulated; with the predecessor's all-reduces the slowdown is not the send's alone).
+    if (charge_channels && beside_previous && g.previous_sent && !g.previous_had_dp && pr.previous_send_ps > 0 &&
+        start == g.compute_free_ps) {
+      const StepProfile& alone = *profiles_alone[static_cast<size_t>(s)][g.next];
+      const TimePs left_ps = g.last_send.second - start;
+      if (left_ps > pr.previous_send_ps && pr.compute_end_ps > alone.compute_end_ps)
+        delta += static_cast<TimePs>(std::llround(static_cast<double>(pr.compute_end_ps - alone.compute_end_ps) *
+                                                  static_cast<double>(left_ps - pr.previous_send_ps) /
+                                                  static_cast<double>(pr.previous_send_ps)));
+    }
     // A pp-wait recompute was simulated as issued at the step's start; it was issued at the
     // previous step's tail, so a step that starts later finds it further along.
     // After its predecessor it was simulated as issued there, with no wait for the input.
