@@ -35,8 +35,8 @@ struct PlanningResult {
 
 /// Fast mode's iteration time is within this fraction of exact mode's: the bound
 /// tests/fast/test_agreement.cpp holds on every configuration of both committed agreement sets
-/// (it fails above it). Measured there: worst 0.99% (PCIe, gpt-2.7b tp4 pp8 dp1 interleaved
-/// full, -0.986%), NVLink 0.37% (BENCHMARKS.md, session 13, h9drift); it was 5% while the
+/// (it fails above it). Measured there: worst 0.86% (PCIe, gpt-2.7b tp4 pp4 dp2 interleaved
+/// none, -0.862%), NVLink 0.37% (BENCHMARKS.md, session 13, h9drift, h9margin); it was 5% while the
 /// PCIe set's worst was above 1% (1.31% in session 12, 3.41% in session 11).
 inline constexpr double kFastModeErrorBound = 0.01;
 

@@ -18,8 +18,8 @@ HEADER = {
 # PCIe nodes GPUs share PCIe switch and host links, so other stages' sends cross a stage's
 # links; fast mode charges each step the delays it measured beside each such channel's sends,
 # at the phases the composed schedule sets, and replays the composed steps per data-parallel
-# replica, which drift apart (fast/compose.cpp). Measured: all 120 within 1%, worst -0.99%
-# (BENCHMARKS.md, session 13, h9drift; the second 60 were drawn after session 12's first model
+# replica, which drift apart (fast/compose.cpp). Measured: all 120 within 1%, worst -0.86%
+# (BENCHMARKS.md, session 13, h9drift and h9margin; the second 60 were drawn after session 12's first model
 # was made). Also checked: equal peak memory and OOM (none / full / selective), Kendall tau >=
 # 0.98; build/bench/fast_bench reports the error distribution."""}
 

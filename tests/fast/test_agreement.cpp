@@ -3,7 +3,7 @@
 // links shared between GPUs): every iteration time within 1%, peak memory equal for none /
 // full / selective plans and within kFastModeMemoryBound (runner/planning.hpp) for overlapped
 // (lynx) plans, and the two modes rank the configurations alike (Kendall tau >= 0.98).
-// fast_bench reports the distributions (BENCHMARKS.md: NVLink worst 0.37%, PCIe worst 0.99%).
+// fast_bench reports the distributions (BENCHMARKS.md: NVLink worst 0.37%, PCIe worst 0.86%).
 #include "runner/mode_agreement.hpp"
 #include "runner/planning.hpp"
 
