@@ -26,9 +26,6 @@ using model::Workload;
 constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kPost, OpGroup::kAttnProjInput,
                                                OpGroup::kAttnCore, OpGroup::kMlp};
 
-/// Kernel time an option spends recomputing, wherever it runs.
-TimePs recompute_work_ps(const LayerOption& o) { return o.overlapped ? o.overlapped_ps : o.recompute_ps; }
-
 
 }  // namespace
 

@@ -78,7 +78,8 @@ void validate(const StageProblem& p, const MilpOptions& options) {
 }
 
 /// Per layer, the allowed options that no other allowed option beats or ties in all of
-/// (exposed, kept, transient): dropping them loses no optimum and shrinks the MILP.
+/// (exposed, kept, transient, recompute work): dropping them loses no optimum and shrinks the
+/// MILP.
 Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
   std::vector<int> allowed;
   for (size_t i = 0; i < p.options.size(); ++i)
@@ -90,16 +91,16 @@ Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
   for (int l = 0; l < p.layers; ++l) {
     auto key = [&](int o) {
       const LayerOption& opt = p.options[static_cast<size_t>(o)];
-      return std::make_tuple(exposed_ps(p, l, opt), opt.kept_bytes, opt.transient_bytes);
+      return std::make_tuple(exposed_ps(p, l, opt), opt.kept_bytes, opt.transient_bytes, recompute_work_ps(opt));
     };
     for (int o : allowed) {
       const auto own = key(o);
       const bool dominated = std::any_of(allowed.begin(), allowed.end(), [&](int other) {
         if (other == o) return false;
-        const auto [e, k, t] = own;  // bound here: clang 14 cannot capture structured bindings
-        const auto [e2, k2, t2] = key(other);
-        if (e2 > e || k2 > k || t2 > t) return false;
-        const bool equal = e2 == e && k2 == k && t2 == t;
+        const auto [e, k, t, w] = own;  // bound here: clang 14 cannot capture structured bindings
+        const auto [e2, k2, t2, w2] = key(other);
+        if (e2 > e || k2 > k || t2 > t || w2 > w) return false;
+        const bool equal = e2 == e && k2 == k && t2 == t && w2 == w;
         return !equal || other < o;  // of identical options keep the lowest index
       });
       if (!dominated) candidates[static_cast<size_t>(l)].push_back(o);
@@ -108,8 +109,8 @@ Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
   return candidates;
 }
 
-/// Every layer's fastest option (fewest bytes among equally fast ones), memory ignored: when it
-/// fits, it is optimal.
+/// Every layer's fastest option (of equally fast ones the least recompute work, then the fewest
+/// bytes), memory ignored: when it fits, it is optimal.
 std::vector<int> fastest_assignment(const StageProblem& p, const Candidates& candidates) {
   std::vector<int> choice;
   for (int l = 0; l < p.layers; ++l) {
@@ -117,11 +118,38 @@ std::vector<int> fastest_assignment(const StageProblem& p, const Candidates& can
     choice.push_back(*std::min_element(cands.begin(), cands.end(), [&](int a, int b) {
       const LayerOption& oa = p.options[static_cast<size_t>(a)];
       const LayerOption& ob = p.options[static_cast<size_t>(b)];
-      return std::make_tuple(exposed_ps(p, l, oa), oa.kept_bytes, oa.transient_bytes) <
-             std::make_tuple(exposed_ps(p, l, ob), ob.kept_bytes, ob.transient_bytes);
+      return std::make_tuple(exposed_ps(p, l, oa), recompute_work_ps(oa), oa.kept_bytes, oa.transient_bytes) <
+             std::make_tuple(exposed_ps(p, l, ob), recompute_work_ps(ob), ob.kept_bytes, ob.transient_bytes);
     }));
   }
   return choice;
+}
+
+/// `s` with, layer by layer, each choice replaced by the candidate of least recompute work
+/// whose exposed time is no larger and with which the stage still fits: the objective never
+/// grows, and recompute the window model prices at 0 (it still contends for SMs with the
+/// kernels and collectives beside it) is left out where memory allows, as lynx-heu's
+/// (time, work, memory) order does. Greedy, so the least-work plan among the optima is not
+/// guaranteed; the objective's optimality is kept.
+StageSolution with_least_work(const StageProblem& p, const Candidates& candidates, StageSolution s) {
+  std::vector<int> choice = s.option_of_layer;
+  for (int l = 0; l < p.layers; ++l) {
+    const int current = choice[static_cast<size_t>(l)];
+    const LayerOption& cur = p.options[static_cast<size_t>(current)];
+    int pick = current;
+    for (int o : candidates[static_cast<size_t>(l)]) {
+      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      const LayerOption& best = p.options[static_cast<size_t>(pick)];
+      if (exposed_ps(p, l, opt) > exposed_ps(p, l, cur) || recompute_work_ps(opt) >= recompute_work_ps(best)) continue;
+      choice[static_cast<size_t>(l)] = o;
+      if (activation_bytes(p, choice) <= p.budget_bytes) pick = o;
+    }
+    choice[static_cast<size_t>(l)] = pick;
+  }
+  if (choice == s.option_of_layer) return s;
+  StageSolution out = evaluate(p, choice);
+  LYNX_CHECK(out.feasible && out.exposed_ps <= s.exposed_ps, "least-work pass made stage {} worse", p.stage);
+  return out;
 }
 
 /// The assignment with the least activation memory (ties: least exposed time), found exactly:
@@ -436,6 +464,7 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
     break;
   }
 
+  best = with_least_work(problem, candidates, best);
   if (certified) return finish(best, 0.0, "optimal");
   const double objective_ns = to_ns(best.exposed_ps);
   // Exposed times are never negative, so 0 is always a valid bound.

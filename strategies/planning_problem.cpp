@@ -24,6 +24,10 @@ TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option) {
   return std::max<TimePs>(0, option.overlapped_ps - window);
 }
 
+TimePs recompute_work_ps(const LayerOption& option) {
+  return option.overlapped ? option.overlapped_ps : option.recompute_ps;
+}
+
 std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer) {
   std::int64_t kept = 0;
   std::int64_t transient = 0;

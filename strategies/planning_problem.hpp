@@ -76,6 +76,12 @@ struct StageSolution {
 /// Exposed time of `option` at layer `layer` of `p` (on demand: all of it; overlapped: its
 /// sim::window_cost_ps when the layer has a window profile, else what does not fit window_ps).
 TimePs exposed_ps(const StageProblem& p, int layer, const LayerOption& option);
+/// Kernel time `option` spends recomputing wherever it runs (overlapped: slowed by the
+/// contention of the communication it hides behind). The planners' tie-break between options
+/// of equal exposed time: a recompute the window model prices at 0 still takes SMs from the
+/// kernels and collectives beside it, so of two equally exposed plans the one that recomputes
+/// less is preferred (tests/strategies/test_milp_planner.cpp).
+TimePs recompute_work_ps(const LayerOption& option);
 /// Activation bytes of a full assignment: in_flight · Σ kept_bytes + max transient_bytes.
 std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer);
 /// Objective and memory of an assignment, filled into a StageSolution.
