@@ -132,12 +132,7 @@ TimePs tied_embedding_allreduce_ps(const Scenario& sc, const model::Workload& wo
           task.first_flow = static_cast<std::uint32_t>(prog.flows.size());
           for (const hw_models::FlowSpec& f : phases[ph].flows) {
             if (f.src != ranks[member]) continue;
-            sim::Flow flow;
-            flow.bytes = f.bytes;
-            flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
-            for (sim::LinkId l : topo.path(f.src, f.dst)) prog.path_links.push_back(l);
-            flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
-            prog.flows.push_back(flow);
+            sim::append_flow(prog, topo.path(f.src, f.dst), f.bytes);
             ++task.num_flows;
           }
           prog.tasks.push_back(task);
@@ -257,13 +252,7 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
           const Channel& c = channels[static_cast<size_t>(st.channel)];
           const auto flows_end = static_cast<size_t>(lockstep ? p.dp * p.tp : (d + 1) * p.tp);
           for (auto f = static_cast<size_t>(d * p.tp); f < flows_end; ++f) {
-            const auto& [src, dst] = c.flows[f];
-            sim::Flow flow;
-            flow.bytes = c.bytes;
-            flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
-            for (sim::LinkId l : topo.path(src, dst)) prog.path_links.push_back(l);
-            flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
-            prog.flows.push_back(flow);
+            sim::append_flow(prog, topo.path(c.flows[f].first, c.flows[f].second), c.bytes);
             ++send.num_flows;
           }
         }

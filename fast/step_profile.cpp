@@ -186,12 +186,7 @@ Beside run_beside(const sim::Machine& machine, sim::Program prog, const hw_model
   if (at >= 0) prog.deps.push_back(at);
   t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
   for (const auto& [src, dst] : c.flows) {
-    sim::Flow flow;
-    flow.bytes = c.bytes;
-    flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
-    for (sim::LinkId l : topo.path(src, dst)) prog.path_links.push_back(l);
-    flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
-    prog.flows.push_back(flow);
+    sim::append_flow(prog, topo.path(src, dst), c.bytes);
     ++t.num_flows;
   }
   prog.tasks.push_back(t);
@@ -221,12 +216,7 @@ std::vector<TimePs> replica_sends_alone_ps(const sim::Machine& machine, const hw
     t.gpu = static_cast<sim::GpuId>(d);
     t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
     for (size_t f = static_cast<size_t>(d) * per_replica; f < static_cast<size_t>(d + 1) * per_replica; ++f) {
-      sim::Flow flow;
-      flow.bytes = c.bytes;
-      flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
-      for (sim::LinkId l : topo.path(c.flows[f].first, c.flows[f].second)) prog.path_links.push_back(l);
-      flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
-      prog.flows.push_back(flow);
+      sim::append_flow(prog, topo.path(c.flows[f].first, c.flows[f].second), c.bytes);
       ++t.num_flows;
     }
   }

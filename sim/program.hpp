@@ -138,6 +138,17 @@ struct Program {
   std::vector<HostWait> host_waits;
 };
 
+/// Appends a flow of `bytes` over `path` (its links copied to path_links); the caller counts it
+/// in its task's num_flows.
+inline void append_flow(Program& program, const std::vector<LinkId>& path, std::uint64_t bytes) {
+  Flow flow;
+  flow.bytes = bytes;
+  flow.first_link = static_cast<std::uint32_t>(program.path_links.size());
+  flow.num_links = static_cast<std::uint32_t>(path.size());
+  program.path_links.insert(program.path_links.end(), path.begin(), path.end());
+  program.flows.push_back(flow);
+}
+
 /// A task's full label: its instance prefix and its name ("mb3.L12.qkv_gemm_dgrad").
 inline std::string task_label(const Program& program, TaskId task) {
   const Task& t = program.tasks[static_cast<size_t>(task)];
