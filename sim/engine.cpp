@@ -33,21 +33,10 @@ constexpr int kFinerBuckets = 4;     // buckets 2^4 times narrower than two to f
   Node* nodes = nodes_.data();
   const Node& node = nodes[slot];
   const std::uint32_t bucket_index = static_cast<std::uint32_t>(node.time_ps >> bucket_shift_) & ring_mask_;
-  const std::uint32_t prev = node.prev;
-  const std::uint32_t next = node.next;
-  // The head is the one whose prev (the tail, or itself) does not link forward to it: found
-  // from the nodes, so removing a lone member touches only the bitmap, not its bucket's word.
-  if (prev == slot || nodes[prev].next != slot) {
-    if (next == kNoNode) {
-      clear_occupied(bucket_index);
-    } else {  // the next becomes the head and takes the tail link
-      bucket_heads_[bucket_index] = next;
-      nodes[next].prev = prev;
-    }
-  } else {
-    nodes[prev].next = next;
-    (next == kNoNode ? nodes[bucket_heads_[bucket_index]].prev : nodes[next].prev) = prev;  // the tail: the head's link
-  }
+  Bucket& bucket = buckets_[bucket_index];
+  (node.prev == kNoNode ? bucket.head : nodes[node.prev].next) = node.next;
+  (node.next == kNoNode ? bucket.tail : nodes[node.next].prev) = node.prev;
+  if (bucket.head == kNoNode) clear_occupied(bucket_index);
   --ring_count_;
 }
 
@@ -92,16 +81,16 @@ void Engine::retune_ring() {
   while (finer > 0 && (2 * pending_events << finer) > kMaxBuckets) --finer;
   const int shift = std::min(std::max(static_cast<int>(std::bit_width(two_gaps_ps)) - finer, 0), kMaxBucketShift);
   const std::uint64_t count = std::bit_ceil(std::clamp<std::uint64_t>(2 * pending_events << finer, kMinBuckets, kMaxBuckets));
-  const std::uint64_t current = bucket_heads_.size();
+  const std::uint64_t current = buckets_.size();
   // Rebuilding costs one pass over the ring: only where the shape is off by more than 2x.
   if (current != 0 && current * 2 >= count && current <= count * 2 && std::abs(shift - bucket_shift_) <= 1) return;
   // Everything that can throw comes first (the new buckets, the copy of the ring, room in the
   // heap for what will not fit the new span); if any allocation fails, the ring keeps its
   // shape: the order of events does not depend on it, and no event is lost.
-  std::vector<std::uint32_t> bucket_heads;
+  std::vector<Bucket> buckets;
   std::vector<std::uint64_t> occupied;
   try {
-    bucket_heads.resize(count);
+    buckets.resize(count);
     occupied.resize(count / 64);
     ring_scratch_.reserve(ring_count_);
   } catch (const std::bad_alloc&) {
@@ -111,8 +100,7 @@ void Engine::retune_ring() {
   // buckets' slices of time ascend from there).
   ring_scratch_.clear();
   for (std::uint32_t i = 0, b = ring_cursor_; ring_scratch_.size() < ring_count_ && i <= ring_mask_; ++i, b = (b + 1) & ring_mask_) {
-    if (!is_occupied(b)) continue;
-    for (std::uint32_t n = bucket_heads_[b]; n != kNoNode; n = nodes_[n].next) ring_scratch_.push_back({nodes_[n].time_ps, nodes_[n].key});
+    for (std::uint32_t n = buckets_[b].head; n != kNoNode; n = nodes_[n].next) ring_scratch_.push_back({nodes_[n].time_ps, nodes_[n].key});
   }
   // The new span starts at now's bucket (ring_insert with an empty ring); members past it go
   // to the heap. All are >= now.
@@ -126,7 +114,7 @@ void Engine::retune_ring() {
     return;
   }
   // From here on nothing allocates.
-  bucket_heads_.swap(bucket_heads);
+  buckets_.swap(buckets);
   occupied_.swap(occupied);
   ring_mask_ = static_cast<std::uint32_t>(count - 1);
   bucket_shift_ = shift;
@@ -278,23 +266,25 @@ std::vector<PendingEvent> Engine::pending_events() const {
   std::uint32_t ring_head = kNoNode;
   if (ring_count_ > 0) {
     const std::uint64_t heap_time = heap_size_ > 0 ? heap()[0].time_ps : UINT64_MAX;
-    // The first non-empty bucket from the cursor on (the buckets between are empty). If the
-    // heap's top comes before it, take the top, and move the start no further than the top's
-    // bucket (so that events scheduled from now on fit the ring). The heap's top may lie
-    // before the start (scheduled after run_until stopped short of the ring's first): never
-    // move back.
-    const std::uint32_t found = next_occupied(ring_cursor_);
-    const std::uint64_t start_ps = ring_start_ps_ + (static_cast<std::uint64_t>((found - ring_cursor_) & ring_mask_) << bucket_shift_);
-    if (heap_time < start_ps) [[unlikely]] {
-      const std::uint64_t heap_bucket_ps = (heap_time >> bucket_shift_) << bucket_shift_;
-      if (heap_bucket_ps > ring_start_ps_) {
-        ring_start_ps_ = heap_bucket_ps;
-        ring_cursor_ = static_cast<std::uint32_t>(heap_time >> bucket_shift_) & ring_mask_;
+    ring_head = buckets_[ring_cursor_].head;
+    if (ring_head == kNoNode) {
+      // Jump to the first non-empty bucket; the buckets between are empty. If the heap's top
+      // comes before it, take the top, and move the start no further than the top's bucket (so
+      // that events scheduled from now on fit the ring). The heap's top may lie before the
+      // start (scheduled after run_until stopped short of the ring's first): never move back.
+      const std::uint32_t found = next_occupied(ring_cursor_);
+      const std::uint64_t start_ps = ring_start_ps_ + (static_cast<std::uint64_t>((found - ring_cursor_) & ring_mask_) << bucket_shift_);
+      if (heap_time < start_ps) [[unlikely]] {
+        const std::uint64_t heap_bucket_ps = (heap_time >> bucket_shift_) << bucket_shift_;
+        if (heap_bucket_ps > ring_start_ps_) {
+          ring_start_ps_ = heap_bucket_ps;
+          ring_cursor_ = static_cast<std::uint32_t>(heap_time >> bucket_shift_) & ring_mask_;
+        }
+      } else {
+        ring_start_ps_ = start_ps;
+        ring_cursor_ = found;
+        ring_head = buckets_[found].head;
       }
-    } else {
-      ring_start_ps_ = start_ps;
-      ring_cursor_ = found;
-      ring_head = bucket_heads_[found];
     }
     // The heap's top first only if not later (heap_time is UINT64_MAX for an empty heap).
     if (ring_head != kNoNode && heap_time <= nodes_[ring_head].time_ps &&
@@ -309,11 +299,13 @@ std::vector<PendingEvent> Engine::pending_events() const {
     top = {head.time_ps, head.key};
     if (static_cast<TimePs>(top.time_ps) > limit_ps) return false;
     const std::uint32_t next = head.next;
+    Bucket& bucket = buckets_[ring_cursor_];
+    bucket.head = next;
     if (next == kNoNode) {
+      bucket.tail = kNoNode;
       clear_occupied(ring_cursor_);
     } else {
-      bucket_heads_[ring_cursor_] = next;
-      nodes[next].prev = head.prev;  // the tail link moves to the new head
+      nodes[next].prev = kNoNode;
       // The next event's handler is likely a cache miss: start loading it while this one runs.
       __builtin_prefetch(&handler_at(next));
     }

@@ -114,9 +114,7 @@ class Engine {
   //
   // The ring (a calendar queue) holds events of the near future: bucket b covers a
   // 2^bucket_shift_ ps slice of time, the buckets in turn cover [ring_start_ps_, + span), and
-  // each bucket is a list sorted by (time, sequence), linked through the slots; the bucket
-  // array holds only each list's head (4 bytes a bucket), the head's prev link names the tail,
-  // and the occupancy bitmap alone says which buckets are empty. A new event
+  // each bucket is a list sorted by (time, sequence), linked through the slots. A new event
   // almost always goes to the end of its bucket's list (its sequence is the largest yet), and
   // the next event is the head of the first non-empty bucket, found in a bitmap of the
   // occupied buckets: O(1) both, where a heap pays log(pending) levels. The bucket width and
@@ -147,12 +145,17 @@ class Engine {
   struct Node {
     std::uint64_t time_ps = 0;            ///< a ring member's entry (a heap entry has its own copy)
     std::uint64_t key = 0;
-    std::uint32_t next = kNoNode;         ///< ring: the next in its bucket (kNoNode: the last); free: the next free slot
-    std::uint32_t prev = kNoNode;         ///< ring: the previous in its bucket; the head's is the bucket's tail
+    std::uint32_t next = kNoNode;         ///< ring: the next in its bucket; free: the next free slot
+    std::uint32_t prev = kNoNode;         ///< ring: the previous in its bucket
     std::uint32_t position = kNotQueued;  ///< index of its entry in the heap, or kInRing
     std::uint32_t generation = 1;         ///< bumped when the event runs or is cancelled; never 0
   };
   static_assert(sizeof(Node) == 32);
+  /// A bucket's sorted list: its first and last slot, or kNoNode.
+  struct Bucket {
+    std::uint32_t head = kNoNode;
+    std::uint32_t tail = kNoNode;
+  };
   struct Slot {
     Handler handler;
   };
@@ -201,7 +204,6 @@ class Engine {
   bool ring_insert(const Entry& entry);
   /// Removes ring member `slot` from its bucket's list.
   void ring_unlink(std::uint32_t slot);
-  bool is_occupied(std::uint32_t bucket) const { return (occupied_[bucket >> 6] >> (bucket & 63)) & 1; }
   void set_occupied(std::uint32_t bucket) { occupied_[bucket >> 6] |= std::uint64_t{1} << (bucket & 63); }
   void clear_occupied(std::uint32_t bucket) { occupied_[bucket >> 6] &= ~(std::uint64_t{1} << (bucket & 63)); }
   /// The first non-empty bucket from `bucket` on, in ring order (the ring holds a member).
@@ -258,9 +260,7 @@ class Engine {
   std::unique_ptr<Entry[], AlignedDelete> heap_storage_;
   std::size_t heap_size_ = 0;
   std::size_t heap_capacity_ = 0;
-  /// Bucket b's first slot (its sorted list's head); meaningful only where bit b of occupied_
-  /// is set: an empty bucket's word is never read, so emptying one writes only the bitmap.
-  std::vector<std::uint32_t> bucket_heads_;
+  std::vector<Bucket> buckets_;
   std::vector<std::uint64_t> occupied_;  ///< bit b: bucket b is not empty (the ring's bitmap)
   std::vector<Node> nodes_;          ///< per slot
   std::vector<Entry> ring_scratch_;  ///< retune_ring's copy of the ring, kept for its capacity
@@ -295,43 +295,34 @@ inline bool Engine::ring_insert(const Entry& entry) {
   // One unsigned comparison: a time before the start wraps to more than the span (< 2^63).
   if (entry.time_ps - ring_start_ps_ >= ring_span_ps_) return false;
   const std::uint32_t bucket_index = static_cast<std::uint32_t>(entry.time_ps >> bucket_shift_) & ring_mask_;
+  Bucket& bucket = buckets_[bucket_index];
   Node* nodes = nodes_.data();
   const std::uint32_t slot = slot_of(entry);
   Node& node = nodes[slot];
-  // The bitmap (in cache) says whether the bucket is empty; only then is its head word read,
-  // and a new event seldom lands in an occupied bucket (retune_ring).
-  if (!is_occupied(bucket_index)) {  // the first in its bucket
+  // Times alone order it against the members: its sequence is the largest (see push).
+  const std::uint32_t tail = bucket.tail;
+  if (tail == kNoNode) {  // the first in its bucket
     set_occupied(bucket_index);
-    bucket_heads_[bucket_index] = slot;
+    bucket.head = slot;
+    bucket.tail = slot;
     node.next = kNoNode;
-    node.prev = slot;  // the head's prev is the tail: itself
-  } else {
-    // Times alone order it against the members: its sequence is the largest (see push).
-    const std::uint32_t head = bucket_heads_[bucket_index];
-    const std::uint32_t tail = nodes[head].prev;
-    if (nodes[tail].time_ps <= entry.time_ps) {  // usually: it goes last
-      nodes[tail].next = slot;
-      nodes[head].prev = slot;
-      node.next = kNoNode;
-      node.prev = tail;
-    } else {  // walk back over the later ones
-      std::uint32_t later = tail;  // the earliest member found later than the entry
-      for (int walked = 1; later != head && nodes[nodes[later].prev].time_ps > entry.time_ps; ++walked) {
-        if (walked == kMaxRingWalk) return false;  // (an event deep in its bucket: rare)
-        later = nodes[later].prev;
-      }
-      if (later == head) {  // the new head: it takes over the tail link
-        node.prev = nodes[head].prev;
-        nodes[head].prev = slot;
-        bucket_heads_[bucket_index] = slot;
-      } else {
-        const std::uint32_t after = nodes[later].prev;
-        nodes[after].next = slot;
-        nodes[later].prev = slot;
-        node.prev = after;
-      }
-      node.next = later;
+    node.prev = kNoNode;
+  } else if (nodes[tail].time_ps <= entry.time_ps) {  // usually: it goes last
+    nodes[tail].next = slot;
+    bucket.tail = slot;
+    node.next = kNoNode;
+    node.prev = tail;
+  } else {  // walk back over the later ones
+    std::uint32_t after = nodes[tail].prev;
+    for (int walked = 1; after != kNoNode && nodes[after].time_ps > entry.time_ps; ++walked) {
+      if (walked == kMaxRingWalk) return false;  // (an event deep in its bucket: rare)
+      after = nodes[after].prev;
     }
+    const std::uint32_t next = after == kNoNode ? bucket.head : nodes[after].next;
+    (after == kNoNode ? bucket.head : nodes[after].next) = slot;
+    nodes[next].prev = slot;  // next is a member: the tail at least is later
+    node.next = next;
+    node.prev = after;
   }
   node.time_ps = entry.time_ps;
   node.key = entry.key;
