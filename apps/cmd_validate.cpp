@@ -197,6 +197,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   input.base = base;
   input.runs = runs;
   input.file_label = csv;
+  input.overrides = overrides;
   if (!fit_keys.empty()) input.fit.keys = fit_keys;
   input.fit.inner_stride = static_cast<std::size_t>(inner_stride);
   input.fit.sweeps = sweeps;

@@ -409,7 +409,7 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     p.memory_peak_bytes = std::max(p.memory_peak_bytes, level);
   }
   p.memory_net_bytes = level;
-  if (sc.hardware.host_kernel_ps > 0 || sc.hardware.host_collective_ps > 0)
+  if (sc.hardware.host_model_on())
     p.host = measure_host_bound(sc, plan, topo, workload, part, measured, checked_add(ex.makespan_ps, 1));
   return p;
 }

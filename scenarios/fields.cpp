@@ -532,8 +532,8 @@ std::vector<FieldDesc> scenario_field_table() {
       "gpu.host_kernel", kHw,
       "host (CPU) time per launched CUDA kernel (framework dispatch + launch); an op costs its "
       "Megatron kernel count times this (docs/host.md). Each GPU's host thread issues its tasks "
-      "in program order and a task cannot start before its issue (0 with gpu.host_collective 0: "
-      "no host model)",
+      "in program order and a task cannot start before its issue (0 with gpu.host_collective and "
+      "gpu.host_gemm 0: no host model)",
       [](auto& s) -> auto& { return s.hardware.host_kernel_ps; }));
   t.back().optional_in_profile = true;
   t.push_back(time_field(
@@ -541,6 +541,13 @@ std::vector<FieldDesc> scenario_field_table() {
       "host time of one collective call or pipeline send/recv beyond its one NCCL kernel "
       "(torch.distributed + NCCL enqueue), separate from link latency",
       [](auto& s) -> auto& { return s.hardware.host_collective_ps; }));
+  t.back().optional_in_profile = true;
+  t.push_back(time_field(
+      "gpu.host_gemm", kHw,
+      "host time of one GEMM call beyond its kernels' gpu.host_kernel: each forward, input-gradient "
+      "or weight-gradient task of a GEMM or attention op (cuBLAS heuristics, workspace, autograd "
+      "wrapper; docs/host.md). Any of the three host keys > 0 turns the host model on",
+      [](auto& s) -> auto& { return s.hardware.host_gemm_ps; }));
   t.back().optional_in_profile = true;
   add_curve(
       t, "gpu.gemm_efficiency", "GEMMs", false, [](auto& s) -> auto& { return s.hardware.gemm; });

@@ -192,6 +192,12 @@ struct HardwareSpec {
   /// Host time of one collective call or pipeline send/recv beyond its NCCL kernel
   /// (torch.distributed + NCCL enqueue), separate from the link and protocol latencies.
   TimePs host_collective_ps = 0;
+  /// Host time of one GEMM call beyond its kernels' host_kernel: each forward, input-gradient
+  /// or weight-gradient task of a GEMM or attention op (cuBLAS/cuBLASLt heuristics and
+  /// workspace set-up, autograd's matmul wrapper; docs/host.md).
+  TimePs host_gemm_ps = 0;
+  /// Any host cost set: the host model is on (docs/host.md).
+  bool host_model_on() const { return host_kernel_ps > 0 || host_collective_ps > 0 || host_gemm_ps > 0; }
   EfficiencyCurve gemm;                   ///< vs FLOPs of one GEMM
   EfficiencyCurve attention;              ///< batched QK^T / ·V GEMMs (or flash kernel), vs FLOPs
   EfficiencyCurve memory_bound;           ///< elementwise / norm / softmax kernels, vs bytes

@@ -38,6 +38,10 @@ using model::Op;
 using model::OpGroup;
 using model::OpKind;
 
+/// A task of this op is one GEMM call for the host model (hardware.gpu.host_gemm): a linear
+/// layer's forward, dgrad or wgrad, or a batched attention GEMM (or the flash kernel).
+bool is_gemm_call(const Op& op) { return op.kind == OpKind::kGemm || op.kind == OpKind::kAttention; }
+
 /// Whether layer l's on-demand recompute ran with the layer above's: l + 1 drops its input, so
 /// the two are one recompute chunk (full uniform recompute, num_layers > 1).
 bool recomputed_with_layer_above(const strategies::StagePlan& sp, int l) {
@@ -158,9 +162,11 @@ class Builder {
     int kernels = -1;
     /// A collective call or pipeline send: hardware.gpu.host_collective on top of its kernel.
     bool host_call = false;
+    /// A GEMM call (a task of a GEMM or attention op): hardware.gpu.host_gemm on top of its kernels.
+    bool gemm_call = false;
   };
   /// Host time to issue `a`: hardware.gpu.host_kernel per kernel it launches, plus
-  /// gpu.host_collective for a collective call or send.
+  /// gpu.host_collective for a collective call or send and gpu.host_gemm for a GEMM call.
   TimePs host_cost_ps(const TaskArgs& a) const {
     const int kernels = a.kind == sim::TaskKind::kKernel && a.work_ps == 0 ? 0
                         : a.kernels >= 0                                   ? a.kernels
@@ -170,8 +176,10 @@ class Builder {
     if (__builtin_mul_overflow(static_cast<TimePs>(kernels), sc_.hardware.host_kernel_ps, &kernels_ps))
       fail(ErrorCode::kTimeOverflow, "simulated time overflow (2^63 ps) in a task's host time: {} kernels × hardware.gpu.host_kernel {} ps",
            kernels, sc_.hardware.host_kernel_ps);
-    return checked_add(kernels_ps, a.host_call ? sc_.hardware.host_collective_ps : 0,
-                       "a task's host time (hardware.gpu.host_kernel, gpu.host_collective)");
+    const char* what = "a task's host time (hardware.gpu.host_kernel, gpu.host_collective, gpu.host_gemm)";
+    const TimePs calls_ps = checked_add(a.host_call ? sc_.hardware.host_collective_ps : 0,
+                                        a.gemm_call && kernels > 0 ? sc_.hardware.host_gemm_ps : 0, what);
+    return checked_add(kernels_ps, calls_ps, what);
   }
 
   /// Appends a task of the current GPU; deps are the ids in `deps` (-1 entries skipped).
@@ -201,7 +209,7 @@ class Builder {
         host_wait_until_ = -1;
       }
       // The GPU's host thread issues its tasks in program order, one after another.
-      host_clock_ps_ = checked_add(host_clock_ps_, host_cost_ps(a), "a GPU's host issue clock (hardware.gpu.host_kernel, gpu.host_collective)");
+      host_clock_ps_ = checked_add(host_clock_ps_, host_cost_ps(a), "a GPU's host issue clock (hardware.gpu.host_kernel, gpu.host_collective, gpu.host_gemm)");
       prog_.issue_ps.push_back(host_clock_ps_);
     }
     prog_.tasks.push_back(t);
@@ -589,6 +597,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
                  : chain.stream == kCompute ? sim::Category::kRecompute
                                               : sim::Category::kRecomputeOverlapped;
     a.name = name;
+    a.gemm_call = is_gemm_call(o.op);
     // First forward: saved activations are allocated while the op writes them, unless the plan
     // drops them (the recompute pass allocates those when it starts).
     const bool kept = !chain.decision || chain.decision->action(o.op.group) == Action::kKeep;
@@ -730,6 +739,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     a.work_ps = ops[i].t.dgrad_ps;
     a.flops = op.bwd_dgrad_flops;
     a.kernels = op.bwd_dgrad_kernels;
+    a.gemm_call = is_gemm_call(op);
     sim::TaskId dgrad = -1;
     if (!gathered.empty() && op.kind == OpKind::kGemm) {
       const OpWithTimes& chunk = layer_chunk_[i];
@@ -775,6 +785,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       w.work_ps = ops[i].t.wgrad_ps;
       w.flops = op.bwd_wgrad_flops;
       w.kernels = op.bwd_wgrad_kernels;
+      w.gemm_call = is_gemm_call(op);
       last = add_task(w, {input_gather});
       last_kernel = last;
       add_mem(last, -saved, tag_of(op.group), true);
@@ -801,6 +812,7 @@ sim::TaskId Builder::emit_weight_ops(const std::vector<OpWithTimes>& ops, sim::T
     w.work_ps = ops[i].t.wgrad_ps;
     w.flops = op.bwd_wgrad_flops;
     w.kernels = op.bwd_wgrad_kernels;
+    w.gemm_call = is_gemm_call(op);
     last = add_task(w, {last, input_gather});
     const WeightPassBytes held = weight_pass_bytes(op);
     add_mem(last, -held.input, tag_of(op.group), true);
@@ -984,7 +996,7 @@ sim::TaskId Builder::emit_micro_batch_load(sim::TaskId recv) {
   // (VALIDATION.md, "Session 13"), and on some 1F1B pipelines it breaks the exact repetition
   // the executor's fast-forward proves (the last stage's data broadcast shares its uplink with
   // the gradient send: a 1 ps two-period cycle).
-  const bool host_configured = sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0;
+  const bool host_configured = sc_.hardware.host_model_on();
   if (p_.tp == 1 || !host_configured) return recv;  // tp 1: no TP group, no NCCL work
   const MicroBatchLoadBytes bytes = micro_batch_load_bytes(sc_);
   const sim::TaskId sizes =
@@ -1281,7 +1293,7 @@ BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   host_model_ = (!part_ || part_->host_start_ps >= 0) &&
-                (sc_.hardware.host_kernel_ps > 0 || sc_.hardware.host_collective_ps > 0);
+                sc_.hardware.host_model_on();
   // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
   // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
   // some from all of them is the program for fewer micro-batches.

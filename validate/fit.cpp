@@ -40,6 +40,13 @@ std::vector<FitParameter> make_parameters() {
                "(torch.distributed + NCCL enqueue), separate from link latency",
                0.5, 500.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_collective_ps); },
                [](HardwareSpec& h, double v) { h.host_collective_ps = us_to_ps(v); }});
+  // A GEMM call's extra dispatch (cuBLAS heuristics, workspace, autograd's matmul): a few to
+  // a few tens of µs on top of its kernel's launch.
+  p.push_back({"gpu.host_gemm", "us",
+               "host time of one GEMM call (a GEMM or attention op's forward, dgrad or wgrad task) "
+               "beyond its kernels' gpu.host_kernel (docs/host.md)",
+               0.5, 500.0, true, [](const HardwareSpec& h) { return ps_to_us(h.host_gemm_ps); },
+               [](HardwareSpec& h, double v) { h.host_gemm_ps = us_to_ps(v); }});
   p.push_back({"gpu.gemm_efficiency.max", "", "fraction of peak FLOP/s large GEMMs reach", 0.3, 1.0,
                false, [](const HardwareSpec& h) { return h.gemm.max; },
                [](HardwareSpec& h, double v) { h.gemm.max = v; }});

@@ -20,6 +20,7 @@ struct FitWorkflowInput {
   Scenario base;                        ///< validation_base_scenario: the start profile
   std::vector<MeasuredRun> runs;        ///< every measured row
   std::string file_label;               ///< the CSV, for messages and the profile's source
+  std::vector<std::string> overrides;   ///< the --set values held fixed, for the profile's source
   FitOptions fit;                       ///< keys, sweeps, steps, inner stride, threads
   bool folds = true;                    ///< false: fit on all rows only (no held-out check)
 };

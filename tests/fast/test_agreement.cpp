@@ -78,8 +78,10 @@ TEST_CASE("fast mode agrees with exact mode within 1% with the host model on (GP
   // Host costs from small (GPU-bound: the host runs ahead) to large (host-bound: every task
   // waits for its issue), over pipelines, data parallelism, recompute plans and schedules.
   const std::string a100 = "hardware.profile=dgx-a100-80gb hardware.nodes=1 ";
+  // The third: most host time in the GEMM calls (gpu.host_gemm), as the vTrain fit has it.
   const std::vector<std::string> hosts = {"hardware.gpu.host_kernel=5us hardware.gpu.host_collective=10us",
-                                          "hardware.gpu.host_kernel=70us hardware.gpu.host_collective=20us"};
+                                          "hardware.gpu.host_kernel=70us hardware.gpu.host_collective=20us",
+                                          "hardware.gpu.host_kernel=10us hardware.gpu.host_gemm=150us"};
   const std::vector<std::string> layouts = {
       // vTrain-like: small GPT on one node, 16-bit gradients, all-reduce at the end.
       "model.layers=12 model.hidden=1024 model.heads=16 model.seq_len=1024 parallel.tp=8 parallel.pp=1 parallel.dp=1 "

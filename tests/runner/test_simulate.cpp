@@ -462,6 +462,31 @@ TEST_CASE("host model: a GPU's host time is its launched kernels times gpu.host_
   CHECK(last_issue == (2 * per_micro_batch + optimizer) * 1'000'000);
 }
 
+TEST_CASE("host model: gpu.host_gemm adds its cost once per GEMM call, and alone turns the host model on") {
+  // gpt-1.3b at tp = pp = dp = 1, two micro-batches: per layer and micro-batch 16 GEMM calls
+  // (qkv, out-proj, fc1, fc2: forward, dgrad, wgrad = 12; QK^T and ·V: forward, dgrad = 4),
+  // the LM head 3 (forward, dgrad, wgrad); the embedding, norms, element-wise ops, the
+  // optimizer and the cross-entropy none. 24 layers: 2 × (24 × 16 + 3) = 774 calls.
+  const auto last_issue_ps = [](const std::string& kernel, const std::string& gemm) {
+    const model::ResolvedScenario resolved = model::default_scenario(
+        {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=1", "parallel.dp=1", "parallel.micro_batch=1",
+         "parallel.global_batch=2", "recompute.strategy=none", "hardware.nodes=1", "hardware.gpu.host_kernel=" + kernel,
+         "hardware.gpu.host_gemm=" + gemm});
+    const Scenario& sc = resolved.scenario();
+    const SimRun run = simulate(resolved);
+    const hw_models::Topology topo(sc.hardware);
+    const schedule::BuiltProgram built = schedule::build_program(sc, run.plan, topo, model::gpt_workload(sc.model, sc.parallel));
+    REQUIRE(built.program.issue_ps.size() == built.program.tasks.size());
+    TimePs last = 0;
+    for (std::size_t i = 0; i < built.program.tasks.size(); ++i)
+      if (built.program.tasks[i].gpu == 0) last = std::max(last, built.program.issue_ps[i]);
+    return last;
+  };
+  constexpr TimePs kCallsTimesCostPs = TimePs{774} * 3'000'000;
+  CHECK(last_issue_ps("0s", "3us") == kCallsTimesCostPs);
+  CHECK(last_issue_ps("1us", "3us") == last_issue_ps("1us", "0s") + kCallsTimesCostPs);
+}
+
 TEST_CASE("host model: loading a micro-batch and the gradient norm's .item() block the host until the GPU") {
   // A host far faster than the GPU (1 ns per kernel) is ahead of it at every wait, so each wait
   // lets it go on exactly when the awaited task ends.

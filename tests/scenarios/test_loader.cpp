@@ -312,6 +312,13 @@ TEST_CASE("bad units, zero and negative quantities") {
         "t.yaml:4:28: key 'hardware.gpu.gemm_efficiency.max': must be > 0, got '0'");
 }
 
+TEST_CASE("gpu.host_gemm: a negative or unitless value is refused with file, line and key") {
+  CHECK(load_error(kHeader + "  gpu:\n    host_gemm: -5us\n") ==
+        "t.yaml:4:16: key 'hardware.gpu.host_gemm': expected a non-negative time, got '-5us'");
+  CHECK(load_error(kHeader + "  gpu:\n    host_gemm: 20\n") ==
+        "t.yaml:4:16: key 'hardware.gpu.host_gemm': expected a time like '1.5us' (a unit is required), got '20' (units: ps, ns, us, ms, s)");
+}
+
 TEST_CASE("bad enum values list the allowed ones") {
   CHECK(load_error(kHeader + "parallel:\n  schedule: zb-v\n") ==
         "t.yaml:4:13: key 'parallel.schedule': 'zb-v' is not one of: gpipe, 1f1b, interleaved, zb-h1");
