@@ -51,7 +51,7 @@ TEST_CASE("every listed code has exactly one catalogue row, in order, with a uni
   CHECK(error_code_id(ErrorCode::kInternal) == "E001");
 }
 
-TEST_CASE("every code a command line can trigger has a CLI case; the others say why not") {
+TEST_CASE("every code a command line can trigger has a CLI case, the others say why not") {
   const std::string cases = read_file(std::string(LYNXSIM_SOURCE_DIR) + "/tests/errors/cases.json") +
                             read_file(std::string(LYNXSIM_SOURCE_DIR) + "/tests/hostile/cases.json");
   for (const ErrorCodeInfo& row : error_catalogue()) {

@@ -30,6 +30,33 @@ std::vector<std::string> no_tp(int pp, int micro_batches, const std::string& sch
           "parallel.schedule=" + schedule, "hardware.nodes=1", "recompute.strategy=none"};
 }
 
+/// A fast-mode run on shared (PCIe) links, its step cache with the channels added, and the
+/// profile of one step of it (stage `stage`'s first).
+struct SharedLinkStep {
+  explicit SharedLinkStep(std::vector<std::string> overrides, int stage)
+      : resolved(with_fast_mode(std::move(overrides))),
+        run(simulate(resolved)),
+        workload(model::gpt_workload(resolved.scenario().model, resolved.scenario().parallel)),
+        context(cache.context(resolved.scenario())) {
+    const Scenario& sc = resolved.scenario();
+    REQUIRE_FALSE(context.links_private);
+    cache.add_channels(context, sc, workload);
+    fast::StepKey key;
+    key.stage = key.virtual_stage = stage;
+    step = &cache.get(context, key, fast::PlanKey(run.plan), sc, run.plan, workload);
+  }
+  static model::ResolvedScenario with_fast_mode(std::vector<std::string> overrides) {
+    overrides.push_back("sim.mode=fast");
+    return model::default_scenario(overrides);
+  }
+  model::ResolvedScenario resolved;
+  SimRun run;
+  model::Workload workload;
+  fast::StepCache cache;
+  fast::StepCache::Context& context;
+  const fast::StepProfile* step = nullptr;
+};
+
 }  // namespace
 
 TEST_CASE("one stage without communication: fast mode equals exact mode to the picosecond") {
@@ -147,24 +174,19 @@ TEST_CASE("the step cache shares a context across schedules, batches and strateg
   }
 }
 
-TEST_CASE("on shared links other stages' sends into a stage slow its steps; its own sends are not charged") {
+TEST_CASE("on shared links other stages' sends into a stage slow its steps, its own sends are not charged") {
   // gpt-2.7b tp4 pp8 on 4 PCIe nodes: two stages per node, each stage's TP ring crosses its
   // PCIe switches' host links, which the sends of its neighbours cross too.
-  const std::vector<std::string> sets = {"model.preset=gpt-2.7b", "hardware.profile=a100-pcie-40gb", "hardware.nodes=4",
-                                         "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.micro_batch=1",
-                                         "parallel.global_batch=8", "recompute.strategy=none", "sim.mode=fast"};
-  const model::ResolvedScenario resolved = model::default_scenario(sets);
-  const Scenario& sc = resolved.scenario();
-  const SimRun run = simulate(resolved);
-  const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
-  fast::StepCache cache;
-  fast::StepCache::Context& context = cache.context(sc);
-  REQUIRE_FALSE(context.links_private);
-  cache.add_channels(context, sc, workload);
+  SharedLinkStep setup({"model.preset=gpt-2.7b", "hardware.profile=a100-pcie-40gb", "hardware.nodes=4", "parallel.tp=4",
+                        "parallel.pp=8", "parallel.dp=1", "parallel.micro_batch=1", "parallel.global_batch=8",
+                        "recompute.strategy=none"},
+                       2);
+  const Scenario& sc = setup.resolved.scenario();
+  fast::StepCache& cache = setup.cache;
+  const fast::StepCache::Context& context = setup.context;
+  const model::Workload& workload = setup.workload;
+  const fast::StepProfile& step = *setup.step;
   REQUIRE(context.channels.size() == 14);  // 7 forward and 7 backward stage pairs
-  fast::StepKey key;
-  key.stage = key.virtual_stage = 2;
-  const fast::StepProfile& step = cache.get(context, key, fast::PlanKey(run.plan), sc, run.plan, workload);
   const auto largest = [&](int from, int to) {
     const int c = context.channel_of[static_cast<size_t>(from * sc.parallel.pp + to)];
     REQUIRE(c >= 0);
@@ -199,19 +221,9 @@ TEST_CASE("on shared links each data-parallel replica's step is measured, replic
                                          "parallel.tp=1", "parallel.pp=4", "parallel.dp=4", "parallel.micro_batch=1",
                                          "parallel.global_batch=32", "parallel.schedule=interleaved",
                                          "parallel.virtual_stages=2", "recompute.strategy=none"};
-  auto fast_sets = sets;
-  fast_sets.push_back("sim.mode=fast");
-  const model::ResolvedScenario resolved = model::default_scenario(fast_sets);
-  const Scenario& sc = resolved.scenario();
-  const SimRun fast_run = simulate(resolved);
-  const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
-  fast::StepCache cache;
-  fast::StepCache::Context& context = cache.context(sc);
-  REQUIRE_FALSE(context.links_private);
-  cache.add_channels(context, sc, workload);
-  fast::StepKey key;
-  key.stage = key.virtual_stage = 1;
-  const fast::StepProfile& step = cache.get(context, key, fast::PlanKey(fast_run.plan), sc, fast_run.plan, workload);
+  const SharedLinkStep setup(sets, 1);
+  const SimRun& fast_run = setup.run;
+  const fast::StepProfile& step = *setup.step;
   REQUIRE(step.sends);
   REQUIRE(step.replica_compute_end_ps.size() == 4);
   CHECK(step.replica_compute_end_ps[0] == step.compute_end_ps);

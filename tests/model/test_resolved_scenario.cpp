@@ -43,7 +43,7 @@ TEST_CASE("the loader's scenario is resolved: the preset's shape is filled in") 
   CHECK(model::resolve_scenario(code, "code")->model.layers == 24);
 }
 
-TEST_CASE("a Llama preset fills kv_heads, ffn, vocab and the architecture; errors blame it") {
+TEST_CASE("a Llama preset fills kv_heads, ffn, vocab and the architecture, errors blame it") {
   const model::ResolvedScenario s =
       model::load_scenario_text(kHeader + "model:\n  preset: llama3-8b\n", "t.yaml");
   CHECK(s->model.kv_heads == 8);

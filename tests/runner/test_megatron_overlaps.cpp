@@ -34,7 +34,7 @@ double dp_exposed_s(const SimResult& r) {
 
 }  // namespace
 
-TEST_CASE("tp_comm_overlap with one chunk is the program without it; with tp chunks it hides TP communication") {
+TEST_CASE("tp_comm_overlap with one chunk is the program without it, with tp chunks it hides TP communication") {
   for (const char* file : {"nvlink-gpt-13b.yaml", "pcie-gpt-13b.yaml"}) {
     CAPTURE(file);
     const std::vector<std::string> sp = {"parallel.sequence_parallel=true", "recompute.strategy=full"};

@@ -118,7 +118,7 @@ TEST_CASE("on random stages the MILP, where it proves optimality, never loses to
   CHECK(proved >= 40);
 }
 
-TEST_CASE("lynx-opt: the same scenario twice gives identical bytes; a node limit of 1 is reported") {
+TEST_CASE("lynx-opt: the same scenario twice gives identical bytes, a node limit of 1 is reported") {
   const auto file = std::filesystem::path(LYNXSIM_SOURCE_DIR) / "scenarios/paper/pcie-gpt-13b.yaml";
   const SimRun a = run_paper(file, "lynx-opt");
   const SimRun b = run_paper(file, "lynx-opt");

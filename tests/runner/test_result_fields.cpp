@@ -96,7 +96,7 @@ TEST_CASE("result fields: unique names, each described, configuration and planni
   for (const PaperColumn& c : paper_columns()) CHECK_MESSAGE(seen.count(c.name) == 0, c.name);
 }
 
-TEST_CASE("CSV header equals the table's names; every row has every field") {
+TEST_CASE("CSV header equals the table's names, every row has every field") {
   const SimResult& r = default_result();
   const auto lines = csv_lines(report(r, ReportFormat::kCsv));
   REQUIRE(lines.size() == 1 + r.stages.size());
@@ -122,7 +122,7 @@ TEST_CASE("JSON keys equal the table's names, at the top level and per stage") {
   CHECK(std::vector<std::string>(stage_keys.begin(), stage_keys.begin() + static_cast<long>(stage_names.size())) == stage_names);
 }
 
-TEST_CASE("JSON stays valid when the MILP gap is infinite; CSV quotes text with commas") {
+TEST_CASE("JSON stays valid when the MILP gap is infinite, CSV quotes text with commas") {
   SimResult r = default_result();
   r.solver_gap = std::numeric_limits<double>::infinity();
   r.scenario.name = "gpt, \"small\"";

@@ -113,7 +113,7 @@ TEST_CASE("interleaved 1F1B with the balanced partition runs every recompute str
   }
 }
 
-TEST_CASE("ZB-H1 runs every recompute strategy; planners fit and never lose to full or selective") {
+TEST_CASE("ZB-H1 runs every recompute strategy, planners fit and never lose to full or selective") {
   Scenario base = small_gpt(ScheduleKind::kZbH1, 4, 1, 8, RecomputeKind::kNone);
   base.model.layers = 8;
   base.hardware.memory_bytes = tight_memory(base, 0.5);
@@ -183,7 +183,7 @@ TEST_CASE("ZB-H1's input-gradient pass exposes the TP all-reduces 1F1B hides beh
   CHECK(zb > ofob);
 }
 
-TEST_CASE("ZB-H1: fast mode refuses it naming the key; fast-forward has no period to skip") {
+TEST_CASE("ZB-H1: fast mode refuses it naming the key, fast-forward has no period to skip") {
   const std::string yaml =
       "model: {preset: gpt-1.3b}\n"
       "parallel: {tp: 2, pp: 2, micro_batch: 2, global_batch: 8, schedule: zb-h1}\n"

@@ -49,7 +49,7 @@ TEST_CASE("every schedule runs each (micro-batch, chunk) forward and backward ex
   }
 }
 
-TEST_CASE("interleaving needs micro-batches divisible by stages; chunks need interleaving") {
+TEST_CASE("interleaving needs micro-batches divisible by stages, chunks need interleaving") {
   CHECK_THROWS_WITH_AS(pipeline_order(ScheduleKind::kInterleaved, 4, 6, 2),
                        doctest::Contains("multiple of parallel.pp"), Error);
   CHECK_THROWS_WITH_AS(pipeline_order(ScheduleKind::kOneFOneB, 4, 8, 2),
@@ -117,7 +117,7 @@ TEST_CASE("GPipe holds m micro-batches of activations, 1F1B at most p-k on stage
 
 // ----- ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024) -----
 
-TEST_CASE("ZB-H1 order: every F, B and W once; B after F, W after B; p between F and W") {
+TEST_CASE("ZB-H1 order: every F, B and W once, B after F, W after B, p between F and W") {
   for (auto [p, m] : {std::pair{2, 2}, std::pair{4, 3}, std::pair{4, 8}, std::pair{8, 16}}) {
     CAPTURE(p);
     CAPTURE(m);
@@ -206,7 +206,7 @@ model::Workload weight_pass_workload(std::int64_t input_bytes, std::int64_t outp
 
 }  // namespace
 
-TEST_CASE("ZB-H1 memory: activations until B; the weight GEMM's input and output gradient until W") {
+TEST_CASE("ZB-H1 memory: activations until B, the weight GEMM's input and output gradient until W") {
   const std::int64_t input = 600'000, output = 400'000, saved = input + output;
   const model::Workload w = weight_pass_workload(input, output);
   const WeightPassBytes held = weight_pass_bytes(w.layer[0]);

@@ -127,7 +127,7 @@ TEST_CASE("TP-comm overlap: n chunks of GEMM g and communication c take c + g + 
   }
 }
 
-TEST_CASE("TP-comm overlap chunks: tp by default; 1 (off) without sequence parallelism or tp 1") {
+TEST_CASE("TP-comm overlap chunks: tp by default, 1 (off) without sequence parallelism or tp 1") {
   ParallelSpec p;
   p.tp = 4;
   p.sequence_parallel = true;

@@ -55,7 +55,7 @@ TEST_CASE("executor: stream FIFO and a cross-GPU wait") {
   CHECK(r.events > 0);
 }
 
-TEST_CASE("executor: a kernel alone takes exactly work_ps; markers take zero time") {
+TEST_CASE("executor: a kernel alone takes exactly work_ps, markers take zero time") {
   ProgramBuilder b;
   b.add_gpu("g0", {"s0", "s1"}, 0, 0.37);
   const TaskId m0 = b.marker(0, 0, "start");

@@ -108,7 +108,7 @@ TEST_CASE("points are the cartesian product in file order, the last axis fastest
   CHECK(grid.base_label == dir.file("tiny.yaml"));
 }
 
-TEST_CASE("ranges: arithmetic, real steps, geometric; values normalised by their field") {
+TEST_CASE("ranges: arithmetic, real steps, geometric, values normalised by their field") {
   Folder dir;
   const Grid grid = read_grid_file(dir.write("g.yaml", R"(base: tiny.yaml
 axes:
@@ -193,7 +193,7 @@ TEST_CASE("filters: arithmetic, comparisons, logic, text") {
   CHECK(error_of([&] { holds("parallel.tp == strategy", v); }).find("'strategy' is not a scenario key") != std::string::npos);
 }
 
-TEST_CASE("points: filtered, skipped with the loader's reason, or a row; never an exception") {
+TEST_CASE("points: filtered, skipped with the loader's reason, or a row, never an exception") {
   Folder dir;
   const Grid grid = read_grid_file(dir.write("g.yaml", std::string(kGrid) + "where: parallel.pp != 2 or parallel.tp == 1\n"));
   const RowWriter writer(grid, OutputFormat::kCsv);

@@ -44,7 +44,7 @@ RowResult row(int line, int tp, double measured_ms, double predicted_ms) {
 
 }  // namespace
 
-TEST_CASE("a manifest lists data sets; relative files and profile files resolve against its folder") {
+TEST_CASE("a manifest lists data sets, relative files and profile files resolve against its folder") {
   const auto sets = parse_dataset_manifest(
       "datasets:\n"
       "  - name: one\n"
