@@ -62,7 +62,7 @@ struct Brute {
 
 }  // namespace
 
-TEST_CASE("best equals brute force on a small space; the bounds hold for every run") {
+TEST_CASE("best equals brute force on a small space, the bounds hold for every run") {
   const BestRequest request = small_request(2);
   const std::vector<Candidate> candidates = enumerate_candidates(request.space);
   std::vector<Brute> fits;
