@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake make pkg-config
   libboost-graph-dev libboost-program-options-dev libfmt-dev libyaml-cpp-dev doctest-dev
-  coinor-libcbc-dev python3-matplotlib pybind11-dev python3-pybind11 python3-dev openmpi-bin libopenmpi-dev
+  coinor-libcbc-dev python3-matplotlib python3-numpy pybind11-dev python3-pybind11 python3-dev openmpi-bin libopenmpi-dev
 )
 missing=()
 for p in "${packages[@]}"; do
