@@ -110,17 +110,21 @@ HardwareSpec fitted_profile(const FitWorkflowInput& input, const FitWorkflowResu
   }
   std::string held_fixed;  // `--set k=v` values in the command, each held at its value
   for (const std::string& o : input.overrides) held_fixed += fmt::format(" --set {}", o);
+  // The command reproduces the fit only with its parameter list when that is not the default.
+  std::string fit_params;
+  if (fit.keys != default_fit_keys())
+    for (const std::string& k : fit.keys) fit_params += fmt::format(" --fit-param {}", k);
   const Summary& fold0 = result.folds[0].fitted_held_out;
   const Summary& fold1 = result.folds[1].fitted_held_out;
   hw.source = fmt::format(
-      "Fitted by `lynxsim validate {} --fit{}` (lynxsim {}) to {} measured Megatron-DeepSpeed GPT "
+      "Fitted by `lynxsim validate {} --fit{}{}` (lynxsim {}) to {} measured Megatron-DeepSpeed GPT "
       "iterations on one 8x A100 node (vTrain, Bang et al., MICRO 2024, "
       "data/ground_truth_single.csv): {}. Objective: mean |ln(predicted/measured)| over all "
       "rows (optimiser scoring {}), cyclic coordinate descent with golden section "
       "({} sweeps, {} steps). Two-fold held-out check (fit on even rows, test on odd; and the "
       "reverse): MAPE {:.2f}% / {:.2f}%, Kendall tau-b {:.3f} / {:.3f}; all rows: MAPE {:.2f}%, "
       "tau-b {:.3f}. Every other number is {}'s (citations there){}. See VALIDATION.md.",
-      input.file_label, held_fixed, runner::lynxsim_version(), input.runs.size(), fitted_list,
+      input.file_label, held_fixed, fit_params, runner::lynxsim_version(), input.runs.size(), fitted_list,
       every_nth_row(input.fit.inner_stride), input.fit.sweeps, input.fit.golden_steps,
       fold0.mape_percent, fold1.mape_percent, fold0.kendall_tau_b, fold1.kendall_tau_b,
       result.fitted_summary.mape_percent, result.fitted_summary.kendall_tau_b,

@@ -373,7 +373,8 @@ TEST_CASE("the fit workflow: start scores, two folds, the final fit and the fitt
   const HardwareSpec profile = fitted_profile(input, result, "synthetic-fit");
   CHECK(profile.profile == "synthetic-fit");
   CHECK(profile.kernel_launch_ps == result.final_fit.hardware.kernel_launch_ps);
-  CHECK(profile.source.rfind("Fitted by `lynxsim validate synthetic.csv --fit` (lynxsim ", 0) == 0);
+  // A non-default parameter list is part of the command that reproduces the fit.
+  CHECK(profile.source.rfind("Fitted by `lynxsim validate synthetic.csv --fit --fit-param gpu.kernel_launch` (lynxsim ", 0) == 0);
   CHECK(profile.source.find(fmt::format("gpu.kernel_launch = {:.4g} us", result.final_fit.values[0])) !=
         std::string::npos);
   CHECK(profile.source.find("optimiser scoring every row") != std::string::npos);
@@ -383,6 +384,12 @@ TEST_CASE("the fit workflow: start scores, two folds, the final fit and the fitt
   CHECK(hardware_profile_to_yaml(load_hardware_profile_text(text, "synthetic-fit.yaml")) ==
         hardware_profile_to_yaml(profile));
 
+  SUBCASE("the default parameter list is not spelled out") {
+    FitWorkflowResult with_defaults = result;
+    with_defaults.final_fit.keys = default_fit_keys();
+    with_defaults.final_fit.values.assign(with_defaults.final_fit.keys.size(), 1.0);
+    CHECK(fitted_profile(input, with_defaults, "x").source.rfind("Fitted by `lynxsim validate synthetic.csv --fit` (lynxsim ", 0) == 0);
+  }
   SUBCASE("without the held-out check: no folds, and no profile to describe") {
     FitWorkflowInput quick = input;
     quick.folds = false;
