@@ -79,19 +79,20 @@ double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, 
   const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
   // Past the last phase (from which the send was measured ending with the step's compute on
   // idle links) the step's work left, w, shrinks to nothing at its compute end. While the send
-  // runs (L long) the step progresses at some rate r: if it cannot finish its w_last within
-  // the send (w_last + delay > L: it ended after the send), the last phase's delay is
-  // L · (1 - r), so r = 1 - delay / L; a send starting later, with w left, delays the step by
-  // w · (1 - r) / r until that reaches the same L · (1 - r) (the step then ends after the send
-  // again). On PCIe a TP all-reduce sharing its switch uplinks with a send runs at a quarter of
+  // runs (L long in that measurement: on idle links plus what the step added to it) the step
+  // progresses at some rate r: if it cannot finish its w_last within the send (w_last + delay >
+  // L: it ended after the send), the last phase's delay is L · (1 - r), so r = 1 - delay / L; a
+  // send starting later, with w left, delays the step by w · (1 - r) / r until that reaches the
+  // same delay (the step then ends after the send again). On PCIe a TP all-reduce sharing its switch uplinks with a send runs at a quarter of
   // its rate (exact mode's traces, gpt-13b tp8 pp2: a send reaching a step 1 ms before its end
   // delays it 2.5 ms, the step ends with the send), which the interpolation down to nothing at
   // the end (below) charged 0.3 ms. A step that ended within the measured send has a rate it
   // keeps to its end: the delay falls in proportion to w, the interpolation.
   if (step_delay && k + 1 == kChannelPhases) {
     const double w_last = static_cast<double>(to - from), w = static_cast<double>(to - offset);
-    const double last = static_cast<double>(delays(k)), length = static_cast<double>(send.second - send.first);
-    if (last > 0 && w_last > 0 && w_last + last > length) {
+    const double last = static_cast<double>(delays(k));
+    const double length = static_cast<double>(pr.channel_idle_send_ps[c] + pr.channel_send_delay_ps[c * kChannelPhases + k]);
+    if (last > 0 && w_last > 0 && length > 0 && w_last + last > length) {
       const double rate = 1 - last / length;
       return rate <= 0 ? last : std::min(last, w * (1 - rate) / rate);
     }
