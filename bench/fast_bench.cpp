@@ -5,7 +5,7 @@
 // (--agreement: only that set's agreement, no rate; --all: also every configuration's signed error,
 // in the set's order; --timeline: one configuration (a line of a set) run in both modes, its
 // iteration times and fast mode's composed steps per stage, to compare with exact mode's
-// `lynxsim run ... --trace` as tools/trace_steps.py prints it).
+// `lynxsim run ... --trace`: tools/trace_steps.py TRACE.json --compare FAST.txt).
 #include "common/clock.hpp"
 #include "common/statistics.hpp"
 #include "common/text.hpp"

@@ -83,12 +83,13 @@ double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, 
   // progresses at some rate r: if it cannot finish its w_last within the send (w_last + delay >
   // L: it ended after the send), the last phase's delay is L · (1 - r), so r = 1 - delay / L; a
   // send starting later, with w left, delays the step by w · (1 - r) / r until that reaches the
-  // same delay (the step then ends after the send again). On PCIe a TP all-reduce sharing its switch uplinks with a send runs at a quarter of
-  // its rate (exact mode's traces, gpt-13b tp8 pp2: a send reaching a step 1 ms before its end
-  // delays it 2.5 ms, the step ends with the send), which the interpolation down to nothing at
-  // the end (below) charged 0.3 ms. A step that ended within the measured send has a rate it
-  // keeps to its end: the delay falls in proportion to w, the interpolation.
-  if (step_delay && k + 1 == kChannelPhases) {
+  // same delay (the step then ends after the send again). On PCIe a TP all-reduce sharing its
+  // switch uplinks with a send runs at about a quarter of its rate (exact mode's traces,
+  // gpt-13b tp8 pp2: a send reaching a step 1 ms before its end delays it 2.5 ms, the step ends
+  // with the send), which the interpolation down to nothing at the end (below) charged 0.3 ms.
+  // A step that ended within the measured send keeps its rate to its end: the delay falls in
+  // proportion to w, which is the interpolation. (BENCHMARKS.md, session 14, h14pcie.)
+  if (step_delay && k + 1 == kChannelPhases && c < pr.channel_idle_send_ps.size()) {
     const double w_last = static_cast<double>(to - from), w = static_cast<double>(to - offset);
     const double last = static_cast<double>(delays(k));
     const double length = static_cast<double>(pr.channel_idle_send_ps[c] + pr.channel_send_delay_ps[c * kChannelPhases + k]);
