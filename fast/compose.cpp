@@ -63,9 +63,10 @@ bool has_forward_windows(const strategies::StagePlan& sp) {
 /// interpolated between the phases around its start (down to nothing at the step's compute
 /// end); one that started before the step costs the first phase's times the share of it that
 /// overlaps the step. Per replica (`replica` of `replicas`, the profile's
-/// replica_channel_delay_ps): the same from that replica's delays.
+/// replica_channel_delay_ps): the same from that replica's delays. `step_delay`: `per_phase`
+/// is the step's delay (not the send's), and past the last phase it saturates (below).
 double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, size_t c, TimePs start, Interval send,
-                   size_t replicas = 1, size_t replica = 0) {
+                   bool step_delay, size_t replicas = 1, size_t replica = 0) {
   const Interval step{start, start + pr.compute_end_ps};
   const TimePs shared = overlap(step, send);
   if (shared == 0 || per_phase.empty()) return 0;
@@ -76,6 +77,27 @@ double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, 
   while (k + 1 < kChannelPhases && pr.channel_phase_ps[k + 1] <= offset) ++k;
   const TimePs from = pr.channel_phase_ps[k];
   const TimePs to = k + 1 < kChannelPhases ? pr.channel_phase_ps[k + 1] : pr.compute_end_ps;
+  // Past the last phase (from which the send was measured ending with the step's compute on
+  // idle links) the step's work left, w, shrinks to nothing at its compute end. While the send
+  // runs (L long in that measurement: on idle links plus what the step added to it) the step
+  // progresses at some rate r: if it cannot finish its w_last within the send (w_last + delay >
+  // L: it ended after the send), the last phase's delay is L · (1 - r), so r = 1 - delay / L; a
+  // send starting later, with w left, delays the step by w · (1 - r) / r until that reaches the
+  // same delay (the step then ends after the send again). On PCIe a TP all-reduce sharing its
+  // switch uplinks with a send runs at about a quarter of its rate (exact mode's traces,
+  // gpt-13b tp8 pp2: a send reaching a step 1 ms before its end delays it 2.5 ms, the step ends
+  // with the send), which the interpolation down to nothing at the end (below) charged 0.3 ms.
+  // A step that ended within the measured send keeps its rate to its end: the delay falls in
+  // proportion to w, which is the interpolation. (BENCHMARKS.md, session 14, h14pcie.)
+  if (step_delay && k + 1 == kChannelPhases && c < pr.channel_idle_send_ps.size()) {
+    const double w_last = static_cast<double>(to - from), w = static_cast<double>(to - offset);
+    const double last = static_cast<double>(delays(k));
+    const double length = static_cast<double>(pr.channel_idle_send_ps[c] + pr.channel_send_delay_ps[c * kChannelPhases + k]);
+    if (last > 0 && w_last > 0 && length > 0 && w_last + last > length) {
+      const double rate = 1 - last / length;
+      return rate <= 0 ? last : std::min(last, w * (1 - rate) / rate);
+    }
+  }
   const double next = k + 1 < kChannelPhases ? static_cast<double>(delays(k + 1)) : 0.0;
   const double w = to > from ? static_cast<double>(offset - from) / static_cast<double>(to - from) : 0.0;
   return (1 - w) * static_cast<double>(delays(k)) + w * next;
@@ -90,7 +112,7 @@ TimePs delay_of_channels(const StepProfile& pr, TimePs start, const std::vector<
   for (size_t c = 0; c < sends.size() && !per_phase.empty(); ++c)
     for (const Interval& send : sends[c]) {
       if (send.first >= start + pr.compute_end_ps) break;
-      delay += phase_delay(pr, per_phase, c, start, send, replicas, replica);
+      delay += phase_delay(pr, per_phase, c, start, send, true, replicas, replica);
     }
   return static_cast<TimePs>(std::llround(delay));
 }
@@ -277,7 +299,8 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
 }  // namespace
 
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const model::Workload& workload, StepCache& cache, bool measure_windows) {
+                         const model::Workload& workload, StepCache& cache, bool measure_windows,
+                         bool record_timeline) {
   const ParallelSpec& p = sc.parallel;
   // The scenario loader refuses the pair with the key to blame; this guards other callers.
   if (!supports_schedule(p))
@@ -582,6 +605,19 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
           replayed->replica_extra_ps.push_back(pr.replica_compute_end_ps[d] - pr.compute_end_ps + channel_extra[d] - channel_extra[0]);
       if (pr.replica_send_extra_ps.size() == static_cast<size_t>(p.dp)) replayed->replica_send_extra_ps = pr.replica_send_extra_ps;
     }
+    if (record_timeline) {
+      if (r.timeline.empty()) r.timeline.resize(static_cast<size_t>(p.pp));
+      FastStep& t = r.timeline[static_cast<size_t>(s)].emplace_back();
+      t.micro_batch = st.micro_batch;
+      t.chunk = st.chunk;
+      t.forward = st.forward;
+      t.start_ps = start;
+      t.compute_end_ps = compute_end;
+      if (pr.sends) std::tie(t.send_start_ps, t.send_end_ps) = g.last_send;
+      t.foreign_ps = charge_channels ? channel_delay_ps[static_cast<size_t>(s)][g.next] : 0;
+      t.delta_ps = delta;
+      t.beside_previous = beside_previous;
+    }
     g.compute_free_ps = compute_end;
     g.tail_end_ps = tail_end;
     g.host_ps += host.cost_ps;
@@ -628,7 +664,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
             for (size_t i = 0; i < first_pass_profile[static_cast<size_t>(x)].size(); ++i)
               sum += phase_delay(*first_pass_profile[static_cast<size_t>(x)][i],
                                  first_pass_profile[static_cast<size_t>(x)][i]->channel_send_delay_ps, c,
-                                 first_pass_start_ps[static_cast<size_t>(x)][i], channel_sends[c][j]);
+                                 first_pass_start_ps[static_cast<size_t>(x)][i], channel_sends[c][j], false);
           stretch[j] = static_cast<TimePs>(std::llround(sum));
         }
       }

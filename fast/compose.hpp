@@ -19,6 +19,18 @@ struct FastStage {
   bool oom = false;
 };
 
+/// One step of the composed timeline, for diagnostics (fast_bench --timeline prints them to
+/// compare with exact mode's trace): times from the iteration's start (ps).
+struct FastStep {
+  int micro_batch = 0, chunk = 0;
+  bool forward = true;
+  TimePs start_ps = 0, compute_end_ps = 0;
+  TimePs send_start_ps = -1, send_end_ps = -1;  ///< -1: it sends nothing
+  TimePs foreign_ps = 0;  ///< the delay charged for other stages' sends (channel delays)
+  TimePs delta_ps = 0;    ///< everything the composition added to the profile's compute end
+  bool beside_previous = false;  ///< timed with the profile simulated after its predecessor
+};
+
 struct FastResult {
   TimePs makespan_ps = 0;
   std::vector<FastStage> stages;
@@ -30,6 +42,8 @@ struct FastResult {
   /// exact run (per virtual stage).
   std::vector<std::vector<TimePs>> window_capacity;
   std::vector<TimePs> forward_window_capacity;
+  /// With record_timeline: per stage, its composed steps in schedule order (the last pass).
+  std::vector<std::vector<FastStep>> timeline;
 };
 
 /// Whether fast mode can simulate `p`'s schedule: every schedule but ZB-H1, whose deferred
@@ -37,8 +51,10 @@ struct FastResult {
 inline bool supports_schedule(const ParallelSpec& p) { return p.schedule != ScheduleKind::kZbH1; }
 
 /// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
-/// and the cluster topology. `measure_windows`: also the planners' window capacities.
+/// and the cluster topology. `measure_windows`: also the planners' window capacities;
+/// `record_timeline`: also the composed steps (FastResult::timeline).
 FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& plan,
-                         const model::Workload& workload, StepCache& cache, bool measure_windows = false);
+                         const model::Workload& workload, StepCache& cache, bool measure_windows = false,
+                         bool record_timeline = false);
 
 }  // namespace lynx::fast

@@ -360,6 +360,7 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   }
   p.segments = activity(prog, ex, t0, t0 + p.compute_end_ps);
   p.channel_phase_ps = anchor_ps;
+  p.channel_idle_send_ps = idle_ps;
   p.channel_delay_ps.resize(beside.size(), 0);
   p.channel_send_delay_ps.resize(beside.size(), 0);
   if (replicas.size() > 1) {

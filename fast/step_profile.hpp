@@ -101,6 +101,9 @@ struct StepProfile {
   /// The same runs: how much longer the channel's send took than on idle links (the step's
   /// collectives slow it in turn).
   std::vector<TimePs> channel_send_delay_ps;
+  /// Per channel: its send's duration on idle links (0 for a channel the step was not measured
+  /// beside).
+  std::vector<TimePs> channel_idle_send_ps;
   /// With dp > 1 replicas in the program (links shared between GPUs): per replica d, its own
   /// compute end (as compute_end_ps, replica 0's), and its channel delays
   /// (replica_channel_delay_ps[(channel · kChannelPhases + phase) · dp + d]; empty also where

@@ -14,12 +14,12 @@ COUNT = {"nvlink": 240, "pcie": 120}
 HEADER = {
     "nvlink": """# fast mode agreement set (NVLink clusters): checked at 1% iteration time, equal peak memory
 # (none / full / selective), Kendall tau >= 0.98.""",
-    "pcie": """# fast mode agreement set (PCIe clusters): checked at 1% iteration time, as the NVLink set. On
+    "pcie": """# fast mode agreement set (PCIe clusters): checked at 0.75% iteration time (the NVLink set at 1%). On
 # PCIe nodes GPUs share PCIe switch and host links, so other stages' sends cross a stage's
 # links; fast mode charges each step the delays it measured beside each such channel's sends,
 # at the phases the composed schedule sets, and replays the composed steps per data-parallel
-# replica, which drift apart (fast/compose.cpp). Measured: all 120 within 1%, worst -0.86%
-# (BENCHMARKS.md, session 13, h9drift and h9margin; the second 60 were drawn after session 12's first model
+# replica, which drift apart (fast/compose.cpp). Measured: worst -0.57% (-0.86% before session
+# 14's saturating tail; BENCHMARKS.md, sessions 13 and 14; the second 60 were drawn after session 12's first model
 # was made). Also checked: equal peak memory and OOM (none / full / selective), Kendall tau >=
 # 0.98; build/bench/fast_bench reports the error distribution."""}
 
