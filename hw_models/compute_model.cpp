@@ -52,9 +52,14 @@ TimePs kernel_time_ps(const HardwareSpec& hw, model::OpKind kind, double flops, 
 
 OpTimes op_times(const HardwareSpec& hw, const model::Op& op) {
   if (op.kind == model::OpKind::kCollective) return {};
+  TimePs wgrad_ps = kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes, op.fp8);
+  // Gradient-accumulation fusion off: the add into the gradient buffer is a kernel of its own,
+  // memory-bound, after the GEMM (its launch overhead included).
+  if (op.bwd_wgrad_accumulate_bytes > 0)
+    wgrad_ps = checked_add(wgrad_ps, kernel_time_ps(hw, model::OpKind::kMemoryBound, 0, op.bwd_wgrad_accumulate_bytes),
+                           "a weight gradient's time (its GEMM + the accumulation into the gradient buffer)");
   return {kernel_time_ps(hw, op.kind, op.fwd_flops, op.fwd_bytes, op.fp8),
-          kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes, op.fp8),
-          kernel_time_ps(hw, op.kind, op.bwd_wgrad_flops, op.bwd_wgrad_bytes, op.fp8)};
+          kernel_time_ps(hw, op.kind, op.bwd_dgrad_flops, op.bwd_dgrad_bytes, op.fp8), wgrad_ps};
 }
 
 }  // namespace lynx::hw_models

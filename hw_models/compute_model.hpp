@@ -28,7 +28,8 @@ struct OpTimes {
   TimePs dgrad_ps = 0;
   TimePs wgrad_ps = 0;
 };
-/// Kernel times of one op on `hw` (0 for collectives, which run as link flows).
+/// Kernel times of one op on `hw` (0 for collectives, which run as link flows). A GEMM's
+/// wgrad_ps includes its bwd_wgrad_accumulate_bytes kernel (memory-bound, a launch of its own).
 OpTimes op_times(const HardwareSpec& hw, const model::Op& op);
 
 }  // namespace lynx::hw_models

@@ -109,6 +109,10 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (p.overlap_param_gather) option("--overlap-param-gather");
   if (p.tp_comm_overlap) option("--tp-comm-overlap");
   if (m.flash_attention) option("--use-flash-attn");
+  if (!m.gradient_accumulation_fusion) option("--no-gradient-accumulation-fusion");
+  if (!m.bias_gelu_fusion) option("--no-bias-gelu-fusion");
+  if (!m.bias_dropout_fusion) option("--no-bias-dropout-fusion");
+  if (!m.masked_softmax_fusion) option("--no-masked-softmax-fusion");
   comments.push_back("lynxsim simulates 16-bit mixed precision: --bf16 (or --fp16, the same to it).");
   option("--bf16");
   if (m.gemm_precision == GemmPrecision::kFp8) option("--fp8-format", "hybrid");

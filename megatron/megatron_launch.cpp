@@ -12,6 +12,8 @@
 #include <charconv>
 #include <filesystem>
 #include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -50,6 +52,8 @@ const std::map<std::string, bool>& known_options() {
       {"--hidden-dropout", true},
       {"--swiglu", false}, {"--untie-embeddings-and-output-weights", false},
       {"--disable-bias-linear", false}, {"--tp-comm-overlap", false}, {"--overlap-param-gather", false},
+      {"--no-gradient-accumulation-fusion", false}, {"--no-bias-gelu-fusion", false},
+      {"--no-bias-dropout-fusion", false}, {"--no-masked-softmax-fusion", false},
       // Refused whenever given: lynxsim has no model for them (reason below).
       {"--squared-relu", false}, {"--distribute-saved-activations", false},
       {"--fp8-format", true}, {"--multi-latent-attention", false},
@@ -511,6 +515,14 @@ void map_kernels(const Options& o, Overrides& set, std::vector<std::string>& not
       fail(ErrorCode::kUnknownChoice, "{}: {} {}: expected hybrid or e4m3", g->origin, g->name, format);
     set.set("model.gemm_precision", "fp8", g, "");
   }
+
+  // Megatron-LM's fusion switches (on unless turned off; the keys default to on).
+  for (const auto& [option, key] : std::array<std::pair<const char*, const char*>, 4>{{
+           {"--no-gradient-accumulation-fusion", "model.gradient_accumulation_fusion"},
+           {"--no-bias-gelu-fusion", "model.bias_gelu_fusion"},
+           {"--no-bias-dropout-fusion", "model.bias_dropout_fusion"},
+           {"--no-masked-softmax-fusion", "model.masked_softmax_fusion"}}})
+    if (const Given* g = o.get(option)) set.set(key, "false", g, "");
 
   const Given* flash = o.get("--use-flash-attn");
   if (flash != nullptr) set.set("model.flash_attention", "true", flash, "");

@@ -1,5 +1,7 @@
 #include "model/gpt.hpp"
 
+#include "model/workload.hpp"
+
 #include "common/bytes.hpp"
 #include "common/checked.hpp"
 
@@ -115,6 +117,10 @@ struct Dims {
   std::int64_t qkv_width;     ///< QKV GEMM output: h + 2·kv·head_dim (3h without GQA)
   bool sp;
   bool swiglu, rmsnorm, rotary, untied, bias, dropout;
+  /// Megatron's fusion switches (ModelSpec); fused_softmax: the switch and the kernel's shape
+  /// conditions (fused_softmax_available).
+  bool grad_accumulation_fusion, bias_gelu_fusion, bias_dropout_fusion, fused_softmax;
+  std::int64_t main_grad_bytes;  ///< bytes per element of the gradient buffer (fp32_main_grads: 4)
   std::int64_t tokens;        ///< s·b: rows of every GEMM (sequence gathered)
   std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
 };
@@ -219,6 +225,15 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
                 m.seq_len, p.tp);
 }
 
+/// Megatron's fused scale-mask-softmax kernel runs only for some shapes
+/// (FusedScaleMaskSoftmax.is_kernel_available: scaled_masked_softmax_fusion on — model.
+/// masked_softmax_fusion, checked by the caller —, 16 < s <= 4096, s divisible by 4, and
+/// micro-batch × local heads divisible by 4 — the batches a 128-thread block handles for
+/// s > 128); otherwise PyTorch's softmax runs. Inputs are 16-bit here, as the kernel needs.
+bool fused_softmax_available(const Dims& d) {
+  return d.s > 16 && d.s <= 4096 && d.s % 4 == 0 && (d.b * (d.a / d.t)) % 4 == 0;
+}
+
 Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
   Dims d{};
@@ -242,6 +257,11 @@ Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   d.dropout = m.dropout != Dropout::kOff;
   d.tokens = d.s * d.b;
   d.local_tokens = d.sp ? d.tokens / d.t : d.tokens;
+  d.grad_accumulation_fusion = m.gradient_accumulation_fusion;
+  d.bias_gelu_fusion = m.bias_gelu_fusion;
+  d.bias_dropout_fusion = m.bias_dropout_fusion;
+  d.fused_softmax = m.masked_softmax_fusion && fused_softmax_available(d);
+  d.main_grad_bytes = static_cast<std::int64_t>(grad_bytes_per_param(p));
   return d;
 }
 
@@ -267,10 +287,25 @@ Op gemm_op(std::string name, OpGroup group, std::int64_t m, std::int64_t n, std:
   op.bwd_dgrad_bytes = op.fwd_bytes;
   op.bwd_wgrad_flops = op.fwd_flops;
   op.bwd_wgrad_bytes = op.fwd_bytes;
-  // One cuBLAS GEMM each (the wgrad accumulating into the fp32 main gradient, Megatron's
-  // gradient-accumulation fusion); a bias adds kernels (add_linear_bias).
+  // One cuBLAS GEMM each (the wgrad accumulating into the main gradient, Megatron's
+  // gradient-accumulation fusion; without it see unfused_grad_accumulation); a bias adds
+  // kernels (add_linear_bias).
   op.fwd_kernels = op.bwd_dgrad_kernels = op.bwd_wgrad_kernels = 1;
   return op;
+}
+
+/// Gradient-accumulation fusion off (Megatron's --no-gradient-accumulation-fusion): the wgrad
+/// GEMM writes a fresh 16-bit gradient of the weight (n × k per GPU), and Megatron's DDP hook
+/// adds it into the gradient buffer (`param.main_grad.add_(param.grad.data)`, megatron's
+/// distributed.py as remembered): one more memory-bound kernel that reads the new gradient and
+/// reads and writes the accumulator (fp32 with parallel.fp32_main_grads, else 16-bit). Biases
+/// and norm parameters take that add in both modes (the fused GEMM accumulates the weight only;
+/// their gradients always come back through autograd): not modelled either way, unchanged here.
+void unfused_grad_accumulation(const Dims& d, Op& gemm) {
+  if (d.grad_accumulation_fusion) return;
+  const std::int64_t weight = gemm.gemm_n * gemm.gemm_k;
+  gemm.bwd_wgrad_accumulate_bytes = dbl(weight * (kBytesPerElement + 2 * d.main_grad_bytes));
+  ++gemm.bwd_wgrad_kernels;
 }
 
 /// A linear layer that adds its own bias (Megatron's column-parallel QKV; the others skip it
@@ -382,6 +417,23 @@ Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
   // Fused by TorchScript (nvFuser) into one kernel each way; the bias the linear layer before
   // it skipped gets its gradient here, a reduction over the tokens.
   op.bwd_dgrad_kernels = d.bias ? 2 : 1;
+  if (!d.bias_dropout_fusion) {
+    // Unfused (Megatron's bias_dropout_add, as remembered: residual + F.dropout(x + bias)):
+    // the bias add (read x and the bias, write x + bias) and the dropout (read it, write the
+    // output and the mask) become kernels of their own before the residual add, which keeps
+    // the fused kernel's 3·act. Backward unchanged: dropout's backward (read the gradient and
+    // the mask, write the gradient) and the bias gradient's reduction, what the fused backward
+    // runs too (the adds' gradients pass through); saved: the dropout mask, as fused. Without
+    // a bias and dropout (Llama: F.dropout at p 0 returns its input) only the residual add runs.
+    if (d.bias) {
+      ++op.fwd_kernels;
+      op.fwd_bytes += dbl(2 * act);  // x + bias: its bias read is counted already
+    }
+    if (d.dropout) {
+      ++op.fwd_kernels;
+      op.fwd_bytes += dbl(2 * act);  // dropout: its mask write is counted already
+    }
+  }
   return op;
 }
 
@@ -399,14 +451,6 @@ Op rotary_op(const Dims& d) {
   op.saves = Saves::kOutput;
   op.fwd_kernels = op.bwd_dgrad_kernels = 2;  // Q and K, each way
   return op;
-}
-
-/// Megatron's fused scale-mask-softmax kernel runs only for some shapes
-/// (FusedScaleMaskSoftmax.is_kernel_available: 16 < s <= 4096, s divisible by 4, and
-/// micro-batch × local heads divisible by 4 — the batches a 128-thread block handles for
-/// s > 128); otherwise PyTorch's softmax runs. Inputs are 16-bit here, as the kernel needs.
-bool fused_softmax_available(const Dims& d) {
-  return d.s > 16 && d.s <= 4096 && d.s % 4 == 0 && (d.b * (d.a / d.t)) % 4 == 0;
 }
 
 /// ·V: the batched GEMM, then the context's [b·a, s, d] → [s, b, h] layout copy
@@ -473,10 +517,19 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   Op softmax = elementwise_op("softmax", OpGroup::kAttnCore, 2 * kBytesPerElement * score_elems,
                               kBytesPerElement * score_elems);
   softmax.saves = Saves::kOutput;
-  if (!fused_softmax_available(d)) {
-    // PyTorch fallback (FusedScaleMaskSoftmax.forward_torch_softmax): cast to fp32, scale,
-    // mask, softmax, cast back; each a kernel, and each backward too.
+  if (!d.fused_softmax) {
+    // PyTorch fallback (FusedScaleMaskSoftmax.forward_torch_softmax, as remembered; also what
+    // model.masked_softmax_fusion false runs): cast to fp32, scale, mask, softmax, cast back;
+    // each a kernel, and each backward too.
     softmax.fwd_kernels = softmax.bwd_dgrad_kernels = 5;
+    // HBM bytes per score: forward cast r2 w4, scale r4 w4, masked_fill_ r4 w4, softmax r4 w4,
+    // cast back r4 w2 = 36 (the [b, 1, s, s] mask, shared by the heads, left out); backward
+    // the casts' r2 w4 and r4 w2, the mask's and the scale's r4 w4 each, softmax's backward
+    // r4 + r4 (its fp32 output, the gradient) w4 = 40. Saved: softmax's fp32 output (4 bytes;
+    // the cast, the scale and the mask's backward need no tensor of size s²).
+    softmax.fwd_bytes = dbl(36 * score_elems);
+    softmax.bwd_dgrad_bytes = dbl(40 * score_elems);
+    softmax.saved_bytes = u64(kFp32Bytes * score_elems);
   }
   if (!d.dropout) {
     // No attention dropout: ·V reads the softmax output, saved once (on softmax).
@@ -716,6 +769,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
                         (d.rotary ? 0 : qkv_out));  // Q, K, V (see OpGroup), unless rotated
   qkv.saves = d.rotary ? Saves::kInput : Saves::kInputAndOutput;
   if (d.bias) add_linear_bias(qkv);  // not skipped: nothing fused follows it
+  unfused_grad_accumulation(d, qkv);
   mark_sharded_input(d, qkv);
   ops.push_back(std::move(qkv));
   if (d.rotary) ops.push_back(rotary_op(d));
@@ -724,6 +778,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
 
   Op out_proj = gemm_op("out_proj_gemm", OpGroup::kAttnProjInput, d.tokens, d.h, d.h / d.t);
   out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.h / d.t);
+  unfused_grad_accumulation(d, out_proj);
   ops.push_back(std::move(out_proj));
   if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
   ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kPost));
@@ -738,6 +793,7 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   Op fc1 = gemm_op("fc1_gemm", OpGroup::kMlp, d.tokens, fc1_local, d.h);
   fc1.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
   mark_sharded_input(d, fc1);
+  unfused_grad_accumulation(d, fc1);
   ops.push_back(std::move(fc1));
 
   const std::int64_t ffn_act = kBytesPerElement * d.tokens * ffn_local;
@@ -753,9 +809,24 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   }
   // One fused kernel each way (TorchScript); FC1's skipped bias gets its gradient reduced here.
   if (d.bias) ops.back().bwd_dgrad_kernels = 2;
+  if (d.bias && !d.swiglu && !d.bias_gelu_fusion) {
+    // Unfused (Megatron's ParallelMLP without bias_gelu_fusion, as remembered:
+    // activation_func(intermediate + bias), activation_func = F.gelu): the bias add (read the
+    // FC1 output and the bias, write the sum) and F.gelu (read the sum, write the output): one
+    // more kernel and one more read and write of the f/t tensor forward. Backward unchanged in
+    // kernels and bytes: GeluBackward (read the saved sum and the gradient, write the gradient)
+    // and the bias gradient's reduction, as the fused bias_gelu_back and its reduction. Saved:
+    // F.gelu's input (x + bias), one f/t tensor as the fused path's FC1 output (the add saves
+    // nothing), so saved_bytes stay. (SwiGLU has its own switch in Megatron-Core,
+    // --no-bias-swiglu-fusion, not modelled: bias_gelu_fusion does nothing for it.)
+    Op& gelu = ops.back();
+    ++gelu.fwd_kernels;
+    gelu.fwd_bytes += dbl(2 * ffn_act);
+  }
 
   Op fc2 = gemm_op("fc2_gemm", OpGroup::kMlp, d.tokens, d.h, ffn_local);
   fc2.saved_bytes = u64(ffn_act);
+  unfused_grad_accumulation(d, fc2);
   ops.push_back(std::move(fc2));
   if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
   ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kPost));
@@ -837,6 +908,9 @@ std::vector<Op> head_ops(const ModelSpec& spec, const ParallelSpec& p) {
   Op head = gemm_op("lm_head_gemm", OpGroup::kLayerInput, d.tokens, vocab_local, d.h);
   head.saved_bytes = u64(kBytesPerElement * d.local_tokens * d.h);
   mark_sharded_input(d, head);
+  // Megatron's parallel_lm_logits runs linear_with_grad_accumulation_and_async_allreduce with
+  // the same switch (as remembered): tied to the embedding or not, one add more without it.
+  unfused_grad_accumulation(d, head);
   ops.push_back(std::move(head));
 
   // Vocab-parallel cross-entropy as Megatron-LM runs it by default (fp16_lm_cross_entropy

@@ -138,6 +138,10 @@ struct Op {
   /// weight gradient. docs/host.md derives every count. A collective's NCCL kernel is charged
   /// per call by the program builder, not here.
   int fwd_kernels = 1, bwd_dgrad_kernels = 1, bwd_wgrad_kernels = 0;
+  /// kGemm with model.gradient_accumulation_fusion off: HBM bytes of the memory-bound kernel
+  /// after the wgrad GEMM that adds its fresh 16-bit gradient into the gradient buffer (one of
+  /// bwd_wgrad_kernels); hw_models::op_times times it as a kernel of its own in the wgrad task.
+  double bwd_wgrad_accumulate_bytes = 0;
 };
 
 /// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the

@@ -378,6 +378,30 @@ std::vector<FieldDesc> scenario_field_table() {
       "(Llama, Megatron's --attention-dropout 0 --hidden-dropout 0: no masks, no dropout kernel)",
       [](auto& s) -> auto& { return s.model.dropout; }));
   t.back().default_text = "default (the preset's, else true)";
+  // Megatron-LM's fusion switches (model/gpt.cpp, docs/host.md "Kernels per op": Variants).
+  t.push_back(bool_field(
+      "model.gradient_accumulation_fusion", kScn,
+      "the weight-gradient GEMMs accumulate into the main gradient (Megatron's default); false "
+      "(--no-gradient-accumulation-fusion): each writes a fresh 16-bit gradient that one more "
+      "memory-bound kernel per weight tensor and micro-batch adds into the gradient buffer",
+      [](auto& s) -> auto& { return s.model.gradient_accumulation_fusion; }));
+  t.push_back(bool_field(
+      "model.bias_gelu_fusion", kScn,
+      "FC1's bias + GeLU as one kernel (Megatron's default); false (--no-bias-gelu-fusion): "
+      "F.gelu(x + bias), two kernels forward; no effect without biases or with SwiGLU",
+      [](auto& s) -> auto& { return s.model.bias_gelu_fusion; }));
+  t.push_back(bool_field(
+      "model.bias_dropout_fusion", kScn,
+      "bias + dropout + residual add as one kernel (Megatron's default); false "
+      "(--no-bias-dropout-fusion): a kernel each forward (without biases and dropout, as Llama, "
+      "the one residual add either way)",
+      [](auto& s) -> auto& { return s.model.bias_dropout_fusion; }));
+  t.push_back(bool_field(
+      "model.masked_softmax_fusion", kScn,
+      "Megatron's fused scale-mask-softmax kernel where it applies (Megatron's default); false "
+      "(--no-masked-softmax-fusion): PyTorch's fp32 softmax path, as for shapes the kernel "
+      "cannot take; no effect with flash attention",
+      [](auto& s) -> auto& { return s.model.masked_softmax_fusion; }));
 
   // parallel:
   t.push_back(integer_field(

@@ -78,6 +78,15 @@ struct ModelSpec {
   LinearBias linear_bias = LinearBias::kDefault;
   Dropout dropout = Dropout::kDefault;
   GemmPrecision gemm_precision = GemmPrecision::kBf16;
+  /// Megatron-LM's kernel fusions, on by default as in Megatron-LM (model/gpt.cpp and
+  /// docs/host.md say what each costs when off): the wgrad GEMM accumulating into the main
+  /// gradient (--no-gradient-accumulation-fusion), bias + GeLU (--no-bias-gelu-fusion), bias +
+  /// dropout + residual add (--no-bias-dropout-fusion), scale-mask-softmax
+  /// (--no-masked-softmax-fusion).
+  bool gradient_accumulation_fusion = true;
+  bool bias_gelu_fusion = true;
+  bool bias_dropout_fusion = true;
+  bool masked_softmax_fusion = true;
   bool operator==(const ModelSpec&) const = default;
 };
 

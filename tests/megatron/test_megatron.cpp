@@ -442,4 +442,40 @@ TEST_CASE("uneven pipeline stages, recompute chunks and FP8 read and write as Me
         std::string::npos);
 }
 
+TEST_CASE("Megatron-LM's no-fusion flags map to the model's fusion keys and are written back") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --bf16 ";
+  // Default: every fusion on, and nothing printed for them.
+  const MegatronScenario fused = load(base, 1);
+  CHECK(fused.scenario->model.gradient_accumulation_fusion);
+  CHECK(fused.scenario->model.bias_gelu_fusion);
+  CHECK(fused.scenario->model.bias_dropout_fusion);
+  CHECK(fused.scenario->model.masked_softmax_fusion);
+  CHECK(scenario_to_megatron_args(fused.scenario.scenario()).find("fusion") == std::string::npos);
+  const std::vector<std::pair<std::string, bool ModelSpec::*>> flags = {
+      {"--no-gradient-accumulation-fusion", &ModelSpec::gradient_accumulation_fusion},
+      {"--no-bias-gelu-fusion", &ModelSpec::bias_gelu_fusion},
+      {"--no-bias-dropout-fusion", &ModelSpec::bias_dropout_fusion},
+      {"--no-masked-softmax-fusion", &ModelSpec::masked_softmax_fusion}};
+  std::string all = base;
+  for (const auto& [flag, member] : flags) {
+    INFO(flag);
+    const MegatronScenario one = load(base + flag, 1);
+    CHECK_FALSE(one.scenario->model.*member);
+    for (const auto& [other, other_member] : flags)
+      if (other != flag) CHECK(one.scenario->model.*other_member);
+    CHECK(one.warnings.empty());  // read, not listed as ignored
+    const std::string out = scenario_to_megatron_args(one.scenario.scenario());
+    CHECK(out.find(flag) != std::string::npos);
+    CHECK(content_of(load(out, 1).scenario.scenario()) == content_of(one.scenario.scenario()));
+    all += flag + " ";
+  }
+  // All four: args -> scenario -> args gives the same options.
+  const MegatronScenario none = load(all, 1);
+  CHECK(option_set(scenario_to_megatron_args(none.scenario.scenario())) ==
+        option_set(scenario_to_megatron_args(load(scenario_to_megatron_args(none.scenario.scenario()), 1).scenario.scenario())));
+  for (const auto& [flag, member] : flags) CHECK(scenario_to_megatron_args(none.scenario.scenario()).find(flag) != std::string::npos);
+}
+
 }  // namespace lynx::megatron

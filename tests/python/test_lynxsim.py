@@ -67,6 +67,19 @@ class Calls(unittest.TestCase):
             self.assertEqual(row["iteration_time_s"], result["iteration_time_s"])
         self.assertEqual([r["stage"] for r in lynxsim.rows(result)], [0, 1])
 
+    def test_fusion_switches(self):
+        # Megatron's fusion switches go through the scenario keys: on by default, off slower.
+        base = {"model.preset": "gpt-1.3b", "model.layers": 4, "parallel.tp": 2, "parallel.pp": 1,
+                "parallel.global_batch": 4, "recompute.strategy": "none"}
+        fused = lynxsim.load_scenario(overrides=base)
+        self.assertIs(fused.to_dict()["model"]["gradient_accumulation_fusion"], True)
+        unfused = lynxsim.load_scenario(overrides=dict(base, **{"model.bias_dropout_fusion": False,
+                                                                 "model.gradient_accumulation_fusion": False}))
+        self.assertIs(unfused.to_dict()["model"]["bias_dropout_fusion"], False)
+        self.assertIn("--no-bias-dropout-fusion", unfused.megatron_args())
+        self.assertGreater(lynxsim.simulate(unfused)["iteration_time_s"],
+                           lynxsim.simulate(fused)["iteration_time_s"])
+
     def test_plan(self):
         plan = lynxsim.plan(lynxsim.load_scenario(overrides={"recompute.strategy": "full"}))
         self.assertLessEqual({"scenario", "provenance", "stages"}, set(plan))

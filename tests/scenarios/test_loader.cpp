@@ -367,7 +367,7 @@ TEST_CASE("--set errors name the override") {
         "t.yaml: --set parallel.tp: expected key.path=value");
   CHECK(load_error(kHeader, {"model=3"}) ==
         "t.yaml: --set model=3: key 'model' is a section; set one of its fields, e.g. "
-        "'model.dropout'");
+        "'model.bias_dropout_fusion'");
   CHECK(load_error(kHeader, {"parallel.tp=[1, 2]"}) ==
         "t.yaml: --set parallel.tp=[1, 2]: key 'parallel.tp': expected a single value, got a list");
   CHECK(load_error(kHeader, {"hardware.profile=tpu-v5"})
