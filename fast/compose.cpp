@@ -529,6 +529,12 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       gather_credit = std::min(start, pr.dp_exposed_ps);
       delta -= gather_credit;
     }
+    // The micro-batch load's broadcasts (program_builder.cpp emit_micro_batch_load) queue on
+    // the tp stream behind the previous step's tail (at the last stage the head's loss
+    // all-reduce, which the next step's compute overlapped before the load came first); a step
+    // measured alone did not see it.
+    const bool tail_blocks_load = p.tp > 1 && st.forward && (vs == 0 || vs == last_vs) && !beside_previous;
+    if (tail_blocks_load && g.tail_end_ps > start) delta += g.tail_end_ps - start;
     // With the host model every time is also bounded by the tasks' issue (host_bound_ps).
     const HostProfile& host = pr.host;
     // Loading a micro-batch, the host waits for the GPU's compute stream and the step's input

@@ -988,16 +988,14 @@ sim::TaskId Builder::emit_micro_batch_load(sim::TaskId recv) {
   // broadcast. torch.distributed's NCCL calls are stream-ordered with the current stream
   // (ProcessGroupNCCL waits for it and makes it wait for them): here on the tp stream between
   // the marker and a compute-stream marker the first forward op follows.
+  // The broadcasts are emitted always at tp > 1 (Megatron calls broadcast_data whatever the
+  // host does); the host's waits for the GPU (host_waits_for) and the TP group's host
+  // rendezvous they make are the host model's only, as every host wait is. On some 1F1B
+  // pipelines the broadcasts make the state repeat every two periods (the last stage's data
+  // broadcast shares its uplink with the gradient send: a 1 ps alternation), which the
+  // executor's fast-forward proves as a two-period cycle (sim/executor.cpp).
   host_waits_for(recv);
-  // The broadcasts are emitted with the host model configured only (both modes, each part of
-  // fast mode alike): what they change is the rendezvous of the TP group's host threads and the
-  // host's wait for the GPU. Their GPU time alone (two latency-bound calls, ~19 µs per load on
-  // NVSwitch at tp 2) moved the datasheet paper figures by at most 0.03% on the runs that fit
-  // (VALIDATION.md, "Session 13"), and on some 1F1B pipelines it breaks the exact repetition
-  // the executor's fast-forward proves (the last stage's data broadcast shares its uplink with
-  // the gradient send: a 1 ps two-period cycle).
-  const bool host_configured = sc_.hardware.host_model_on();
-  if (p_.tp == 1 || !host_configured) return recv;  // tp 1: no TP group, no NCCL work
+  if (p_.tp == 1) return recv;  // tp 1: no TP group, no NCCL work
   const MicroBatchLoadBytes bytes = micro_batch_load_bytes(sc_);
   const sim::TaskId sizes =
       emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kBroadcast, tp_ranks(), tp_communicator(),

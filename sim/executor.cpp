@@ -164,6 +164,21 @@ struct PeriodLogEntry {
   std::uint32_t what = 0;
 };
 
+/// The longest cycle, in periods, the fast-forward proves (assumed: the cycles seen are of two
+/// periods, docs/host.md "The micro-batch load"; each bound more costs one more encoding of the
+/// state at every anchor until the first match).
+constexpr std::size_t kMaxCyclePeriods = 4;
+
+/// The fast-forward's snapshot at an anchor (Program::period_anchors).
+struct Anchor {
+  std::vector<std::vector<std::int64_t>> mapped;  ///< [k - 1]: every task id t as phi^k(t)
+  TimePs time_ps = 0;
+  std::uint64_t events = 0;      ///< engine events processed by then
+  std::vector<TaskId> frontier;  ///< tasks touched and not ended
+  std::size_t log_begin = 0;     ///< the log's entries from here on are after it
+  bool waited_in_period = false; ///< a task waited for its host issue before the next anchor
+};
+
 const char* kind_name(TaskKind kind) {
   switch (kind) {
     case TaskKind::kKernel: return "kernel";
@@ -929,6 +944,13 @@ class Execution {
   // untouched, disjoint images, the next N periods are exact copies: their task times are the
   // logged period's plus j·T, and the state after them is the current one shifted by N·T and
   // phi^N. Memory balances repeat, so peaks and first-OOM times stay as they are.
+  // Cycles: the state need not repeat every period. Some pipelines' rounding repeats every two
+  // (a flow that shares a link with another ends 1 ps apart in alternate periods), so each
+  // anchor's snapshot is also compared with the one k = 2 .. kMaxCyclePeriods anchors back,
+  // mapped by phi^k: a match is the proof above for phi^k (k·delta_ tasks per GPU, the k
+  // periods' log, time k periods), which never looks at the anchors in between; the skip is
+  // whole cycles. The shortest k is tried first; a compressed program only takes k = 1 (its
+  // omitted periods are inserted as copies of one period).
   void arm_fast_forward() {
     ff_ = false;
     const std::size_t num_gpus = machine_.gpus.size();
@@ -938,7 +960,7 @@ class Execution {
     if (program_.period_tasks_per_gpu.size() != num_gpus || program_.period_anchors.empty()) return;
     delta_.assign(program_.period_tasks_per_gpu.begin(), program_.period_tasks_per_gpu.end());
     for (const TaskId d : delta_)
-      if (d <= 0) return;
+      if (d <= 0 || static_cast<std::int64_t>(d) * static_cast<std::int64_t>(kMaxCyclePeriods) > INT32_MAX) return;
     // Each GPU's tasks must be one contiguous id range (phi stays inside it).
     const std::size_t num_tasks = program_.tasks.size();
     if (!gpus_contiguous_) return;
@@ -1004,11 +1026,11 @@ class Execution {
     }
   }
 
-  /// The canonical snapshot; with `mapped`, every task id t is written as phi(t).
-  void encode(const std::vector<TaskId>& frontier, bool mapped, std::vector<std::int64_t>& out) const {
+  /// The canonical snapshot; every task id t is written as phi^periods(t) (0: t itself).
+  void encode(const std::vector<TaskId>& frontier, std::int64_t periods, std::vector<std::int64_t>& out) const {
     const TimePs now = engine_.now();
     out.clear();
-    auto id = [&](TaskId t) -> std::int64_t { return mapped ? phi(t, 1) : t; };
+    auto id = [&](TaskId t) -> std::int64_t { return periods == 0 ? t : phi(t, periods); };
     auto put128 = [&](Int128 v) {
       out.push_back(static_cast<std::int64_t>(v >> 64));
       out.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(v)));
@@ -1099,23 +1121,45 @@ class Execution {
   void checkpoint() {
     checkpoint_due_ = false;
     collect_frontier(frontier_);
-    if (have_previous_) {
-      encode(frontier_, /*mapped=*/false, snapshot_);
-      if (snapshot_ == previous_mapped_) {
-        try_skip();
+    if (!anchors_.empty()) {
+      // The period that ends here: whether a task of it waited for its host issue.
+      anchors_.back().waited_in_period = waited_for_issue_;
+      encode(frontier_, 0, snapshot_);
+      // The shortest cycle first: k periods back, the state phi^k-shifted.
+      for (std::size_t k = 1; k <= anchors_.size(); ++k) {
+        const Anchor& back = anchors_[anchors_.size() - k];
+        if (snapshot_ != back.mapped[k - 1]) continue;
+        waited_for_issue_ = false;
+        for (std::size_t i = anchors_.size() - k; i < anchors_.size(); ++i)
+          waited_for_issue_ = waited_for_issue_ || anchors_[i].waited_in_period;
+        // The log from that anchor on: the cycle's k periods.
+        log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(back.log_begin));
+        try_skip(static_cast<std::int64_t>(k), back);
         waited_for_issue_ = false;
         ff_ = false;  // one attempt: a later one could only skip fewer periods
         log_.clear();
+        anchors_.clear();
         return;
       }
     }
-    encode(frontier_, /*mapped=*/true, previous_mapped_);
+    // A compressed program's omitted periods are inserted one period at a time (k = 1 only).
+    const std::size_t max_cycle = omitted_ > 0 ? 1 : kMaxCyclePeriods;
+    if (anchors_.size() == max_cycle) {
+      anchors_.erase(anchors_.begin());
+      const std::size_t drop = anchors_.front().log_begin;
+      log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(drop));
+      for (Anchor& a : anchors_) a.log_begin -= drop;
+    }
+    Anchor now;
+    now.mapped.resize(max_cycle);
+    for (std::size_t k = 1; k <= max_cycle; ++k) encode(frontier_, static_cast<std::int64_t>(k), now.mapped[k - 1]);
+    now.time_ps = engine_.now();
+    now.events = engine_.events_processed();
+    now.frontier = frontier_;
+    now.log_begin = log_.size();
+    anchors_.push_back(std::move(now));
     have_previous_ = true;
-    previous_time_ps_ = engine_.now();
-    previous_events_ = engine_.events_processed();
-    previous_frontier_ = frontier_;
     waited_for_issue_ = false;
-    log_.clear();
   }
 
   /// Whether task b = phi(a) does, for the executor, exactly what a does, phi-shifted.
@@ -1166,11 +1210,23 @@ class Execution {
     return true;
   }
 
-  /// The state now equals the previous snapshot's, shifted: skips as many periods as proven.
-  void try_skip() {
+  /// The state now equals the snapshot at `back`, `cycle` periods ago, shifted by phi^cycle:
+  /// skips as many whole cycles as proven. A cycle of k periods is proven as one period of k
+  /// times the tasks (phi^k is phi with k·delta_): the proof below never looks at the anchors
+  /// in between, so it holds for any k.
+  void try_skip(std::int64_t cycle, const Anchor& back) {
     const TimePs now = engine_.now();
-    const TimePs period_ps = now - previous_time_ps_;
+    const TimePs period_ps = now - back.time_ps;
     if (period_ps <= 0) return;
+    const std::vector<TaskId> one_period = delta_;
+    for (TaskId& d : delta_) d = static_cast<TaskId>(cycle * d);  // checked in arm_fast_forward
+    cycle_periods_ = cycle;
+    previous_events_ = back.events;
+    prove_and_skip(period_ps, back.frontier);
+    delta_ = one_period;
+  }
+
+  void prove_and_skip(TimePs period_ps, const std::vector<TaskId>& previous_frontier) {
     skip_period_ps_ = period_ps;
     const std::size_t num_gpus = gpu_first_.size();
     // New: touched for the first time during the period. I: everything the period touched.
@@ -1187,8 +1243,8 @@ class Execution {
       hi[g] = std::max(hi[g], t);
     };
     for (const TaskId t : fresh) span(t);
-    for (const TaskId t : previous_frontier_) span(t);
-    std::vector<TaskId> previous = previous_frontier_;
+    for (const TaskId t : previous_frontier) span(t);
+    std::vector<TaskId> previous = previous_frontier;
     std::sort(previous.begin(), previous.end());
     std::vector<TaskId> new_tasks;
     std::set_difference(fresh.begin(), fresh.end(), previous.begin(), previous.end(), std::back_inserter(new_tasks));
@@ -1286,7 +1342,8 @@ class Execution {
       }
     }
     ended_tasks_ += static_cast<std::size_t>(periods) * ends_per_period;
-    skipped_periods_ += static_cast<std::uint64_t>(periods);
+    skipped_periods_ += static_cast<std::uint64_t>(periods * cycle_periods_);
+    skip_cycle_periods_ = cycle_periods_;
     skipped_events_ += static_cast<std::uint64_t>(periods) * (engine_.events_processed() - previous_events_);
     // The frontier moves to its image (inserted periods: stays).
     struct Moved {
@@ -1456,6 +1513,7 @@ class Execution {
     result_.events = engine_.events_processed() + skipped_events_;
     result_.complete = omitted_ == 0 || inserted_;
     result_.skipped_periods = skipped_periods_;
+    result_.skip_cycle_periods = skip_cycle_periods_;
     Fingerprint combined = engine_.fingerprint();
     combined.add(task_fingerprint_.value());
     result_.fingerprint = combined.value();
@@ -1539,7 +1597,7 @@ class Execution {
 
   // steady-state fast-forward (armed only with a period hint and no collective groups)
   bool ff_ = false;
-  std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans
+  std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans (a cycle's, in try_skip)
   std::vector<TaskId> gpu_first_;  ///< per GPU: [first, end) of its task ids
   std::vector<TaskId> gpu_end_;
   bool gpus_contiguous_ = false;   ///< every GPU's tasks form one id range
@@ -1555,14 +1613,17 @@ class Execution {
   std::vector<PeriodLogEntry> log_;
   std::size_t next_anchor_ = 0;
   bool checkpoint_due_ = false;
-  bool have_previous_ = false;
-  std::vector<std::int64_t> previous_mapped_;
+  bool have_previous_ = false;  ///< an anchor was passed (the log is kept from then on)
+  /// The last kMaxCyclePeriods anchors' snapshots (at most 1 for a compressed program), oldest
+  /// first, each encoded with phi^k for k = 1..that bound (compared k anchors later).
+  std::vector<Anchor> anchors_;
   std::vector<std::int64_t> snapshot_;
   std::vector<TaskId> frontier_;
-  std::vector<TaskId> previous_frontier_;
-  TimePs previous_time_ps_ = 0;
-  /// A task started late for its host issue since the last checkpoint (fast-forward proof).
+  /// A task started late for its host issue since the last checkpoint (fast-forward proof;
+  /// while proving a cycle: in any of its periods).
   bool waited_for_issue_ = false;
+  std::int64_t cycle_periods_ = 1;       ///< periods in the cycle try_skip is proving
+  std::int64_t skip_cycle_periods_ = 0;  ///< periods in the cycle that was skipped (0: none)
   TimePs skip_period_ps_ = 0;  ///< the period try_skip is proving
   std::uint64_t previous_events_ = 0;
   std::uint64_t skipped_events_ = 0;  ///< events the skipped periods would have run

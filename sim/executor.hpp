@@ -43,6 +43,10 @@ struct ExecResult {
   std::vector<TimePs> first_oom_ps;      ///< per GPU: first time usage exceeded capacity, -1 if never
   std::uint64_t events = 0;              ///< engine events processed (skipped periods' included)
   std::uint64_t skipped_periods = 0;     ///< steady-state periods the fast-forward skipped
+  /// Periods in the repeating cycle the fast-forward skipped (skipped_periods is a multiple of
+  /// it): 1 where the state repeats every period, up to 4 where it repeats every few (the
+  /// micro-batch load's broadcasts on some pipelines: every two); 0 when nothing was skipped.
+  std::int64_t skip_cycle_periods = 0;
   /// False only for a compressed program (Program::omitted_periods) whose omitted periods the
   /// executor could not insert (no period proven, or fast_forward off): the results are then
   /// not the full program's, and the caller must execute the full program.

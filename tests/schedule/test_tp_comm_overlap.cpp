@@ -83,7 +83,13 @@ Run run_layer(bool overlap, int chunks, std::uint64_t bytes, bool with_residual)
   const StepSpan& fwd = built.steps[0];
   const StepSpan& bwd = built.steps[1];
   Run r;
-  r.forward_ps = ex.task_end_ps[static_cast<size_t>(fwd.compute_tail)] - ex.task_start_ps[static_cast<size_t>(fwd.marker)];
+  // From the micro-batch load's end (its two TP broadcasts, program_builder.cpp
+  // emit_micro_batch_load, come before the layer).
+  TimePs loaded_ps = ex.task_start_ps[static_cast<size_t>(fwd.marker)];
+  for (sim::TaskId i = fwd.first_task; i < fwd.end_task; ++i)
+    if (built.program.names[built.program.tasks[static_cast<size_t>(i)].name] == "batch_loaded")
+      loaded_ps = ex.task_end_ps[static_cast<size_t>(i)];
+  r.forward_ps = ex.task_end_ps[static_cast<size_t>(fwd.compute_tail)] - loaded_ps;
   TimePs last_dgrad = 0;
   for (sim::TaskId i = bwd.first_task; i < bwd.end_task; ++i)
     if (built.program.names[built.program.tasks[static_cast<size_t>(i)].name] == "gemm2_dgrad")
