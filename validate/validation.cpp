@@ -38,6 +38,10 @@ std::vector<std::string> megatron_deepspeed_overrides() {
       // backward (DeepSpeed engine allreduce_gradients / PipelineEngine _exec_reduce_grads),
       // not bucket by bucket during the backward.
       "parallel.dp_overlap=end",
+      // No gradient-accumulation fusion: the fused wgrad GEMM accumulates into Megatron's DDP
+      // `main_grad` buffers, which DeepSpeed's engine does not create; gradients land in
+      // `.grad` and autograd adds each micro-batch's (as remembered; no source at hand).
+      "model.gradient_accumulation_fusion=false",
       "recompute.strategy=none",
       "hardware.nodes=1",
   };
