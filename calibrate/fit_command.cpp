@@ -128,6 +128,7 @@ std::string profile_comparison_table(const HardwareSpec& base, const HardwareSpe
       num_row("gpu.memory_bound_efficiency.half", base.memory_bound.half_work,
               fitted.memory_bound.half_work),
       num_row("gpu.contention", base.contention_factor, fitted.contention_factor),
+      num_row("gpu.comm_contention", base.comm_contention, fitted.comm_contention),
       bw_row("node.nvlink.bw", base.nvlink.bw_bytes_per_s, fitted.nvlink.bw_bytes_per_s),
       time_row("node.nvlink.latency", base.nvlink.latency_ps, fitted.nvlink.latency_ps),
       bw_row("node.pcie.bw", base.pcie.bw_bytes_per_s, fitted.pcie.bw_bytes_per_s),

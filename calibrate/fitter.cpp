@@ -587,9 +587,46 @@ void fit_memory_bound_field(FitState& st, const std::vector<const Measurement*>&
   fit_curve_field(st, job, memory_rows, launch_s);
 }
 
-/// gpu.contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0. The
-/// communication side's slowdown is only a note: the simulator slows kernels, not
-/// communication.
+/// gpu.comm_contention: f = median over the (GEMM size, bytes) pairs of comm_concurrent /
+/// comm_alone − 1, clamped >= 0 (the communication burst beside one GEMM stream: 1 + f · 1).
+template <typename CommPairs>
+void fit_comm_contention_field(FitState& st, const CommPairs& comm) {
+  std::vector<double> factors, alone, concurrent;
+  bool standin = false;
+  for (const auto& [key, pair] : comm) {
+    if (pair.first == nullptr || pair.second == nullptr) continue;
+    if (!(pair.first->time_us_median > 0.0) || !(pair.second->time_us_median > 0.0)) continue;
+    factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
+    alone.push_back(pair.first->time_us_median);
+    concurrent.push_back(pair.second->time_us_median);
+    standin = standin || pair.first->scope == "standin";
+  }
+  if (factors.empty()) {
+    st.report.fields.push_back(not_measured("gpu.comm_contention",
+                                            fmt::format("{:.4f}", st.base.comm_contention),
+                                            "no comm_alone/comm_concurrent pairs"));
+    return;
+  }
+  double f = median(factors);
+  if (f < 0.0) {
+    st.report.notes.push_back(fmt::format("gpu.comm_contention: median slowdown {:.4f} < 0 clamped to 0", f));
+    f = 0.0;
+  }
+  st.fitted.comm_contention = f;
+  std::vector<double> predicted;
+  for (double t : alone) predicted.push_back(t * (1.0 + f));
+  FieldFit fit;
+  fit.field = "gpu.comm_contention";
+  fit.fitted = true;
+  fit.measurements = static_cast<int>(factors.size());
+  fit.rms_relative_error = rms_relative(predicted, concurrent);
+  fit.value = fmt::format("{:.4f}", f);
+  fit.source = st.source + (standin ? " (a device-to-device copy kernel standing in for NCCL: one GPU)" : "");
+  st.report.fields.push_back(fit);
+}
+
+/// gpu.contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0;
+/// gpu.comm_contention likewise from the communication side (comm_alone / comm_concurrent).
 void fit_contention_field(FitState& st) {
   std::vector<std::string>& notes = st.report.notes;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
@@ -597,17 +634,16 @@ void fit_contention_field(FitState& st) {
            std::pair<const Measurement*, const Measurement*>>
       pairs;
   bool standin = false;
-  std::vector<double> comm_slowdowns;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::string>,
-           std::pair<double, double>>
+           std::pair<const Measurement*, const Measurement*>>
       comm;
   for (const Measurement* row : rows_of(st.raw, MeasurementKind::kContention)) {
     const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
     if (row->name == "gemm_alone") pairs[key].first = row;
     if (row->name == "gemm_concurrent") pairs[key].second = row;
     const auto comm_key = std::make_tuple(row->m, row->n, row->k, row->bytes, row->scope);
-    if (row->name == "comm_alone") comm[comm_key].first = row->time_us_median;
-    if (row->name == "comm_concurrent") comm[comm_key].second = row->time_us_median;
+    if (row->name == "comm_alone") comm[comm_key].first = row;
+    if (row->name == "comm_concurrent") comm[comm_key].second = row;
   }
   std::vector<double> factors, alone, concurrent;
   for (const auto& [key, pair] : pairs) {
@@ -617,13 +653,11 @@ void fit_contention_field(FitState& st) {
     concurrent.push_back(pair.second->time_us_median);
     standin = standin || pair.first->scope == "standin";
   }
-  for (const auto& [key, times] : comm)
-    if (times.first > 0.0 && times.second > 0.0)
-      comm_slowdowns.push_back(times.second / times.first - 1.0);
   if (factors.empty()) {
     st.report.fields.push_back(not_measured("gpu.contention",
                                             fmt::format("{:.4f}", st.base.contention_factor),
                                             "no gemm_alone/gemm_concurrent pairs"));
+    fit_comm_contention_field(st, comm);
     return;
   }
   double c = median(factors);
@@ -644,11 +678,7 @@ void fit_contention_field(FitState& st) {
                                     "NCCL: one GPU)"
                                   : "");
   st.report.fields.push_back(f);
-  if (!comm_slowdowns.empty())
-    notes.push_back(fmt::format(
-        "gpu.contention: the communication side slowed by {:.4f} (median, informational; "
-        "the profile has one factor, taken from the GEMM side)",
-        median(comm_slowdowns)));
+  fit_comm_contention_field(st, comm);
 }
 
 /// Groups the collective rows on >= 2 ranks and reports one alpha-beta fit per group.

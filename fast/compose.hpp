@@ -50,6 +50,12 @@ struct FastResult {
 /// weight-gradient passes are not whole pipeline steps.
 inline bool supports_schedule(const ParallelSpec& p) { return p.schedule != ScheduleKind::kZbH1; }
 
+/// Whether fast mode is held to its error bound on `hw` (the planners' screening trusts it):
+/// not with gpu.comm_contention > 0, which fast mode models only inside each step's own engine
+/// run (a step's flows slowed by its own kernels), not across the composed iteration (a send or
+/// gradient all-reduce slowed by the kernels of the step it overlaps); no agreement set checks it.
+inline bool within_error_bound(const HardwareSpec& hw) { return hw.comm_contention == 0.0; }
+
 /// Simulates one iteration of `plan` in fast mode; `cache` holds (and receives) step profiles
 /// and the cluster topology. `measure_windows`: also the planners' window capacities;
 /// `record_timeline`: also the composed steps (FastResult::timeline).

@@ -97,7 +97,8 @@ PlanningResult plan_and_confirm(const Scenario& sc, const hw_models::Topology& t
                                 bool show_progress) {
   PlanningResult out;
   strategies::PlannerOutput& po = out.planner;
-  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening && fast::supports_schedule(sc.parallel);
+  const bool screen = sc.sim.mode == SimMode::kExact && sc.sim.fast_screening && fast::supports_schedule(sc.parallel) &&
+                      fast::within_error_bound(sc.hardware);
 
   const auto started = WallClock::now();
   RecomputeSpec keep;

@@ -586,6 +586,13 @@ std::vector<FieldDesc> scenario_field_table() {
       "slowdown of a compute kernel per concurrent communication kernel "
       "(rate = 1 / (1 + contention * n_comm))",
       [](auto& s) -> auto& { return s.hardware.contention_factor; }));
+  t.push_back(number_field(
+      "gpu.comm_contention", kHw,
+      "slowdown of a communication flow per compute kernel running on its sending GPU "
+      "(flow rate = fair share / (1 + comm_contention * n_kernels)); 0: communication is not "
+      "slowed by kernels (docs/calibration.md, \"Contention\")",
+      [](auto& s) -> auto& { return s.hardware.comm_contention; }));
+  t.back().optional_in_profile = true;
   t.push_back(integer_field(
       "gpus_per_node", kHw, 1, kMaxGpusPerNode, "GPUs per node",
       [](auto& s) -> auto& { return s.hardware.gpus_per_node; }));
@@ -685,7 +692,8 @@ std::vector<FieldDesc> scenario_field_table() {
       "sim.fast_screening", kScn,
       "exact mode: lynx-heu, lynx-opt and checkmate rank their narrower alternatives in fast mode "
       "and run in the engine only those that may beat the plan found (same result, fewer runs; "
-      "not with zb-h1, which fast mode does not simulate)",
+      "not with zb-h1, which fast mode does not simulate, nor with gpu.comm_contention > 0, which it "
+      "models only within each step)",
       [](auto& s) -> auto& { return s.sim.fast_screening; }));
   t.push_back(bandwidth_field(
       "sim.comm_standin.bw", kScn, Bound::kNonNegative,

@@ -211,6 +211,7 @@ struct HardwareSpec {
   EfficiencyCurve attention;              ///< batched QK^T / ·V GEMMs (or flash kernel), vs FLOPs
   EfficiencyCurve memory_bound;           ///< elementwise / norm / softmax kernels, vs bytes
   double contention_factor = 0.0;         ///< see sim::GpuDesc
+  double comm_contention = 0.0;           ///< see sim::GpuDesc (gpu.comm_contention; 0 when the profile omits it)
   // Node and cluster
   int nodes = 1;
   int gpus_per_node = 8;

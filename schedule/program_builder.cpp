@@ -1356,6 +1356,7 @@ BuiltProgram Builder::build() {
     desc.stream_names = kStreamNames;
     desc.memory_capacity_bytes = sc_.hardware.memory_bytes;
     desc.contention_factor = sc_.hardware.contention_factor;
+    desc.comm_contention = sc_.hardware.comm_contention;
     out.machine.gpus.push_back(desc);
     out.gpu_stage.push_back(gpus[g].stage);
     out.gpu_rank.push_back(global_rank(p_, gpus[g].stage, gpus[g].dp, gpus[g].tp));

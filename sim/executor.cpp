@@ -11,6 +11,7 @@
 #include <cmath>
 #include <iterator>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <string>
 
@@ -81,16 +82,23 @@ struct FlowRun {
   std::uint32_t flow = 0;
   std::uint32_t unit = 0;
   Int128 remaining = 0;  ///< bytes left times kPsPerS (so rate num/den bytes/s moves num/den per ps)
-  FlowRate rate;         ///< 0 numerator before the first rate
+  FlowRate rate;         ///< what it moves at: `share`, slowed by its GPU's kernels; 0 numerator before the first rate
+  FlowRate share;        ///< the sharing policy's rate (its link share)
   TimePs last_update_ps = 0;
   TimePs latency_ps = 0;
   EventId completion;
+  GpuId gpu = 0;               ///< the GPU of the task that sends it
+  std::uint32_t position = 0;  ///< index in its GPU's slowed_flows (with comm contention on)
 };
 
 struct GpuState {
   std::vector<std::uint32_t> running_kernels;  ///< KernelRun indices
   std::uint32_t running_comm = 0;
   std::uint64_t contention_ppm = 0;
+  std::uint64_t comm_contention_ppm = 0;  ///< GpuDesc::comm_contention in kPpm
+  /// With comm_contention_ppm > 0: FlowRun indices of the flows its tasks send that have bytes
+  /// on links, in the order they started (an ended one's place taken by the last).
+  std::vector<std::uint32_t> slowed_flows;
   bool dirty = false;  ///< the set of running tasks changed since rates were last set
 };
 
@@ -261,6 +269,10 @@ class Execution {
       if (!std::isfinite(factor) || factor < 0.0 || factor > 1e6) {
         fail(ErrorCode::kInternal, "gpu {} '{}': contention factor {} is not in [0, 1e6]", g, machine_.gpus[g].name, factor);
       }
+      const double comm = machine_.gpus[g].comm_contention;
+      if (!std::isfinite(comm) || comm < 0.0 || comm > 1e6) {
+        fail(ErrorCode::kInternal, "gpu {} '{}': comm contention {} is not in [0, 1e6]", g, machine_.gpus[g].name, comm);
+      }
     }
     for (std::size_t i = 0; i < program_.path_links.size(); ++i) {
       const LinkId link = program_.path_links[i];
@@ -426,6 +438,8 @@ class Execution {
     memory_.reserve(num_gpus);
     for (std::size_t g = 0; g < num_gpus; ++g) {
       gpus_[g].contention_ppm = static_cast<std::uint64_t>(std::llround(machine_.gpus[g].contention_factor * kPpm));
+      gpus_[g].comm_contention_ppm = static_cast<std::uint64_t>(std::llround(machine_.gpus[g].comm_contention * kPpm));
+      comm_contention_on_ = comm_contention_on_ || gpus_[g].comm_contention_ppm > 0;
       const std::int64_t static_bytes = program_.static_bytes_per_gpu.empty() ? 0 : program_.static_bytes_per_gpu[g];
       memory_.emplace_back(static_bytes, machine_.gpus[g].memory_capacity_bytes, program_.tags.size());
     }
@@ -664,7 +678,7 @@ class Execution {
           has_comm = true;
           ++gpus_[static_cast<std::size_t>(task.gpu)].running_comm;
           mark_dirty(task.gpu);
-          for (std::uint32_t k = 0; k < task.num_flows; ++k) start_flow(task.first_flow + k, unit);
+          for (std::uint32_t k = 0; k < task.num_flows; ++k) start_flow(task.first_flow + k, unit, task.gpu);
           break;
         case TaskKind::kMarker:
           break;
@@ -775,12 +789,20 @@ class Execution {
     part_done(unit);
   }
 
-  /// Rate of every kernel on a GPU: 1 / (n_k * (1 + c * n_comm)), as kPpm / divisor.
+  /// Rate of every kernel on a GPU: 1 / (n_k * (1 + c * n_comm)), as kPpm / divisor; with
+  /// comm contention, also the rate of every flow it sends: share * kPpm / (kPpm + f * n_k).
   void update_dirty_gpus() {
     const TimePs now = engine_.now();
     for (const GpuId gpu_id : dirty_gpus_) {
       GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_id)];
       gpu.dirty = false;
+      if (!gpu.slowed_flows.empty()) {
+        const std::uint64_t flow_div = flow_divisor(gpu_id);
+        for (const std::uint32_t index : gpu.slowed_flows) {
+          const FlowRun& run = flows_[index];
+          if (run.share.bytes_per_s_num != 0) set_flow_rate(index, slowed_rate(run.share, flow_div));
+        }
+      }
       if (gpu.running_kernels.empty()) continue;
       const Int128 wide = static_cast<Int128>(gpu.running_kernels.size()) *
                           (kPpm + static_cast<Int128>(gpu.contention_ppm) * gpu.running_comm);
@@ -837,7 +859,7 @@ class Execution {
   }
 
   // ---- flows and links ----
-  void start_flow(std::uint32_t f, std::uint32_t unit) {
+  void start_flow(std::uint32_t f, std::uint32_t unit, GpuId gpu) {
     const Flow& flow = program_.flows[f];
     const TimePs latency = flow_latency_ps_[f];
     if (flow.bytes == 0 || flow.num_links == 0) {  // nothing to share: only the path latency
@@ -858,6 +880,12 @@ class Execution {
     run.remaining = static_cast<Int128>(flow.bytes) * kPsPerS;
     run.last_update_ps = engine_.now();
     run.latency_ps = latency;
+    run.gpu = gpu;
+    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    if (state.comm_contention_ppm > 0) {
+      run.position = static_cast<std::uint32_t>(state.slowed_flows.size());
+      state.slowed_flows.push_back(index);
+    }
     const std::span<const LinkId> path(program_.path_links.data() + flow.first_link, flow.num_links);
     network_.add_flow(index, path);
     touch_links(path);
@@ -879,6 +907,13 @@ class Execution {
     const std::uint32_t f = run.flow;
     const std::uint32_t unit = run.unit;
     const TimePs latency = run.latency_ps;
+    GpuState& state = gpus_[static_cast<std::size_t>(run.gpu)];
+    if (state.comm_contention_ppm > 0) {
+      const std::uint32_t moved = state.slowed_flows.back();
+      state.slowed_flows[run.position] = moved;
+      flows_[moved].position = run.position;
+      state.slowed_flows.pop_back();
+    }
     flows_.release(index);
     if (latency == 0) {
       flow_done(f, unit);
@@ -913,31 +948,73 @@ class Execution {
     sharing_->reshare(network_, touched_links_, rate_changes_);
     for (const LinkId link : touched_links_) link_touched_[static_cast<std::size_t>(link)] = false;
     touched_links_.clear();
-    const TimePs now = engine_.now();
     for (const RateChange& change : rate_changes_) {
       FlowRun& run = flows_[change.handle];
-      if (run.rate == change.rate) continue;
-      const bool rearm = run.rate.bytes_per_s_num != 0;
-      if (rearm) {
-        run.remaining -= progress_capped(now - run.last_update_ps, run.rate.bytes_per_s_num,
-                                         static_cast<Int128>(run.rate.den), run.remaining);
-      }
-      run.rate = change.rate;
-      run.last_update_ps = now;
-      const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
-                                             static_cast<Int128>(run.rate.bytes_per_s_num));
-      const TimePs at = checked_add(now, delay, kSimulatedClock);
-      const EventDesc what{EventKind::kFlowBytesDone, change.handle, 0};
-      run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
+      run.share = change.rate;
+      set_flow_rate(change.handle, comm_contention_on_ ? slowed_rate(run.share, flow_divisor(run.gpu)) : run.share);
     }
+  }
+
+  /// The divisor D (in kPpm) of the rates of the flows GPU `gpu` sends: kPpm + comm_contention
+  /// (ppm) * its running compute kernels; kPpm when none runs or comm contention is 0.
+  std::uint64_t flow_divisor(GpuId gpu) const {
+    const GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    const Int128 wide = kPpm + static_cast<Int128>(state.comm_contention_ppm) * state.running_kernels.size();
+    LYNX_CHECK(wide <= static_cast<Int128>(UINT64_MAX), "comm contention divisor overflows on gpu {}", gpu);
+    return static_cast<std::uint64_t>(wide);
+  }
+
+  /// `share` slowed to share * kPpm / divisor, exact (the same rate when divisor is kPpm);
+  /// throws lynx::Error when the reduced fraction does not fit 64 bits.
+  static FlowRate slowed_rate(const FlowRate& share, std::uint64_t divisor) {
+    if (divisor == static_cast<std::uint64_t>(kPpm) || share.bytes_per_s_num == 0) return share;
+    // share.num * (kPpm / g) / (share.den * (divisor / g)), reduced by the gcd of the result.
+    const std::uint64_t g = std::gcd(static_cast<std::uint64_t>(kPpm), divisor);
+    UInt128 num = static_cast<UInt128>(share.bytes_per_s_num) * (static_cast<std::uint64_t>(kPpm) / g);
+    UInt128 den = static_cast<UInt128>(share.den) * (divisor / g);
+    if (num > UINT64_MAX || den > UINT64_MAX) {
+      UInt128 a = num, b = den;
+      while (b != 0) {
+        const UInt128 r = a % b;
+        a = b;
+        b = r;
+      }
+      num /= a;
+      den /= a;
+    }
+    LYNX_CHECK(num <= UINT64_MAX && den <= UINT64_MAX,
+               "a flow rate slowed by comm contention does not fit 64 bits ({} / {} bytes/s, divisor {} ppm)",
+               share.bytes_per_s_num, share.den, divisor);
+    return FlowRate{static_cast<std::uint64_t>(num), static_cast<std::uint64_t>(den)};
+  }
+
+  /// Moves flow `index` to `rate` now: its bytes so far at the old rate are through, and its
+  /// completion is (re)scheduled at the new one. Nothing when the rate is unchanged.
+  void set_flow_rate(std::uint32_t index, const FlowRate& rate) {
+    FlowRun& run = flows_[index];
+    if (run.rate == rate) return;
+    const TimePs now = engine_.now();
+    const bool rearm = run.rate.bytes_per_s_num != 0;
+    if (rearm) {
+      run.remaining -= progress_capped(now - run.last_update_ps, run.rate.bytes_per_s_num,
+                                       static_cast<Int128>(run.rate.den), run.remaining);
+    }
+    run.rate = rate;
+    run.last_update_ps = now;
+    const TimePs delay = ceil_mul_div_time(run.remaining, static_cast<Int128>(run.rate.den),
+                                           static_cast<Int128>(run.rate.bytes_per_s_num));
+    const TimePs at = checked_add(now, delay, kSimulatedClock);
+    const EventDesc what{EventKind::kFlowBytesDone, index, 0};
+    run.completion = rearm ? reschedule_event(run.completion, at, what) : schedule_event(at, what);
   }
 
   // ---- steady-state fast-forward ----
   // At each anchor task's start (Program::period_anchors) the executor takes a canonical
   // snapshot of its whole dynamic state: pending events in firing order with times relative to
-  // now, running kernels and flows (remaining work, rates), pool free lists, per-link flow
-  // lists, memory balances, and the frontier (tasks touched but not ended: pending counts and
-  // open parts). The previous snapshot is kept with every task id t mapped to phi(t) = t +
+  // now, running kernels and flows (remaining work, rates; with comm contention also each
+  // flow's link share and sending GPU, and each GPU's list of slowed flows), pool free lists,
+  // per-link flow lists, memory balances, and the frontier (tasks touched but not ended:
+  // pending counts and open parts). The previous snapshot is kept with every task id t mapped to phi(t) = t +
   // period_tasks_per_gpu[gpu of t]. Equal snapshots mean the state is the earlier one shifted by
   // one period T and phi; with the program itself phi-invariant over the tasks the coming
   // periods touch (checked task by task), and the tasks first touched in the last period having
@@ -1082,6 +1159,19 @@ class Execution {
         out.push_back(static_cast<std::int64_t>(run.rate.den));
         out.push_back(run.last_update_ps - now);
         out.push_back(run.latency_ps);
+        if (comm_contention_on_) {  // the rate above is this share, slowed by the GPU's kernels
+          out.push_back(static_cast<std::int64_t>(run.share.bytes_per_s_num));
+          out.push_back(static_cast<std::int64_t>(run.share.den));
+          out.push_back(run.gpu);
+        }
+      }
+    }
+    // With comm contention: each GPU's slowed flows in list order (the order their rates are
+    // set in when its kernels change). Every one has bytes on links, so a label from above.
+    if (comm_contention_on_) {
+      for (const GpuState& gpu : gpus_) {
+        out.push_back(static_cast<std::int64_t>(gpu.slowed_flows.size()));
+        for (const std::uint32_t handle : gpu.slowed_flows) out.push_back(flow_label[handle] >= 0 ? flow_label[handle] : -2);
       }
     }
     // Every pool entry has a label (in use entries are on a list), else no two snapshots match.
@@ -1597,6 +1687,7 @@ class Execution {
 
   // steady-state fast-forward (armed only with a period hint and no collective groups)
   bool ff_ = false;
+  bool comm_contention_on_ = false;  ///< some GPU has GpuDesc::comm_contention > 0
   std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans (a cycle's, in try_skip)
   std::vector<TaskId> gpu_first_;  ///< per GPU: [first, end) of its task ids
   std::vector<TaskId> gpu_end_;

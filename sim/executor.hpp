@@ -106,10 +106,14 @@ struct ExecResult {
 //   of one collective group (group >= 0) start together once all members are ready.
 // - kKernel: work_ps of solo time at rate 1 / (n_k * (1 + c * n_comm)) on its GPU, n_k = running
 //   kKernel tasks, n_comm = running kComm tasks, c = contention_factor (quantised to 1e-6).
-//   kComm tasks are not slowed; they only slow kernels while they run (start to end).
+//   kComm tasks slow kernels while they run (start to end).
 // - kComm: its flows start with it; a flow's rate is its bottleneck fair share
-//   (min over its links of bw / flows on the link, sim/link_sharing.hpp); a flow ends when its
-//   bytes are through plus its path latency. The task (or its whole group) ends when the last
+//   (min over its links of bw / flows on the link, sim/link_sharing.hpp), divided by
+//   (1 + f * n_k) with f = the sending GPU's comm_contention (quantised to 1e-6) and n_k its
+//   running kKernel tasks with work (the GPU of the comm task the flow belongs to: the receiver's
+//   kernels do not count; a program records a flow on its sender only). Rates change whenever
+//   shares or n_k change; f = 0 (the default) is the rule without the division. A flow ends
+//   when its bytes are through plus its path latency (the latency is not slowed). The task (or its whole group) ends when the last
 //   flow ended plus work_ps (the largest work_ps of the group's comm members).
 //   A flow of 0 bytes or with no links takes only its path latency.
 // - kMarker: zero time (work_ps must be 0). Only kComm tasks may carry flows.

@@ -28,6 +28,10 @@ struct GpuDesc {
   /// Each communication kernel running beside a compute kernel slows it by this fraction:
   /// rate = 1 / (n_compute_kernels * (1 + contention_factor * n_comm_kernels)).
   double contention_factor = 0.0;
+  /// Each compute kernel running on this GPU slows every flow this GPU's comm tasks send by this
+  /// fraction: flow rate = fair share / (1 + comm_contention * n_compute_kernels). 0: flows are
+  /// never slowed by kernels (sim/executor.hpp, "Execution semantics").
+  double comm_contention = 0.0;
 };
 
 /// One-directional link (full duplex = two links); bandwidth shared by its concurrent flows.

@@ -49,6 +49,7 @@ struct Truth {
   EfficiencyCurve attention{0.6, 1e9};     // FLOPs
   EfficiencyCurve memory_bound{0.85, 2e6};  // bytes
   double contention = 0.15;
+  double comm_contention = 0.55;  // the communication side (comm_alone / comm_concurrent rows)
   double intra_ring_bw = 250e9;     // achieved per-rank ring bandwidth in a node
   double all_reduce_alpha_s = 8e-6;  // 8 ranks: 2·7 = 14 steps
   double nic_ring_bw = 40e9;         // achieved per NIC across nodes
@@ -124,6 +125,7 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
     r.bytes = bytes;
     raw.rows.push_back(r);
   }
+  Noise comm_noise{truth.noise, 101};
   for (std::int64_t n : {2048, 4096, 8192}) {
     const double alone = kernel_time(truth, truth.gemm, 2.0 * static_cast<double>(n * n * n), peak);
     for (const char* name : {"gemm_alone", "gemm_concurrent"}) {
@@ -131,6 +133,18 @@ RawMeasurements synthetic(const Truth& truth, const HardwareSpec& base, bool wit
       Measurement r = row(MeasurementKind::kContention, name, "bf16",
                           alone * (concurrent ? (1.0 + truth.contention) * noise.next() : 1.0));
       r.m = r.n = r.k = n;
+      r.scope = "intra";
+      r.ranks = 8;
+      raw.rows.push_back(r);
+    }
+    // The communication burst beside the GEMMs: 500 us alone (as the H200 run measured); its
+    // own noise sequence, so the other rows keep theirs.
+    for (const char* name : {"comm_alone", "comm_concurrent"}) {
+      const bool concurrent = std::string(name) == "comm_concurrent";
+      Measurement r = row(MeasurementKind::kContention, name, "bf16",
+                          500e-6 * (concurrent ? (1.0 + truth.comm_contention) * comm_noise.next() : 1.0));
+      r.m = r.n = r.k = n;
+      r.bytes = 256ULL << 20;
       r.scope = "intra";
       r.ranks = 8;
       raw.rows.push_back(r);
@@ -222,6 +236,11 @@ TEST_CASE("fitter recovers known parameters from synthetic measurements") {
   // Contention 0.15: within 0.01 absolute with noise (a median of 3 noisy ratios), exact without.
   const double contention_tolerance = truth.noise > 0.0 ? 0.01 : 1e-9;
   CHECK(std::fabs(fitted.contention_factor - 0.15) <= contention_tolerance);
+  // Comm contention 0.55 from the communication side, the same way (exact without noise).
+  CHECK(std::fabs(fitted.comm_contention - 0.55) <= contention_tolerance);
+  REQUIRE(report.find("gpu.comm_contention") != nullptr);
+  CHECK(report.find("gpu.comm_contention")->fitted);
+  CHECK(report.find("gpu.comm_contention")->measurements == 3);
 
   // The all-reduce alpha-beta fit: alpha 8 us, bus bandwidth 250 GB/s.
   const CollectiveFit* all_reduce = nullptr;
@@ -291,10 +310,11 @@ TEST_CASE("fitter keeps the base profile where nothing was measured") {
   CHECK(fitted.attention.max == base.attention.max);
   CHECK(fitted.memory_bound.half_work == base.memory_bound.half_work);
   CHECK(fitted.contention_factor == base.contention_factor);
+  CHECK(fitted.comm_contention == base.comm_contention);
   CHECK(fitted.nvlink.bw_bytes_per_s == base.nvlink.bw_bytes_per_s);
   CHECK(fitted.nic.latency_ps == base.nic.latency_ps);
   for (const char* field : {"gpu.kernel_launch", "gpu.attention_efficiency",
-                            "gpu.memory_bound_efficiency", "gpu.contention", "node.nvlink",
+                            "gpu.memory_bound_efficiency", "gpu.contention", "gpu.comm_contention", "node.nvlink",
                             "node.nic"}) {
     CAPTURE(field);
     const FieldFit* f = report.find(field);
@@ -337,8 +357,10 @@ TEST_CASE("fitter: launch fallback, clamps and errors") {
   SUBCASE("negative contention is clamped to 0") {
     Truth truth;
     truth.contention = -0.05;
+    truth.comm_contention = -0.02;
     const HardwareSpec fitted = fit_profile(synthetic(truth, base, false), base, nullptr);
     CHECK(fitted.contention_factor == 0.0);
+    CHECK(fitted.comm_contention == 0.0);
   }
   SUBCASE("a base profile without peak is rejected") {
     HardwareSpec no_peak = base;

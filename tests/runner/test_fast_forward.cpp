@@ -126,6 +126,17 @@ TEST_CASE("fast-forward: lynx plans with overlapped recompute, dp with bucketed 
   CHECK(check_both_ways("none-gpipe.yaml", {"parallel.global_batch=128"}) == 0);
 }
 
+TEST_CASE("fast-forward: with comm contention (flows slowed by kernels) the skips stay exact") {
+  // Flow rates now change when kernels start and end: the snapshot holds each flow's share and
+  // each GPU's slowed-flow list, and the skipped periods must still equal the slow path's.
+  const std::vector<std::string> pp8 = {"parallel.pp=8", "parallel.micro_batch=1", "parallel.global_batch=64",
+                                        "model.preset=gpt-1.3b", "hardware.nodes=2", "hardware.gpu.comm_contention=0.5"};
+  CHECK(check_both_ways("selective-1f1b.yaml", pp8) > 0);
+  CHECK(check_both_ways("full-1f1b.yaml", with(pp8, "parallel.dp=1")) > 0);
+  CHECK(check_both_ways("lynx-heu-multinode-dp.yaml", {"parallel.global_batch=512", "hardware.gpu.comm_contention=0.3"}) > 0);
+  CHECK(check_both_ways("lynx-opt-1f1b.yaml", {"parallel.global_batch=256", "hardware.gpu.comm_contention=0.6"}) > 0);
+}
+
 TEST_CASE("fast-forward: a wrong period hint is refused, not trusted") {
   const std::string path = (kScenarios / "selective-1f1b.yaml").string();
   const model::ResolvedScenario resolved = model::load_scenario_file(

@@ -130,6 +130,124 @@ TEST_CASE("executor: kernel contention with a communication kernel") {
   CHECK(r.makespan_ps == 4200_ns);
 }
 
+TEST_CASE("executor: comm contention slows a flow while a compute kernel runs on its GPU") {
+  // One flow of B = 600 bytes on an idle link of W = 1e9 B/s (1 byte/ns), beside one kernel on
+  // the flow's GPU; kernels slowed by c = 0.5 per comm task, flows by f = 0.6 per kernel.
+  // Flow rate W / (1 + f * n_k), kernel rate 1 / (n_k * (1 + c * n_comm)).
+  auto machine_with = [](ProgramBuilder& b, double c, double f) {
+    b.add_gpu("g0", {"compute", "comm"}, 0, c);
+    b.machine.gpus[0].comm_contention = f;
+    return b.add_link("nvlink", 1'000'000'000, 0);
+  };
+  SUBCASE("the kernel outlasts the flow: K = 1000 ns") {
+    ProgramBuilder b;
+    const auto link = machine_with(b, 0.5, 0.6);
+    const TaskId k = b.kernel(0, 0, 1000_ns, "K");
+    const TaskId comm = b.comm(0, 1, 0, "C", {{600, {link}}});
+    const ExecResult r = execute(b.machine, b.program);
+    // [0, 960 ns]: flow at 1/1.6 = 0.625 B/ns -> 600 B in 960'000 ps exactly
+    //   (rate 1e9 * 1e6 / 1.6e6 = 5e9/8 B/s: ceil(600e12 * 8 / 5e9) = 960'000);
+    //   kernel at 1/1.5: 640 ns of its work done (floor(960'000 * 1e12 / 1.5e6) units).
+    // [960, 1320 ns]: kernel alone, its last 360 ns.
+    CHECK(r.flow_end_ps[0] == 960'000);
+    CHECK(end_of(r, comm) == 960'000);
+    CHECK(end_of(r, k) == 1'320'000);
+  }
+  SUBCASE("the kernel ends first (K = 300 ns): the flow speeds up at the kernel's end") {
+    ProgramBuilder b;
+    const auto link = machine_with(b, 0.5, 0.6);
+    const TaskId k = b.kernel(0, 0, 300_ns, "K");
+    const TaskId comm = b.comm(0, 1, 0, "C", {{600, {link}}});
+    const ExecResult r = execute(b.machine, b.program);
+    // Kernel at 1/1.5: 300 ns of work by 450'000 ps. Flow by then: floor(450'000 * 5e9 / 8)
+    // = 281.25e12 of 600e12 (byte * ps/s) through; the other 318.75 B alone at 1 B/ns:
+    // 318'750 ps more -> 768'750 ps.
+    CHECK(end_of(r, k) == 450'000);
+    CHECK(r.flow_end_ps[0] == 768'750);
+    CHECK(end_of(r, comm) == 768'750);
+  }
+  SUBCASE("a kernel starting while the flow runs slows it from then on") {
+    ProgramBuilder b;
+    const auto link = machine_with(b, 0.5, 0.6);
+    b.add_gpu("g1", {"compute"});
+    const TaskId k0 = b.kernel(1, 0, 200_ns, "K0");
+    const TaskId k = b.kernel(0, 0, 240_ns, "K", {k0});
+    const TaskId comm = b.comm(0, 1, 0, "C", {{600, {link}}});
+    const ExecResult r = execute(b.machine, b.program);
+    // [0, 200 ns]: the flow alone, 200 B. [200, 560 ns]: K at 1/1.5 (240 ns of work in
+    // 360 ns); the flow at 0.625 B/ns moves 225 B. Then 175 B alone -> 735 ns.
+    CHECK(start_of(r, k) == 200_ns);
+    CHECK(end_of(r, k) == 560_ns);
+    CHECK(end_of(r, comm) == 735_ns);
+  }
+  SUBCASE("two kernels: divided by 1 + f * 2") {
+    ProgramBuilder b;
+    b.add_gpu("g0", {"s0", "s1", "comm"});
+    b.machine.gpus[0].comm_contention = 0.5;
+    const auto link = b.add_link("l", 1'000'000'000, 0);
+    const TaskId ka = b.kernel(0, 0, 1000_ns, "A");
+    const TaskId kb = b.kernel(0, 1, 1000_ns, "B");
+    const TaskId comm = b.comm(0, 2, 0, "C", {{600, {link}}});
+    const ExecResult r = execute(b.machine, b.program);
+    // c = 0: each kernel at 1/2, both end at 2000 ns; the flow at 1/(1 + 0.5 * 2) = 0.5 B/ns.
+    CHECK(end_of(r, comm) == 1200_ns);
+    CHECK(end_of(r, ka) == 2000_ns);
+    CHECK(end_of(r, kb) == 2000_ns);
+  }
+  SUBCASE("a flow alone, and f = 0, keep today's times") {
+    ProgramBuilder alone;
+    const auto link = machine_with(alone, 0.5, 0.6);
+    const TaskId comm = alone.comm(0, 1, 0, "C", {{600, {link}}});
+    CHECK(end_of(execute(alone.machine, alone.program), comm) == 600_ns);
+    ProgramBuilder off;
+    const auto off_link = machine_with(off, 0.5, 0.0);
+    const TaskId k = off.kernel(0, 0, 1000_ns, "K");
+    const TaskId off_comm = off.comm(0, 1, 0, "C", {{600, {off_link}}});
+    const ExecResult r = execute(off.machine, off.program);
+    // The kernel rule alone: 400 ns of work by 600 ns, then 600 ns solo.
+    CHECK(end_of(r, off_comm) == 600_ns);
+    CHECK(end_of(r, k) == 1200_ns);
+  }
+  SUBCASE("kernels on another GPU than the sender's do not slow the flow") {
+    ProgramBuilder b;
+    const auto link = machine_with(b, 0.5, 0.6);
+    b.add_gpu("g1", {"comm"});
+    b.machine.gpus[1].comm_contention = 0.6;
+    const TaskId k = b.kernel(0, 0, 1000_ns, "K");      // on g0
+    const TaskId comm = b.comm(1, 0, 0, "C", {{600, {link}}});  // sent by g1, no kernel there
+    const ExecResult r = execute(b.machine, b.program);
+    CHECK(end_of(r, comm) == 600_ns);
+    CHECK(end_of(r, k) == 1000_ns);  // and the kernel sees no comm task on its own GPU
+  }
+  SUBCASE("a rate that does not divide: rounded up once, and the same every run") {
+    ProgramBuilder b;
+    b.add_gpu("g0", {"compute", "comm"}, 0, 0.2);
+    b.machine.gpus[0].comm_contention = 0.25;
+    const auto link = b.add_link("pcie", 3'000'000'000, 5);  // 3 B/ns, 5 ps latency
+    const TaskId k = b.kernel(0, 0, 700_ns, "K");
+    const TaskId comm = b.comm(0, 1, 0, "C", {{1000, {link}}});
+    const ExecResult r = execute(b.machine, b.program);
+    // Flow at 3e9 * 1e6 / 1.25e6 = 2.4e9 B/s (12e9/5): ceil(1000e12 * 5 / 12e9) = 416'667 ps,
+    // + 5 ps latency: the comm task ends at 416'672. Kernel at 1/1.2 until then:
+    // floor(416'672 * 1e12 / 1.2e6) = 347'226'666'666 units done of 700e9; the other
+    // 352'773'333'334 units alone: ceil(352'773'333'334 / 1e6) = 352'774 ps -> 769'446 ps.
+    CHECK(r.flow_end_ps[0] == 416'672);
+    CHECK(end_of(r, comm) == 416'672);
+    CHECK(end_of(r, k) == 769'446);
+    const ExecResult again = execute(b.machine, b.program);
+    CHECK(again.fingerprint == r.fingerprint);
+    CHECK(again.task_end_ps == r.task_end_ps);
+  }
+}
+
+TEST_CASE("executor: a comm contention outside [0, 1e6] is a malformed machine") {
+  ProgramBuilder b;
+  b.add_gpu("g0", {"s0"});
+  b.machine.gpus[0].comm_contention = -0.1;
+  b.kernel(0, 0, 10_ns, "K");
+  CHECK(error_of(b).find("comm contention -0.1 is not in [0, 1e6]") != std::string::npos);
+}
+
 TEST_CASE("executor: links share bandwidth fairly among flows") {
   SUBCASE("two flows on one link, the second joining half-way") {
     ProgramBuilder b;

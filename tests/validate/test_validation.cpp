@@ -423,7 +423,7 @@ TEST_CASE("a headed multi-node CSV simulates each row as the scenario its column
     std::vector<std::string> o = {"hardware.profile=dgx-a100-80gb", "model.preset=", "model.vocab=51200",
                                   "model.flash_attention=false", "parallel.distributed_optimizer=false",
                                   "parallel.dp_overlap=end", "parallel.fp32_main_grads=false", "model.seq_len=1024",
-                                  "model.heads=16"};
+                                  "model.heads=16", "model.gradient_accumulation_fusion=false"};
     o.insert(o.end(), layout.begin(), layout.end());
     return simulate(model::default_scenario(o)).result.iteration_time_s * 1e3;
   };
