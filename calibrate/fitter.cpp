@@ -587,13 +587,15 @@ void fit_memory_bound_field(FitState& st, const std::vector<const Measurement*>&
   fit_curve_field(st, job, memory_rows, launch_s);
 }
 
-/// gpu.comm_contention: f = median over the (GEMM size, bytes) pairs of comm_concurrent /
-/// comm_alone − 1, clamped >= 0 (the communication burst beside one GEMM stream: 1 + f · 1).
-template <typename CommPairs>
-void fit_comm_contention_field(FitState& st, const CommPairs& comm) {
+/// A slowdown factor from (alone, concurrent) row pairs: median over the pairs of
+/// t_concurrent / t_alone − 1, clamped >= 0, written to `target` and reported as `field`
+/// (gpu.contention from the GEMM side, gpu.comm_contention from the communication side).
+template <typename Pairs>
+void fit_slowdown_field(FitState& st, const Pairs& pairs, const char* field, const char* pair_names,
+                        double base_value, double& target) {
   std::vector<double> factors, alone, concurrent;
   bool standin = false;
-  for (const auto& [key, pair] : comm) {
+  for (const auto& [key, pair] : pairs) {
     if (pair.first == nullptr || pair.second == nullptr) continue;
     if (!(pair.first->time_us_median > 0.0) || !(pair.second->time_us_median > 0.0)) continue;
     factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
@@ -602,83 +604,52 @@ void fit_comm_contention_field(FitState& st, const CommPairs& comm) {
     standin = standin || pair.first->scope == "standin";
   }
   if (factors.empty()) {
-    st.report.fields.push_back(not_measured("gpu.comm_contention",
-                                            fmt::format("{:.4f}", st.base.comm_contention),
-                                            "no comm_alone/comm_concurrent pairs"));
+    st.report.fields.push_back(not_measured(field, fmt::format("{:.4f}", base_value),
+                                            fmt::format("no {} pairs", pair_names)));
     return;
   }
   double f = median(factors);
   if (f < 0.0) {
-    st.report.notes.push_back(fmt::format("gpu.comm_contention: median slowdown {:.4f} < 0 clamped to 0", f));
+    st.report.notes.push_back(fmt::format("{}: median slowdown {:.4f} < 0 clamped to 0", field, f));
     f = 0.0;
   }
-  st.fitted.comm_contention = f;
+  target = f;
   std::vector<double> predicted;
   for (double t : alone) predicted.push_back(t * (1.0 + f));
   FieldFit fit;
-  fit.field = "gpu.comm_contention";
+  fit.field = field;
   fit.fitted = true;
   fit.measurements = static_cast<int>(factors.size());
   fit.rms_relative_error = rms_relative(predicted, concurrent);
   fit.value = fmt::format("{:.4f}", f);
-  fit.source = st.source + (standin ? " (a device-to-device copy kernel standing in for NCCL: one GPU)" : "");
+  fit.source = st.source + (standin ? " (against a device-to-device copy kernel standing in for "
+                                      "NCCL: one GPU)"
+                                    : "");
   st.report.fields.push_back(fit);
 }
 
-/// gpu.contention: c = median over GEMM sizes of t_concurrent/t_alone − 1, clamped >= 0;
-/// gpu.comm_contention likewise from the communication side (comm_alone / comm_concurrent).
+/// gpu.contention from the GEMM bursts alone / beside a communication burst; gpu.comm_contention
+/// from the communication burst alone / beside one GEMM stream (1 + f · 1), per (GEMM size, bytes).
 void fit_contention_field(FitState& st) {
-  std::vector<std::string>& notes = st.report.notes;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::string,
                       std::string>,
            std::pair<const Measurement*, const Measurement*>>
-      pairs;
-  bool standin = false;
+      gemm;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::string>,
            std::pair<const Measurement*, const Measurement*>>
       comm;
   for (const Measurement* row : rows_of(st.raw, MeasurementKind::kContention)) {
     const auto key = std::make_tuple(row->m, row->n, row->k, row->batch, row->dtype, row->scope);
-    if (row->name == "gemm_alone") pairs[key].first = row;
-    if (row->name == "gemm_concurrent") pairs[key].second = row;
+    if (row->name == "gemm_alone") gemm[key].first = row;
+    if (row->name == "gemm_concurrent") gemm[key].second = row;
     const auto comm_key = std::make_tuple(row->m, row->n, row->k, row->bytes, row->scope);
     if (row->name == "comm_alone") comm[comm_key].first = row;
     if (row->name == "comm_concurrent") comm[comm_key].second = row;
   }
-  std::vector<double> factors, alone, concurrent;
-  for (const auto& [key, pair] : pairs) {
-    if (pair.first == nullptr || pair.second == nullptr) continue;
-    factors.push_back(pair.second->time_us_median / pair.first->time_us_median - 1.0);
-    alone.push_back(pair.first->time_us_median);
-    concurrent.push_back(pair.second->time_us_median);
-    standin = standin || pair.first->scope == "standin";
-  }
-  if (factors.empty()) {
-    st.report.fields.push_back(not_measured("gpu.contention",
-                                            fmt::format("{:.4f}", st.base.contention_factor),
-                                            "no gemm_alone/gemm_concurrent pairs"));
-    fit_comm_contention_field(st, comm);
-    return;
-  }
-  double c = median(factors);
-  if (c < 0.0) {
-    notes.push_back(fmt::format("gpu.contention: median slowdown {:.4f} < 0 clamped to 0", c));
-    c = 0.0;
-  }
-  st.fitted.contention_factor = c;
-  std::vector<double> predicted;
-  for (double t : alone) predicted.push_back(t * (1.0 + c));
-  FieldFit f;
-  f.field = "gpu.contention";
-  f.fitted = true;
-  f.measurements = static_cast<int>(factors.size());
-  f.rms_relative_error = rms_relative(predicted, concurrent);
-  f.value = fmt::format("{:.4f}", c);
-  f.source = st.source + (standin ? " (against a device-to-device copy kernel standing in for "
-                                    "NCCL: one GPU)"
-                                  : "");
-  st.report.fields.push_back(f);
-  fit_comm_contention_field(st, comm);
+  fit_slowdown_field(st, gemm, "gpu.contention", "gemm_alone/gemm_concurrent", st.base.contention_factor,
+                     st.fitted.contention_factor);
+  fit_slowdown_field(st, comm, "gpu.comm_contention", "comm_alone/comm_concurrent", st.base.comm_contention,
+                     st.fitted.comm_contention);
 }
 
 /// Groups the collective rows on >= 2 ranks and reports one alpha-beta fit per group.
