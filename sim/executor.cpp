@@ -638,7 +638,7 @@ class Execution {
       result_.task_start_ps[static_cast<std::size_t>(t)] = engine_.now();
       if (ff_) {
         note_touched(t);
-        if (have_previous_) log_.push_back({engine_.now(), t, 0});
+        if (!anchors_.empty()) log_.push_back({engine_.now(), t, 0});
         if (next_anchor_ < program_.period_anchors.size() && t == program_.period_anchors[next_anchor_]) {
           ++next_anchor_;
           checkpoint_due_ = true;
@@ -704,7 +704,7 @@ class Execution {
       const std::size_t ti = static_cast<std::size_t>(t);
       const Task& task = program_.tasks[ti];
       result_.task_end_ps[ti] = now;
-      if (ff_ && have_previous_) log_.push_back({now, t, 1});
+      if (ff_ && !anchors_.empty()) log_.push_back({now, t, 1});
       task_fingerprint_.add_signed(now);
       task_fingerprint_.add((static_cast<std::uint64_t>(t) << 1) | 1);
       if (options_.record_event_order) result_.event_order.push_back((static_cast<std::int64_t>(t) << 1) | 1);
@@ -1085,7 +1085,7 @@ class Execution {
     hi = std::max(hi, t);
   }
   void log_flow_end(std::uint32_t f, std::uint32_t unit) {
-    if (!have_previous_) return;
+    if (anchors_.empty()) return;  // the log is kept from the first anchor on
     log_.push_back({engine_.now(), static_cast<TaskId>(unit), 2 + (f - program_.tasks[unit].first_flow)});
   }
 
@@ -1248,7 +1248,6 @@ class Execution {
     now.frontier = frontier_;
     now.log_begin = log_.size();
     anchors_.push_back(std::move(now));
-    have_previous_ = true;
     waited_for_issue_ = false;
   }
 
@@ -1704,7 +1703,6 @@ class Execution {
   std::vector<PeriodLogEntry> log_;
   std::size_t next_anchor_ = 0;
   bool checkpoint_due_ = false;
-  bool have_previous_ = false;  ///< an anchor was passed (the log is kept from then on)
   /// The last kMaxCyclePeriods anchors' snapshots (at most 1 for a compressed program), oldest
   /// first, each encoded with phi^k for k = 1..that bound (compared k anchors later).
   std::vector<Anchor> anchors_;
