@@ -65,7 +65,9 @@ int write_report(const std::string& manifest, const std::vector<std::string>& ov
     val::DatasetResults& out = results.emplace_back();
     out.dataset = d;
     const auto runs = val::load_measured_runs(d.file);
-    val::require_iteration_times(runs, d.file);
+    // A file of per-layer times (no iteration time) is scored per layer.
+    const bool per_layer = !runs.empty() && !(runs.front().iteration_ms > 0);
+    if (!per_layer) val::require_iteration_times(runs, d.file);
     for (const std::string& profile : d.profiles) {
       val::BaseOptions base_options;
       base_options.profile = val::is_profile_file(profile) ? "" : profile;
@@ -73,6 +75,11 @@ int write_report(const std::string& manifest, const std::vector<std::string>& ov
       base_options.overrides = d.overrides;
       for (const std::string& o : overrides) base_options.overrides.push_back(o);
       base_options.recompute = d.recompute;
+      if (per_layer) {
+        out.layer_profiles.push_back(
+            {profile, val::simulate_components(val::validation_base_scenario(base_options), runs, d.file)});
+        continue;
+      }
       StageBars bars;
       out.profiles.push_back(
           {profile, val::simulate_stage(val::validation_base_scenario(base_options), runs,
