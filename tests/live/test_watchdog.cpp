@@ -72,7 +72,7 @@ TEST_CASE("watchdog: a rank that never arrives at a collective stops its peer wi
 }
 
 TEST_CASE("watchdog: a pipeline send that never comes stops its receiver, naming the pair") {
-  const OpStream ops = stream_for("selective", 2, 2);
+  const OpStream ops = stream_for("selective", 1, 2);  // ranks 0 and 1, pipeline transfers only
   // Rank 0's first send (stage 0 to stage 1): its index among rank 0's communication ops.
   int index = 0, send = -1;
   for (int i : ops.rank_ops[0]) {
@@ -87,10 +87,18 @@ TEST_CASE("watchdog: a pipeline send that never comes stops its receiver, naming
   REQUIRE(send >= 0);
   const LiveOp& sent = ops.ops[static_cast<std::size_t>(send)];
   const LiveOp& recv = ops.ops[static_cast<std::size_t>(sent.match)];
-  CHECK(stalled_run(ops, {1, 0.3, 30}, 0, index) ==
-        fmt::format("live: watchdog: rank {} ({}) waited 0.3 s (--timeout-op) in op '{}' on communicator pp 0->{}; rank 0 never "
-                    "sent '{}'",
-                    recv.rank, ops.gpu_names[static_cast<std::size_t>(recv.rank)], recv.label, recv.rank, sent.label));
+  // Receives are posted at the iteration's start and their clock runs from there: the first to
+  // give up is rank 1's receive of the stalled activation or rank 0's receive of the gradient
+  // that can never come back (both at 0.3 s); either names its pair and the sender.
+  const std::string error = stalled_run(ops, {1, 0.3, 30}, 0, index);
+  const std::string activation =
+      fmt::format("live: watchdog: rank 1 ({}) waited 0.3 s (--timeout-op) in op '{}' on communicator pp 0->1; rank 0 never sent '{}'",
+                  ops.gpu_names[1], recv.label, sent.label);
+  const std::string gradient = fmt::format(
+      "live: watchdog: rank 0 ({}) waited 0.3 s (--timeout-op) in op 'recv mb0.send_gradient' on communicator pp 1->0; rank 1 never "
+      "sent 'mb0.send_gradient'",
+      ops.gpu_names[0]);
+  CHECK_MESSAGE((error == activation || error == gradient), error);
 }
 
 TEST_CASE("watchdog: the iteration limit stops a run whose op limit is longer") {
