@@ -120,7 +120,7 @@ TEST_CASE("watchdog: a normal run with the limits on is not stopped") {
   }
 }
 
-TEST_CASE("watchdog options: --timeout sets every limit, an explicit one wins; the test hook's variable") {
+TEST_CASE("watchdog options: --timeout sets every limit, an explicit one wins, and the test hook variable parses") {
   LiveOptions o;
   REQUIRE(parse_live_options({"plan.yaml", "--timeout", "5", "--timeout-op", "0.25"}, o));
   CHECK(o.limits.comm_init_s == 5);
