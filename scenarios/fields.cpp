@@ -378,7 +378,7 @@ std::vector<FieldDesc> scenario_field_table() {
       "(Llama, Megatron's --attention-dropout 0 --hidden-dropout 0: no masks, no dropout kernel)",
       [](auto& s) -> auto& { return s.model.dropout; }));
   t.back().default_text = "default (the preset's, else true)";
-  // Megatron-LM's fusion switches (model/gpt.cpp, docs/host.md "Kernels per op": Variants).
+  // Megatron-LM's fusion switches (model/gpt_ops.cpp, docs/host.md "Kernels per op": Variants).
   t.push_back(bool_field(
       "model.gradient_accumulation_fusion", kScn,
       "the weight-gradient GEMMs accumulate into the main gradient (Megatron's default); false "

@@ -78,7 +78,7 @@ struct ModelSpec {
   LinearBias linear_bias = LinearBias::kDefault;
   Dropout dropout = Dropout::kDefault;
   GemmPrecision gemm_precision = GemmPrecision::kBf16;
-  /// Megatron-LM's kernel fusions, on by default as in Megatron-LM (model/gpt.cpp and
+  /// Megatron-LM's kernel fusions, on by default as in Megatron-LM (model/gpt_ops.cpp and
   /// docs/host.md say what each costs when off): the wgrad GEMM accumulating into the main
   /// gradient (--no-gradient-accumulation-fusion), bias + GeLU (--no-bias-gelu-fusion), bias +
   /// dropout + residual add (--no-bias-dropout-fusion), scale-mask-softmax
