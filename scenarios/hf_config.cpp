@@ -186,12 +186,12 @@ class ConfigReader {
     }
   }
 
-  /// Llama (attention_bias, mlp_bias) and Qwen3 / Mistral (attention_bias) give their biases;
+  /// Llama (attention_bias, mlp_bias) and Qwen3 (attention_bias) give their biases, Mistral has none;
   /// Qwen2 has a QKV bias in every layer and no field for it: (h + 2·kv·head_dim) parameters
   /// per layer, under 0.01% of the model, not modelled (linear_bias false).
   bool linear_bias() const {
     const bool attention = boolean("attention_bias", false);
-    const bool mlp = boolean("mlp_bias", attention);
+    const bool mlp = boolean("mlp_bias", false);  // LlamaConfig's default; the others have no MLP bias
     if (attention != mlp)
       fail_field(ErrorCode::kNotModelled, field("mlp_bias"), "mlp_bias",
                  "{} with attention_bias {}: biases on some linear layers only are not modelled", mlp, attention);

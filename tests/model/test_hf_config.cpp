@@ -179,7 +179,7 @@ TEST_CASE("hf_config: unknown architectures and fields the model cannot build ar
   CHECK(m.find("field 'mlp_bias'") != std::string::npos);
   m = config_error("[1, 2]\n", ErrorCode::kWrongShape);
   CHECK(m.find("cfg.json:1:1: expected a JSON object") != std::string::npos);
-  m = config_error("{\"model_type\": \"llama\",,}\n", ErrorCode::kMalformedYaml);
+  m = config_error("{\"model_type\": \"llama\"\n", ErrorCode::kMalformedYaml);
   CHECK(m.find("t.yaml:2:14: key 'model.hf_config': ") != std::string::npos);
 }
 
