@@ -95,7 +95,7 @@ TEST_CASE("an NVLink domain must be whole NVSwitch nodes") {
   CHECK_THROWS_AS(hw_models::Topology{pcie}, lynx::Error);
 }
 
-TEST_CASE("tp 8 / dp 9: on a 72-GPU NVLink domain every all-reduce is on NVLink; on 8-GPU nodes dp crosses NICs") {
+TEST_CASE("tp 8 / dp 9: on a 72-GPU NVLink domain every all-reduce is on NVLink, on 8-GPU nodes dp crosses NICs") {
   const HardwareSpec nvl72 = test::nvlink_domain_cluster(18, 4, 72);  // 18 trays of 4 GPUs
   const HardwareSpec hgx = test::nvswitch_cluster(9);                 // 9 nodes of 8 GPUs
   const hw_models::Topology nvl72_topo(nvl72);

@@ -135,7 +135,7 @@ TEST_CASE("dgx-h100-80gb and h200-sxm-141gb: Hopper, NVLink4, NDR") {
   CHECK(h200.intra_node == IntraNode::kNvSwitch);
 }
 
-TEST_CASE("gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain; a domain must be whole NVSwitch nodes") {
+TEST_CASE("gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain, which must be whole NVSwitch nodes") {
   const HardwareSpec nvl72 = builtin_hardware_profile("gb200-nvl72");
   CHECK(nvl72.gpus_per_node == 4);
   CHECK(nvl72.domain_gpus() == 72);
