@@ -88,7 +88,7 @@ double phase_delay(const StepProfile& pr, const std::vector<TimePs>& per_phase, 
   // gpt-13b tp8 pp2: a send reaching a step 1 ms before its end delays it 2.5 ms, the step ends
   // with the send), which the interpolation down to nothing at the end (below) charged 0.3 ms.
   // A step that ended within the measured send keeps its rate to its end: the delay falls in
-  // proportion to w, which is the interpolation. (BENCHMARKS.md, session 14, h14pcie.)
+  // proportion to w, which is the interpolation. (BENCHMARKS.md, "Fast mode: agreement with exact mode".)
   if (step_delay && k + 1 == kChannelPhases && c < pr.channel_idle_send_ps.size()) {
     const double w_last = static_cast<double>(to - from), w = static_cast<double>(to - offset);
     const double last = static_cast<double>(delays(k));

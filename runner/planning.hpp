@@ -36,17 +36,16 @@ struct PlanningResult {
 /// Fast mode's iteration time is within this fraction of exact mode's: the bound
 /// tests/fast/test_agreement.cpp holds on every configuration of both committed agreement sets
 /// (it fails above it; the PCIe set it holds at 0.75%). Measured there: worst 0.57% (PCIe,
-/// gpt-22b tp2 pp16 dp2 gpipe selective, -0.566%), NVLink 0.37% (BENCHMARKS.md, session 14,
-/// h14pcie; 0.86% on PCIe before it); eight PCIe layouts drawn outside the set reached 0.96%
-/// (1.31% before), so the margin under this bound is thinner off the set. It was 5% while the
-/// PCIe set's worst was above 1% (1.31% in session 12, 3.41% in session 11).
+/// gpt-22b tp2 pp16 dp2 gpipe selective, -0.566%), NVLink 0.37% (BENCHMARKS.md, "Fast mode:
+/// agreement with exact mode"); eight PCIe layouts drawn outside the set reached 0.96%, so the
+/// margin under this bound is thinner off the set.
 inline constexpr double kFastModeErrorBound = 0.01;
 
 /// Fast mode's peak memory of a plan with overlapped (lynx) recomputation is within this
 /// fraction of exact mode's (its allocation times depend on the timeline); without overlapped
 /// recomputation it is equal. tests/fast/test_agreement.cpp checks it on the agreement sets:
 /// measured, the two were equal (error below 1e-8) on all 69 lynx-heu configurations there
-/// (BENCHMARKS.md, session 11). Planned lynx plans fill memory to within ~0.3% of capacity
+/// (build/bench/fast_bench --agreement). Planned lynx plans fill memory to within ~0.3% of capacity
 /// (nvlink-gpt-13b: 0.26%), so a bound looser than that could never vouch that one fits.
 inline constexpr double kFastModeMemoryBound = 0.001;
 

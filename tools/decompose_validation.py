@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Splits measured and predicted iteration times into what grows with the layers and what
-grows with the micro-batches, per configuration group (VALIDATION.md, "Session 14").
+grows with the micro-batches, per configuration group (VALIDATION.md, "The measurements split by component").
 
 Within a group of rows that differ only in layers L and global batch (so in micro-batches per
 iteration m), an iteration of a pipeline-free run costs

@@ -18,9 +18,9 @@ HEADER = {
 # PCIe nodes GPUs share PCIe switch and host links, so other stages' sends cross a stage's
 # links; fast mode charges each step the delays it measured beside each such channel's sends,
 # at the phases the composed schedule sets, and replays the composed steps per data-parallel
-# replica, which drift apart (fast/compose.cpp). Measured: worst -0.57% (-0.86% before session
-# 14's saturating tail; BENCHMARKS.md, sessions 13 and 14; the second 60 were drawn after session 12's first model
-# was made). Also checked: equal peak memory and OOM (none / full / selective), Kendall tau >=
+# replica, which drift apart (fast/compose.cpp). Measured: worst -0.57% (BENCHMARKS.md, "Fast
+# mode: agreement with exact mode"; the second 60 were drawn after the model of shared PCIe
+# links was fitted to the first 60). Also checked: equal peak memory and OOM (none / full / selective), Kendall tau >=
 # 0.98; build/bench/fast_bench reports the error distribution."""}
 
 

@@ -3,8 +3,7 @@
 // links shared between GPUs): every iteration time within 1% (PCIe: 0.75%), peak memory equal for none /
 // full / selective plans and within kFastModeMemoryBound (runner/planning.hpp) for overlapped
 // (lynx) plans, and the two modes rank the configurations alike (Kendall tau >= 0.98).
-// fast_bench reports the distributions (BENCHMARKS.md: NVLink worst 0.37%, PCIe worst 0.57%
-// since session 14's saturating tail, 0.86% before).
+// fast_bench reports the distributions (BENCHMARKS.md: NVLink worst 0.37%, PCIe worst 0.57%).
 #include "runner/mode_agreement.hpp"
 #include "runner/planning.hpp"
 

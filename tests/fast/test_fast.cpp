@@ -205,7 +205,7 @@ TEST_CASE("on shared links other stages' sends into a stage slow its steps, its 
   CHECK(std::is_sorted(step.channel_phase_ps.begin(), step.channel_phase_ps.end()));
   CHECK(step.channel_phase_ps.back() < step.compute_end_ps);
   CHECK(step.channel_delay_ps[static_cast<size_t>(input) * fast::kChannelPhases + fast::kChannelPhases - 1] > 0);
-  // Private links (NVLink): no channels, the composition of session 11.
+  // Private links (NVLink): no channels, each stage composed on its own.
   const model::ResolvedScenario dgx = model::default_scenario(
       {"model.preset=gpt-2.7b", "hardware.nodes=4", "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.global_batch=8"});
   fast::StepCache::Context& nvlink = cache.context(dgx.scenario());
