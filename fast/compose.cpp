@@ -309,7 +309,8 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
-  StepCache::Context& context = cache.context(sc);
+  const std::shared_ptr<StepCache::Context> held = cache.context(sc);  // alive while composed
+  StepCache::Context& context = *held;
   if (!context.links_private) cache.add_channels(context, sc, workload);
   const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;

@@ -1,6 +1,8 @@
 #include "fast/step_cache.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 
@@ -24,23 +26,48 @@ std::size_t ContextKeyHash::operator()(const ContextKey& k) const {
   return h;
 }
 
-StepCache::Context& StepCache::context(const Scenario& sc) {
+StepCache::StepCache(std::size_t budget_bytes)
+    : budget_bytes_(budget_bytes > 0 ? budget_bytes : std::size_t{512} << 20) {}
+
+std::shared_ptr<StepCache::Context> StepCache::context(const Scenario& sc) {
   ContextKey key(sc);
-  std::lock_guard lock(mutex_);
-  auto [it, inserted] = contexts_.try_emplace(std::move(key));
-  if (inserted) {
-    it->second = std::make_unique<Context>();
-    it->second->topology = std::make_unique<hw_models::Topology>(sc.hardware, gpus_used(sc.parallel));
-    it->second->links_private = it->second->topology->links_private_per_gpu();
+  const std::int64_t gpus = gpus_used(sc.parallel);
+  std::shared_ptr<const hw_models::Topology> topology;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = contexts_.find(key);
+    if (it != contexts_.end()) {
+      recency_.splice(recency_.begin(), recency_, position_.at(it->second.get()));
+      return it->second;
+    }
+    for (const auto& [made_for, weak] : topologies_)
+      if (made_for.second == gpus && made_for.first == sc.hardware && (topology = weak.lock())) break;
   }
-  return *it->second;
+  // Built without the lock: a topology of thousands of GPUs takes a while.
+  if (!topology) topology = std::make_shared<const hw_models::Topology>(sc.hardware, gpus);
+  auto made = std::make_shared<Context>();
+  made->topology = topology;
+  made->links_private = topology->links_private_per_gpu();
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = contexts_.try_emplace(std::move(key), made);
+  if (inserted) {
+    recency_.push_front(&it->first);
+    position_[made.get()] = recency_.begin();
+    std::erase_if(topologies_, [](const auto& t) { return t.second.expired(); });
+    const bool known = std::any_of(topologies_.begin(), topologies_.end(),
+                                   [&](const auto& t) { return t.second.lock() == topology; });
+    if (!known) topologies_.push_back({{sc.hardware, gpus}, topology});
+  } else {
+    recency_.splice(recency_.begin(), recency_, position_.at(it->second.get()));
+  }
+  return it->second;
 }
 
 void StepCache::add_channels(Context& c, const Scenario& sc, const model::Workload& workload) {
   // Every pair of stages pipeline sends go between (forward: to the next stage, backward: to
   // the previous; interleaved also from the last stage to the first and back), with a flow
   // per (dp, tp) rank as exact mode sends them.
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(c.mutex);
   if (c.channels_made || c.links_private) return;
   c.channels_made = true;
   const ParallelSpec& p = sc.parallel;
@@ -107,7 +134,7 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Plan
   key += plan_key.split;
   key += plan_key.stages[static_cast<size_t>(k.virtual_stage)];
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(context.mutex);
     auto it = context.profiles.find(key);
     if (it != context.profiles.end()) return *it->second;
   }
@@ -142,21 +169,88 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Plan
     part.grads_final = {k.grads_final};
   }
   auto profile = std::make_unique<StepProfile>(measure_step(sc, plan, *context.topology, workload, part, measured, context.channels));
+  const std::size_t added = footprint_bytes(*profile) + key.capacity() + sizeof(key);
+  const StepProfile* kept = nullptr;
+  bool inserted = false;
+  {
+    std::lock_guard lock(context.mutex);
+    auto [it, fresh] = context.profiles.emplace(std::move(key), std::move(profile));
+    kept = it->second.get();
+    inserted = fresh;
+  }
+  if (inserted) {
+    std::lock_guard lock(mutex_);
+    ++misses_;
+    if (!context.evicted) {
+      context.bytes += added;
+      bytes_ += added;
+      trim_locked();
+    }
+  }
+  return *kept;
+}
+
+void StepCache::trim_locked() {
+  // The most recently used context stays, whatever its size (its caller is using it).
+  while (bytes_ > budget_bytes_ && recency_.size() > 1) {
+    const ContextKey* key = recency_.back();
+    recency_.pop_back();
+    auto it = contexts_.find(*key);
+    Context& c = *it->second;
+    c.evicted = true;
+    bytes_ -= c.bytes;
+    position_.erase(&c);
+    contexts_.erase(it);
+    ++evictions_;
+  }
+}
+
+std::size_t StepCache::misses() const {
   std::lock_guard lock(mutex_);
-  auto [it, inserted] = context.profiles.emplace(std::move(key), std::move(profile));
-  if (inserted) ++misses_;
-  return *it->second;
+  return misses_;
+}
+
+std::size_t StepCache::evictions() const {
+  std::lock_guard lock(mutex_);
+  return evictions_;
+}
+
+std::size_t StepCache::bytes() const {
+  std::lock_guard lock(mutex_);
+  return bytes_;
+}
+
+void StepCache::set_budget_bytes(std::size_t budget_bytes) {
+  std::lock_guard lock(mutex_);
+  budget_bytes_ = budget_bytes;
+  trim_locked();
 }
 
 void StepCache::clear() {
   std::lock_guard lock(mutex_);
+  for (auto& [key, c] : contexts_) c->evicted = true;
   contexts_.clear();
-  misses_ = 0;
+  recency_.clear();
+  position_.clear();
+  topologies_.clear();
+  bytes_ = misses_ = evictions_ = 0;
 }
 
 StepCache& StepCache::shared() {
-  static StepCache cache;
+  static StepCache cache([] {
+    const char* mib = std::getenv("LYNXSIM_STEP_CACHE_MIB");
+    const long long n = mib ? std::atoll(mib) : 0;
+    return n > 0 ? static_cast<std::size_t>(n) << 20 : std::size_t{0};
+  }());
   return cache;
+}
+
+std::size_t footprint_bytes(const StepProfile& p) {
+  const auto heap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return sizeof(StepProfile) + heap(p.segments) + heap(p.layer_tp_idle_ps) + heap(p.channel_delay_ps) +
+         heap(p.channel_phase_ps) + heap(p.channel_send_delay_ps) + heap(p.channel_idle_send_ps) +
+         heap(p.replica_compute_end_ps) + heap(p.replica_channel_delay_ps) + heap(p.replica_send_extra_ps) +
+         64;  // the map node and allocator overhead
 }
 
 }  // namespace lynx::fast

@@ -84,9 +84,8 @@ HostProfile measure_host_bound(const Scenario& sc, const strategies::RecomputePl
   schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
   sim::Program& prog = built.program;
   for (sim::Task& t : prog.tasks) t.num_mem = 0;  // timing only
-  sim::Machine machine = built.machine;
-  for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
-  const sim::ExecResult ex = sim::execute(machine, prog);
+  for (sim::GpuDesc& g : built.machine.gpus) g.memory_capacity_bytes = 0;
+  const sim::ExecResult ex = sim::execute(built.machine, prog);
   const MeasuredRange r = measured_range(built, part, measured);
   const schedule::StepSpan& sp = *r.span;
   const auto first = static_cast<size_t>(sp.first_task);
@@ -158,11 +157,12 @@ struct Beside {
 };
 
 /// When `c`'s transfers (one send each, on a GPU of their own) start `after_ps` after task
-/// `at` of the measured step starts: Beside. `at` < 0: the transfers alone, from time 0.
-Beside run_beside(const sim::Machine& machine, sim::Program prog, const hw_models::Topology& topo,
+/// `at` of the measured step starts: Beside. `at` < 0: the transfers alone, from time 0. The
+/// channel's GPU is added to `m` for the run and removed after it (a copy of the machine holds
+/// every link of the cluster).
+Beside run_beside(sim::Machine& m, sim::Program prog, const hw_models::Topology& topo,
                   const std::vector<const schedule::StepSpan*>& replicas, const Channel& c, sim::TaskId at,
                   TimePs after_ps = 0) {
-  sim::Machine m = machine;
   m.gpus.push_back({"channel", {"pp"}, 0, 0.0});
   if (at >= 0 && after_ps > 0) {  // a wait of that length on the channel's own GPU, then the send
     sim::Task wait;
@@ -193,6 +193,7 @@ Beside run_beside(const sim::Machine& machine, sim::Program prog, const hw_model
   if (!prog.issue_ps.empty()) prog.issue_ps.push_back(0);
   if (!prog.static_bytes_per_gpu.empty()) prog.static_bytes_per_gpu.push_back(0);
   const sim::ExecResult ex = sim::execute(m, prog);
+  m.gpus.pop_back();
   Beside b;
   b.sent_ps = ex.task_end_ps.back() - ex.task_start_ps.back();
   if (at >= 0)
@@ -237,7 +238,9 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   // Memory off for the timing run (memory never changes timing); restored for the profile.
   std::vector<std::uint32_t> num_mem(prog.tasks.size());
   for (size_t i = 0; i < prog.tasks.size(); ++i) num_mem[i] = std::exchange(prog.tasks[i].num_mem, 0);
-  sim::Machine machine = built.machine;
+  // The built machine itself (a copy holds every link of the cluster): its capacities are
+  // not read again.
+  sim::Machine& machine = built.machine;
   for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
   const sim::ExecResult ex = sim::execute(machine, prog);
   const MeasuredRange range = measured_range(built, part, measured);

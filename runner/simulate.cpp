@@ -115,7 +115,8 @@ SimRun simulate_fast_mode(const Scenario& sc, const SimOptions& options) {
   if (!options.plan && (kind == RecomputeKind::kLynxHeu || kind == RecomputeKind::kLynxOpt ||
                         kind == RecomputeKind::kCheckmate)) {
     // The planners as in exact mode, every run of theirs (the window baseline too) in fast mode.
-    const hw_models::Topology& topo = *fast::StepCache::shared().context(sc).topology;
+    const std::shared_ptr<const hw_models::Topology> topology = fast::StepCache::shared().context(sc)->topology;
+    const hw_models::Topology& topo = *topology;
     EngineRuns runs(sc, topo, workload, {}, false);
     PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, options.progress && is_terminal(stderr));
     run.planner = std::move(planned.planner);

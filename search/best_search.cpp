@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/progress.hpp"
+#include "model/gpt.hpp"
 #include "model/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "schedule/pipeline_schedule.hpp"
@@ -26,12 +27,12 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-/// A candidate read, checked and bounded (phase 1).
+/// A candidate read, checked and bounded (phase 1). Its scenario is not kept (tens of
+/// thousands would not fit in memory at cluster scale): a simulated one is read again.
 struct Prepared {
   enum class Kind { kInvalid, kMemoryPruned, kReady } kind = Kind::kInvalid;
   std::string message;                      ///< kInvalid: the loader's message
   ErrorCode code = ErrorCode::kInternal;    ///< kInvalid: its code
-  std::optional<model::ResolvedScenario> scenario;  ///< kReady: in fast mode
   double time_bound_s = 0;
 };
 
@@ -65,6 +66,28 @@ bool faster(double a_s, std::uint64_t a_index, double b_s, std::uint64_t b_index
   return a_s != b_s ? a_s < b_s : a_index < b_index;
 }
 
+/// Whether some tp · pp · dp = `gpus` layout of the space passes the loader's divisibility
+/// rules: heads by tp, layers by pp · v, the global batch by micro-batch · dp. When none does,
+/// no candidate is valid; found by arithmetic on the divisors of `gpus` alone.
+bool some_layout_divides(const SearchSpace& space, const ModelSpec& model, int global_batch) {
+  const int n = space.gpus;
+  for (int tp = 1; tp <= n; ++tp) {
+    if (n % tp != 0 || model.heads % tp != 0) continue;
+    for (int pp = 1; pp <= n / tp; ++pp) {
+      if ((n / tp) % pp != 0) continue;
+      const int dp = n / tp / pp;
+      const bool batch = std::any_of(space.micro_batches.begin(), space.micro_batches.end(), [&](int mb) {
+        return static_cast<std::int64_t>(global_batch) % (static_cast<std::int64_t>(mb) * dp) == 0;
+      });
+      const bool layers = std::any_of(space.virtual_stages.begin(), space.virtual_stages.end(), [&](int v) {
+        return (v == 1 || pp > 1) && model.layers % (static_cast<std::int64_t>(pp) * v) == 0;
+      });
+      if (batch && layers) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 BestOutcome run_best(const BestRequest& request) {
@@ -94,18 +117,44 @@ BestOutcome run_best(const BestRequest& request) {
   const std::vector<Candidate> candidates = enumerate_candidates(request.space);
   out.considered = candidates.size();
   const bool bar = request.progress && is_terminal(stderr);
+  /// Candidate i's scenario, read and checked by the loader (in fast mode).
+  auto read_candidate = [&](std::uint64_t i) {
+    std::vector<std::string> sets = common;
+    for (std::string& o : candidates[i].overrides()) sets.push_back(std::move(o));
+    return model::resolve_scenario(parsed.read(sets));
+  };
+  if (!candidates.empty()) {
+    // Refused by arithmetic before reading any candidate when no layout divides the model.
+    std::optional<ModelSpec> model;
+    try {
+      model = model::resolve_model(base.scenario.model);
+    } catch (const Error&) {
+      // the candidates' loader reports it
+    }
+    if (model && !some_layout_divides(request.space, *model, base.scenario.parallel.global_batch)) {
+      std::string message;
+      try {
+        read_candidate(0);
+      } catch (const Error& e) {
+        message = e.what();
+      }
+      fail(ErrorCode::kNoValidLayout, "best: no layout of {} GPUs is valid for this scenario: no tp dividing model.heads "
+           "({}) leaves pp · v dividing model.layers ({}) and micro-batch · dp dividing parallel.global_batch ({}); the "
+           "first candidate ({}) fails with: {}", gpus, model->heads, model->layers,
+           base.scenario.parallel.global_batch, candidates[0].layout_text() + ", " + candidates[0].strategy, message);
+    }
+  }
 
   // Phase 1: read, check and bound every candidate.
   std::vector<Prepared> prepared(candidates.size());
   {
     sweep::OrderedPool<Prepared> pool(iota_items(candidates.size()), out.threads, [&](std::uint64_t i) {
       Prepared p;
-      std::vector<std::string> sets = common;
-      for (std::string& o : candidates[i].overrides()) sets.push_back(std::move(o));
+      std::optional<model::ResolvedScenario> resolved;
       try {
-        p.scenario.emplace(model::resolve_scenario(parsed.read(sets)));
+        resolved.emplace(read_candidate(i));
         // The schedule's own rules (interleaving needs micro-batches a multiple of pp).
-        const ParallelSpec& par = p.scenario->scenario().parallel;
+        const ParallelSpec& par = resolved->scenario().parallel;
         schedule::pipeline_order(par.schedule, par.pp, static_cast<int>(micro_batches_per_pipeline(par)),
                                  par.virtual_stages);
       } catch (const Error& e) {
@@ -113,14 +162,14 @@ BestOutcome run_best(const BestRequest& request) {
         p.code = e.code();
         return p;
       }
-      const Scenario& sc = p.scenario->scenario();
-      if (memory_lower_bound_bytes(sc) > static_cast<std::int64_t>(sc.hardware.memory_bytes)) {
+      const Scenario& sc = resolved->scenario();
+      if (!request.exhaustive &&
+          memory_lower_bound_bytes(sc) > static_cast<std::int64_t>(sc.hardware.memory_bytes)) {
         p.kind = Prepared::Kind::kMemoryPruned;
-        p.scenario.reset();
         return p;
       }
       p.kind = Prepared::Kind::kReady;
-      p.time_bound_s = compute_lower_bound_s(sc);
+      p.time_bound_s = request.exhaustive ? 0.0 : compute_lower_bound_s(sc);
       return p;
     });
     ProgressBar progress(candidates.size(), "best: checking", bar);
@@ -180,7 +229,7 @@ BestOutcome run_best(const BestRequest& request) {
         r.pruned = true;
         return r;
       }
-      const runner::SimRun run = runner::simulate(*prepared[i].scenario);
+      const runner::SimRun run = runner::simulate(read_candidate(i));
       r.oom = run.result.oom;
       r.time_s = run.result.iteration_time_s;
       return r;
@@ -205,7 +254,7 @@ BestOutcome run_best(const BestRequest& request) {
         fits.emplace_back(r.time_s, i);
         best_times.insert(std::upper_bound(best_times.begin(), best_times.end(), r.time_s), r.time_s);
         if (best_times.size() > k) best_times.pop_back();
-        if (best_times.size() == k) {
+        if (best_times.size() == k && !request.exhaustive) {
           consumer_threshold = best_times.back() * (1 + request.confirm_margin);
           threshold.store(consumer_threshold);
         }
@@ -241,12 +290,20 @@ BestOutcome run_best(const BestRequest& request) {
       return same;
     });
   };
+  // Recomputation only adds kernels to a configuration's run without it (on the compute
+  // stream, or beside it where they slow it): no strategy is faster than keeping everything, so
+  // the fast time of the configuration's none run bounds the others' too (whether or not it
+  // fit: memory never changes timing).
+  auto raise_to_none = [&](const std::vector<std::uint64_t>& items) {
+    if (!has_none || request.exhaustive) return;
+    for (std::uint64_t i : items)
+      if (fast_time[none_of(i)] >= 0) bound[i] = std::max(bound[i], fast_time[none_of(i)]);
+  };
   drop_same_as_none(others);
+  raise_to_none(others);
   rank_pass(others, "best: ranking with recomputation (fast mode)");
   drop_same_as_none(checkmate);
-  if (has_none)
-    for (std::uint64_t i : checkmate)
-      if (fast_time[none_of(i)] >= 0) bound[i] = std::max(bound[i], fast_time[none_of(i)]);
+  raise_to_none(checkmate);
   rank_pass(checkmate, "best: ranking checkmate (fast mode)");
   out.rank_seconds = seconds_since(rank_start);
   if (fits.empty())
@@ -264,7 +321,7 @@ BestOutcome run_best(const BestRequest& request) {
   std::uint64_t exact_oom = 0;
   {
     sweep::OrderedPool<std::optional<runner::SimRun>> pool(confirm, out.threads, [&](std::uint64_t j) {
-      Scenario sc = prepared[fits[j].second].scenario->scenario();
+      Scenario sc = read_candidate(fits[j].second).scenario();
       sc.sim.mode = SimMode::kExact;
       return std::optional<runner::SimRun>(runner::simulate(model::resolve_scenario(sc, label)));
     }, 1);

@@ -29,6 +29,10 @@ struct BestRequest {
   /// (at most 3·K in all): fast mode's error must not reorder the top K. Twice the error
   /// bound, since both fast times compared can be off by it in opposite directions.
   double confirm_margin = 2 * runner::kFastModeErrorBound;
+  /// No pruning by bounds (memory, compute, a configuration's time without recomputation):
+  /// every valid candidate is simulated in fast mode (the reference the pruned search is tested
+  /// against). A strategy on a configuration that fits without recomputation is still not run.
+  bool exhaustive = false;
 };
 
 /// One plan of the top K.

@@ -2,6 +2,7 @@
 /// Cheap bounds `lynxsim best` prunes with before simulating: no simulated run of the scenario
 /// can use less memory or take less time than these (the brute-force test checks both on
 /// every configuration of its space).
+#include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
 
 #include <cstdint>
@@ -14,11 +15,15 @@ namespace lynx::search {
 /// in flight. Above the GPU's memory, no strategy fits this layout.
 std::int64_t memory_lower_bound_bytes(const Scenario& sc);
 
-/// The least iteration time (s): the last pipeline stage's layer FLOPs (forward + backward,
-/// no recompute) at the GPU's peak, plus the pipeline fill before its first forward and the
+/// One layer's forward + backward (no recompute) for one micro-batch on one GPU, as solo kernel
+/// time (s): what its compute-stream kernels take at least (hw_models::op_times; with the TP
+/// communication overlap's GEMM chunks, its FLOPs at the GPU's peak).
+double layer_solo_s(const Scenario& sc, const model::Workload& w);
+
+/// The least iteration time (s): the last pipeline stage's layers (layer_solo_s), plus the pipeline fill before its first forward and the
 /// drain after its last backward (one chunk step of each earlier stage at peak: (pp − 1) steps
 /// of equal stages; parallel.first / last_stage_layers give each its own); with a balanced partition
-/// only the average stage's FLOPs. At least model FLOPs / (GPUs · peak) up to the head.
+/// only the average stage's.
 double compute_lower_bound_s(const Scenario& sc);
 
 }  // namespace lynx::search

@@ -4,8 +4,12 @@
 /// It knows nothing about transformers: a task is a kernel, a communication or a marker.
 #include "sim/time.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #if defined(__linux__)
@@ -34,9 +38,29 @@ struct GpuDesc {
   double comm_contention = 0.0;
 };
 
+/// A link's name, shared by the copies of a machine rather than copied: fast mode builds a
+/// machine of every link of the cluster for each step it simulates. Reads as a string.
+class LinkName {
+ public:
+  LinkName() = default;
+  LinkName(std::string name) : name_(std::make_shared<const std::string>(std::move(name))) {}  // NOLINT: a name
+  LinkName(const char* name) : LinkName(std::string(name)) {}  // NOLINT: a name
+  const std::string& str() const { return name_ ? *name_ : empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT: reads as a string
+  operator std::string_view() const { return str(); }    // NOLINT: reads as a string
+  friend bool operator==(const LinkName& a, std::string_view b) { return a.str() == b; }
+
+ private:
+  static const std::string& empty() {
+    static const std::string none;
+    return none;
+  }
+  std::shared_ptr<const std::string> name_;
+};
+
 /// One-directional link (full duplex = two links); bandwidth shared by its concurrent flows.
 struct LinkDesc {
-  std::string name;
+  LinkName name;
   std::uint64_t bw_bytes_per_s = 0;
   TimePs latency_ps = 0;  ///< added once per flow, after its bytes are through
 };
@@ -182,3 +206,10 @@ void advise_huge_pages(const std::vector<T>& v) {
 }
 
 }  // namespace lynx::sim
+
+template <>
+struct fmt::formatter<lynx::sim::LinkName> : fmt::formatter<std::string_view> {
+  auto format(const lynx::sim::LinkName& n, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(n.str(), ctx);
+  }
+};

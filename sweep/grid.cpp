@@ -316,12 +316,18 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
   // The base must read with the first point's values; a problem that no axis value caused
   // (an unknown key in the base, no hardware) is the grid's error, not a point's.
   try {
-    read_scenario_text(grid.base_text, grid.base_label, grid.overrides(0));
+    grid.base = std::make_shared<const ParsedScenario>(grid.base_text, grid.base_label);
+    grid.read_point(0);
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.find(": --set ") == std::string::npos) fail(e.code(), "{}", message);
   }
   return grid;
+}
+
+UnresolvedScenario Grid::read_point(std::uint64_t index) const {
+  LYNX_CHECK(base != nullptr, "grid {}: its base was not parsed", label);
+  return base->read(overrides(index));
 }
 
 std::string scenario_value(const Scenario& scenario, const std::string& key) {

@@ -4,11 +4,13 @@
 /// varying fastest (nested loops written top to bottom); point i's values are the mixed-radix
 /// digits of i. Every error names the grid's file:line:col and the key.
 #include "scenarios/scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
 #include "sweep/filter.hpp"
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,8 @@ struct Grid {
   std::string label;       ///< the grid file, for messages
   std::string base_text;   ///< YAML text of the base scenario
   std::string base_label;  ///< its file (or the grid file for an inline base: positions match)
+  /// base_text parsed once: every point is read from it with its overrides.
+  std::shared_ptr<const ParsedScenario> base;
   std::vector<Axis> axes;
   std::vector<Filter> filters;
   /// 16 hex digits of a hash of the grid text and the base file's text (resume checks it).
@@ -41,6 +45,8 @@ struct Grid {
   std::vector<std::size_t> digits(std::uint64_t index) const;
   /// The `--set`-style overrides of point `index`, one per axis.
   std::vector<std::string> overrides(std::uint64_t index) const;
+  /// Point `index`'s scenario as the loader reads it (the base with the point's overrides).
+  UnresolvedScenario read_point(std::uint64_t index) const;
   /// The row cells of point `index`, one per axis.
   std::vector<std::string> values(std::uint64_t index) const;
 };

@@ -71,7 +71,7 @@ void count(SweepSummary& summary, SkipReasons& reasons, const Grid& grid, std::u
 PointRun run_point(const Grid& grid, std::uint64_t index, bool simulate) {
   UnresolvedScenario read;
   try {
-    read = read_scenario_text(grid.base_text, grid.base_label, grid.overrides(index));
+    read = grid.read_point(index);
   } catch (const Error& e) {
     return {PointOutcome::Kind::kSkipped, e.what(), {}, e.code()};
   }

@@ -7,6 +7,7 @@
 #include "model/resolved_scenario.hpp"
 #include "model/workload.hpp"
 #include "runner/simulate.hpp"
+#include "strategies/recompute_plan.hpp"
 
 #include <doctest/doctest.h>
 
@@ -37,7 +38,7 @@ struct SharedLinkStep {
       : resolved(with_fast_mode(std::move(overrides))),
         run(simulate(resolved)),
         workload(model::gpt_workload(resolved.scenario().model, resolved.scenario().parallel)),
-        context(cache.context(resolved.scenario())) {
+        context(*cache.context(resolved.scenario())) {
     const Scenario& sc = resolved.scenario();
     REQUIRE_FALSE(context.links_private);
     cache.add_channels(context, sc, workload);
@@ -104,6 +105,36 @@ TEST_CASE("fast mode is deterministic and its cache does not change results") {
   CHECK(a.stages[1].peak_memory_bytes == b.stages[1].peak_memory_bytes);
 }
 
+TEST_CASE("the step cache keeps to its budget, least recently used context first, results unchanged") {
+  const auto composed = [](fast::StepCache& cache, const std::vector<std::string>& sets) {
+    const model::ResolvedScenario r = model::default_scenario(sets);
+    const Scenario& sc = r.scenario();
+    const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+    const strategies::RecomputePlan plan =
+        strategies::plan_fixed_strategy(sc.recompute, strategies::stage_partition(sc.model.layers, sc.parallel));
+    return fast::simulate_fast(sc, plan, w, cache).makespan_ps;
+  };
+  const auto a = no_tp(2, 4, "1f1b"), b = no_tp(4, 8, "1f1b");
+  fast::StepCache unbounded;
+  const TimePs a_ps = composed(unbounded, a), b_ps = composed(unbounded, b);
+  CHECK(unbounded.evictions() == 0);
+  CHECK(unbounded.bytes() > 0);
+  const std::size_t misses = unbounded.misses();
+  composed(unbounded, a);
+  CHECK(unbounded.misses() == misses);  // every step of a is still there
+  // A budget below one context's profiles: each layout evicts the other, which is simulated
+  // again, to the same times.
+  fast::StepCache tiny(1);
+  CHECK(composed(tiny, a) == a_ps);
+  CHECK(composed(tiny, b) == b_ps);
+  CHECK(tiny.evictions() == 1);
+  CHECK(composed(tiny, a) == a_ps);
+  CHECK(tiny.evictions() == 2);
+  CHECK(tiny.misses() > misses);
+  // The budget holds once the context in use is let go: one context kept at a time.
+  CHECK(tiny.bytes() < unbounded.bytes());
+}
+
 TEST_CASE("lynx-heu in fast mode plans on windows from a fast-mode baseline close to exact mode's") {
   for (const char* profile : {"dgx-a100-80gb", "a100-pcie-40gb"}) {
     std::vector<std::string> o = {"model.preset=gpt-1.3b", std::string("hardware.profile=") + profile,
@@ -160,7 +191,7 @@ TEST_CASE("the step cache shares a context across schedules, batches and strateg
   const auto context = [&](std::vector<std::string> extra) {
     std::vector<std::string> sets = base;
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return &cache.context(model::default_scenario(sets).scenario());
+    return cache.context(model::default_scenario(sets).scenario()).get();
   };
   const auto* reference = context({});
   CHECK(context({"parallel.schedule=gpipe", "parallel.global_batch=16", "recompute.strategy=full",
@@ -208,7 +239,7 @@ TEST_CASE("on shared links other stages' sends into a stage slow its steps, its 
   // Private links (NVLink): no channels, each stage composed on its own.
   const model::ResolvedScenario dgx = model::default_scenario(
       {"model.preset=gpt-2.7b", "hardware.nodes=4", "parallel.tp=4", "parallel.pp=8", "parallel.dp=1", "parallel.global_batch=8"});
-  fast::StepCache::Context& nvlink = cache.context(dgx.scenario());
+  fast::StepCache::Context& nvlink = *cache.context(dgx.scenario());
   cache.add_channels(nvlink, dgx.scenario(), workload);
   CHECK(nvlink.channels.empty());
 }

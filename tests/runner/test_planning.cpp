@@ -169,7 +169,8 @@ TEST_CASE("fast-mode planning makes no exact engine run: its windows come from a
         {std::string("recompute.strategy=") + planner, "sim.mode=fast"});
     const Scenario& sc = resolved.scenario();
     const model::Workload workload = model::gpt_workload(sc.model, sc.parallel);
-    const hw_models::Topology& topo = *fast::StepCache::shared().context(sc).topology;
+    const std::shared_ptr<const hw_models::Topology> topology = fast::StepCache::shared().context(sc)->topology;
+    const hw_models::Topology& topo = *topology;
     EngineRuns runs(sc, topo, workload, {}, false);
     const PlanningResult planned = plan_and_confirm(sc, topo, workload, runs, false);
     CHECK(runs.exact_executions() == 0);

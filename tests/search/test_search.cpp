@@ -120,6 +120,36 @@ TEST_CASE("best equals brute force on a small space, the bounds hold for every r
   CHECK(best.oom + best.slower + best.top.size() == best.simulated);
 }
 
+TEST_CASE("pruning never drops a top-K plan: the pruned search's top K are the exhaustive search's") {
+  // The small model with little memory (most layouts need recomputation; the configurations'
+  // times without it bound the rest), and with more (most fit without it).
+  for (const bool roomy : {false, true}) {
+    CAPTURE(roomy);
+    BestRequest pruned = small_request(2);
+    if (roomy) pruned.overrides = {"hardware.gpu.memory=4GiB"};
+    BestRequest exhaustive = pruned;
+    exhaustive.exhaustive = true;
+    const BestOutcome a = run_best(pruned), b = run_best(exhaustive);
+    REQUIRE(a.top.size() == b.top.size());
+    for (std::size_t r = 0; r < a.top.size(); ++r) {
+      CAPTURE(r);
+      CHECK(a.top[r].index == b.top[r].index);
+      CHECK(a.top[r].exact.result.iteration_time_s == b.top[r].exact.result.iteration_time_s);
+    }
+    CHECK(b.memory_pruned + b.compute_pruned == 0);
+    CHECK(a.simulated < b.simulated);  // the bounds did prune
+    CHECK(a.invalid == b.invalid);
+  }
+}
+
+TEST_CASE("best refuses a GPU count no layout divides without reading the candidates") {
+  BestRequest r = small_request(1);
+  r.space.gpus = 1 << 20;  // 16 heads, 8 layers, batch 16: pp, tp, dp <= 16 each, so < 2^12 GPUs
+  const std::string error = error_of([&] { run_best(r); });
+  CHECK(error.find("no layout of 1048576 GPUs is valid") != std::string::npos);
+  CHECK(error.find("no tp dividing model.heads (16)") != std::string::npos);
+}
+
 TEST_CASE("best prints the same bytes for any thread count") {
   const std::string one = best_text(run_best(small_request(1)));
   CHECK(one == best_text(run_best(small_request(3))));
