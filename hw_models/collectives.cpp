@@ -185,6 +185,11 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
     return plan_phases(Planner{topo, hw.collective_efficiency}, kind, algo, ranks, bytes);
   // NCCL picks the protocol with the least modelled time for each call; so do we (ties go to
   // the protocol listed first: Simple, LL128, LL). The call's base latency is paid once.
+  // The call's one pass over its buffer (nccl.buffer_bw), the same on every protocol.
+  constexpr std::string_view kBufferWhat = "a collective's buffer pass (hardware nccl.buffer_bw)";
+  const TimePs buffer_ps = kind != Collective::kSendRecv && hw.nccl.buffer_bw_bytes_per_s > 0
+                               ? transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s)
+                               : 0;
   std::vector<Phase> best;
   TimePs best_ps = 0;
   for (const NcclProtocol* proto : {&hw.nccl.simple, &hw.nccl.ll128, &hw.nccl.ll}) {
@@ -195,7 +200,7 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
         Planner{topo, hw.collective_efficiency * proto->bw_fraction, proto, hw.intra_node}, kind,
         algo, ranks, bytes);
     if (phases.empty()) return phases;
-    phases.front().latency_ps = checked_add(phases.front().latency_ps, proto->base_ps,
+    phases.front().latency_ps = checked_add(phases.front().latency_ps, checked_add(proto->base_ps, buffer_ps, kBufferWhat),
                                             "a collective's latency (hardware nccl.*.base)");
     const TimePs t = idle_collective_time_ps(topo, phases);
     if (best.empty() || t < best_ps) {
