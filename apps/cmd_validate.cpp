@@ -10,6 +10,7 @@
 #include "runner/report.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "common/error.hpp"
+#include "validate/components.hpp"
 #include "validate/fit.hpp"
 #include "validate/fit_workflow.hpp"
 #include "validate/markdown_report.hpp"
@@ -64,6 +65,9 @@ int write_report(const std::string& manifest, const std::vector<std::string>& ov
     val::DatasetResults& out = results.emplace_back();
     out.dataset = d;
     const auto runs = val::load_measured_runs(d.file);
+    // A file of per-layer times (no iteration time) is scored per layer.
+    const bool per_layer = !runs.empty() && !(runs.front().iteration_ms > 0);
+    if (!per_layer) val::require_iteration_times(runs, d.file);
     for (const std::string& profile : d.profiles) {
       val::BaseOptions base_options;
       base_options.profile = val::is_profile_file(profile) ? "" : profile;
@@ -71,6 +75,11 @@ int write_report(const std::string& manifest, const std::vector<std::string>& ov
       base_options.overrides = d.overrides;
       for (const std::string& o : overrides) base_options.overrides.push_back(o);
       base_options.recompute = d.recompute;
+      if (per_layer) {
+        out.layer_profiles.push_back(
+            {profile, val::simulate_components(val::validation_base_scenario(base_options), runs, d.file)});
+        continue;
+      }
       StageBars bars;
       out.profiles.push_back(
           {profile, val::simulate_stage(val::validation_base_scenario(base_options), runs,
@@ -107,6 +116,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   int threads = 2;
   std::string recompute;
   std::string report_manifest;
+  bool components = false;
 
   po::options_description desc("validate options");
   desc.add_options()("csv", po::value(&csv), "measured runs (vTrain CSV, or a CSV with a header line: VALIDATION.md)")(
@@ -137,11 +147,15 @@ int cmd_validate(const std::vector<std::string>& argv) {
       "report", po::value(&report_manifest),
       "markdown report of every data set of this manifest on each of its profiles "
       "(validate/data/datasets.yaml; VALIDATION.md's results), instead of CSV")(
+      "components", po::bool_switch(&components),
+      "score per-layer measurements (columns layer_forward_ms, layer_backward_ms: Korthikanti et al. 2022 "
+      "Table 4 style) against the simulated middle layer")(
       "help,h", "show this help");
   if (!parse_options(argv, desc, {"csv"},
                      "usage: lynxsim validate CSV [--profile NAME | --profile-file PATH] "
                      "[--recompute STRATEGY] [--set k=v]... [--fit [--fit-param KEY]... "
                      "[--write-profile OUT.yaml]] [--format table|csv]\n"
+                     "       lynxsim validate CSV --components [--profile NAME | --profile-file PATH] [--set k=v]...\n"
                      "       lynxsim validate --report MANIFEST.yaml [--set k=v]... [--worst N]"))
     return 0;
   // A thread per core is what helps; the cap keeps a typo from asking the OS for millions.
@@ -154,7 +168,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
           std::pair{!recompute.empty(), "--recompute"}, std::pair{fit, "--fit"},
           std::pair{format != "table", "--format"}, std::pair{no_rows, "--no-rows"},
           std::pair{!write_profile.empty(), "--write-profile"},
-          std::pair{!fit_keys.empty(), "--fit-param"}, std::pair{skip_folds, "--skip-folds"}})
+          std::pair{!fit_keys.empty(), "--fit-param"}, std::pair{skip_folds, "--skip-folds"},
+          std::pair{components, "--components"}})
       if (given)
         fail(ErrorCode::kConflictingOptions, "--report {}: {} does not go with --report (the manifest names each data set's "
              "file, profiles and recompute setting; the report is markdown)",
@@ -181,6 +196,16 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const Scenario base = val::validation_base_scenario({profile, profile_file, overrides, recompute});
   const std::string profile_label =
       base.hardware.profile_file.empty() ? base.hardware.profile : base.hardware.profile_file;
+  if (components) {
+    if (fit || format != "table")
+      fail(ErrorCode::kConflictingOptions, "--components: {} does not go with it (a per-layer table)",
+           fit ? "--fit" : "--format");
+    val::write_components_report(std::cout, val::simulate_components(base, runs, csv),
+                                 fmt::format("lynxsim {} validate --components: {} ({} rows) on {}",
+                                             runner::lynxsim_version(), csv, runs.size(), profile_label));
+    return 0;
+  }
+  val::require_iteration_times(runs, csv);
   const auto all = val::all_rows(runs.size());
 
   if (!fit) {

@@ -63,6 +63,28 @@ gpu::DeviceBuffer random_buffer(std::size_t count, std::uint64_t seed, float sca
   return b;
 }
 
+WallClock::time_point deadline_after(WallClock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(seconds));
+}
+
+/// A call on a nonblocking communicator returns ncclInProgress while NCCL finishes it in the
+/// background: that is a start, anything else but success a failure.
+void check_nccl_started(ncclResult_t status, const char* call) {
+  if (status != ncclInProgress) gpu::check_nccl(status, call, __FILE__, __LINE__);
+}
+
+/// Polls a nonblocking communicator until its last call is through (ncclSuccess), failed (an
+/// error), or `deadline` passed (ncclInProgress).
+ncclResult_t settle(ncclComm_t comm, WallClock::time_point deadline) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
+    if (status != ncclSuccess) return status;
+    if (state != ncclInProgress || WallClock::now() > deadline) return state;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 /// Frees cudaMallocHost memory.
 struct PinnedFree {
   void operator()(void* p) const { (void)cudaFreeHost(p); }
@@ -112,6 +134,14 @@ struct CudaBackend::State {
         if (e) (void)cudaEventDestroy(e);
       if (rk.base) (void)cudaEventDestroy(rk.base);
     }
+  }
+  /// Aborts every communicator of this process (stuck NCCL kernels end with it) and forgets them.
+  void abort_all() {
+    for (auto& c : comms)
+      for (ncclComm_t comm : c)
+        if (comm) (void)ncclCommAbort(comm);
+    comms.clear();
+    pairs.clear();
   }
   std::vector<ncclComm_t> all_comms() const {
     std::vector<ncclComm_t> out;
@@ -339,14 +369,23 @@ void CudaBackend::prepare(const OpStream& ops) {
   // ncclCommInitRank, together in one group (one thread drives several GPUs). One node takes
   // the same path: ncclCommInitAll is exactly this with every member local.
   static_assert(sizeof(ncclUniqueId) == kNcclIdBytes, "NCCL_UNIQUE_ID_BYTES changed");
-  check_same_as_process0(exchange, ops.sim.result.event_fingerprint, "the op stream's event fingerprint");
-  const std::vector<NcclIdBytes> ids = exchange_ids(exchange, st.plan, [] {
-    ncclUniqueId id;
-    LYNX_NCCL_CHECK(ncclGetUniqueId(&id));
-    NcclIdBytes bytes;
-    std::memcpy(bytes.data(), &id, sizeof id);
-    return bytes;
-  });
+  check_same_as_process0(exchange, ops.sim.result.event_fingerprint, "the op stream's event fingerprint",
+                         options_.limits.comm_init_s);
+  const std::vector<NcclIdBytes> ids = exchange_ids(
+      exchange, st.plan,
+      [] {
+        ncclUniqueId id;
+        LYNX_NCCL_CHECK(ncclGetUniqueId(&id));
+        NcclIdBytes bytes;
+        std::memcpy(bytes.data(), &id, sizeof id);
+        return bytes;
+      },
+      options_.limits.comm_init_s, options_.stall);
+  // Nonblocking communicators: creation is polled, so a member that never joins is found by
+  // the watchdog (and the communicators aborted) instead of blocking ncclGroupEnd for ever.
+  const WallClock::time_point init_deadline = deadline_after(WallClock::now(), options_.limits.comm_init_s);
+  const TestStall& stall = options_.stall;
+  std::vector<int> joined(static_cast<std::size_t>(ranks), 0);  // communicators each rank has joined
   st.comms.assign(st.plan.groups.size(), {});
   for (const int g : st.plan.groups_of(me)) {
     const CommGroup& group = st.plan.groups[static_cast<std::size_t>(g)];
@@ -354,14 +393,33 @@ void CudaBackend::prepare(const OpStream& ops) {
     std::memcpy(&id, ids[static_cast<std::size_t>(g)].data(), sizeof id);
     std::vector<ncclComm_t>& members = st.comms[static_cast<std::size_t>(g)];
     members.assign(group.ranks.size(), nullptr);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
     LYNX_NCCL_CHECK(ncclGroupStart());
     for (std::size_t m = 0; m < group.ranks.size(); ++m) {
       const int r = group.ranks[m];
       if (st.plan.rank_process[static_cast<std::size_t>(r)] != me) continue;
+      if (stall.enabled && stall.at_init && stall.rank == r && joined[static_cast<std::size_t>(r)]++ == stall.index) continue;
       LYNX_CUDA_CHECK(cudaSetDevice(device_of(r)));
-      LYNX_NCCL_CHECK(ncclCommInitRank(&members[m], static_cast<int>(group.ranks.size()), id, static_cast<int>(m)));
+      check_nccl_started(ncclCommInitRankConfig(&members[m], static_cast<int>(group.ranks.size()), id, static_cast<int>(m), &config),
+                         "ncclCommInitRankConfig");
     }
-    LYNX_NCCL_CHECK(ncclGroupEnd());
+    check_nccl_started(ncclGroupEnd(), "ncclGroupEnd");
+    for (std::size_t m = 0; m < group.ranks.size(); ++m) {
+      if (members[m] == nullptr) continue;
+      const ncclResult_t state = settle(members[m], init_deadline);
+      if (state == ncclInProgress) {
+        st.abort_all();
+        fail(ErrorCode::kSystemFailure, "{}",
+             watchdog_comm_init_message(ops, group.ranks[m], group.name,
+                                        fmt::format("waited {:g} s (--timeout-comm-init)", options_.limits.comm_init_s),
+                                        "a member never joined (NCCL's init is still in progress); communicators aborted"));
+      }
+      if (state != ncclSuccess) {
+        st.abort_all();
+        LYNX_NCCL_CHECK(state);
+      }
+    }
   }
   for (std::size_t g = st.plan.num_collective_groups; g < st.plan.groups.size(); ++g)
     st.pairs[{st.plan.groups[g].ranks[0], st.plan.groups[g].ranks[1]}] = static_cast<int>(g);
@@ -375,9 +433,20 @@ int member_index(const Communicator& c, int rank) {
   return static_cast<int>(it - c.ranks.begin());
 }
 
-/// Enqueues what `op` launches on stream `s` of rank `rk`.
+/// Enqueues what `op` launches on stream `s` of rank `rk`; an NCCL call still in progress
+/// after `op_limit_s` (nonblocking communicators) fails with the watchdog line.
 void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<std::vector<ncclComm_t>>& comms,
-            const std::map<std::pair<int, int>, int>& pairs, std::uint64_t seed) {
+            const std::map<std::pair<int, int>, int>& pairs, std::uint64_t seed, double op_limit_s) {
+  const auto enqueue = [&](ncclComm_t comm, ncclResult_t status, const char* call) {
+    check_nccl_started(status, call);
+    if (status != ncclInProgress) return;
+    const ncclResult_t state = settle(comm, deadline_after(WallClock::now(), op_limit_s));
+    if (state == ncclInProgress)
+      fail(ErrorCode::kSystemFailure, "{}",
+           watchdog_message(ops, static_cast<std::size_t>(&op - ops.ops.data()),
+                            fmt::format("waited {:g} s for {} to be enqueued (--timeout-op)", op_limit_s, call), ""));
+    gpu::check_nccl(state, call, __FILE__, __LINE__);
+  };
   const auto pair = [&](int src, int dst, int member) {
     return comms.at(static_cast<std::size_t>(pairs.at({src, dst}))).at(static_cast<std::size_t>(member));
   };
@@ -447,29 +516,32 @@ void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<s
       const std::size_t elements = std::max<std::size_t>(op.bytes / 2 / n * n, n);
       switch (op.collective) {
         case model::CollectiveKind::kAllGather:
-          LYNX_NCCL_CHECK(ncclAllGather(rk.comm_send.get(), rk.comm_recv.get(), elements / n, ncclBfloat16, comm, s));
+          enqueue(comm, ncclAllGather(rk.comm_send.get(), rk.comm_recv.get(), elements / n, ncclBfloat16, comm, s), "ncclAllGather");
           return;
         case model::CollectiveKind::kReduceScatter:
-          LYNX_NCCL_CHECK(ncclReduceScatter(rk.comm_send.get(), rk.comm_recv.get(), elements / n, ncclBfloat16, ncclSum,
-                                            comm, s));
+          enqueue(comm, ncclReduceScatter(rk.comm_send.get(), rk.comm_recv.get(), elements / n, ncclBfloat16, ncclSum, comm, s),
+                  "ncclReduceScatter");
           return;
         case model::CollectiveKind::kBroadcast:  // from the communicator's first member (tp rank 0)
-          LYNX_NCCL_CHECK(ncclBroadcast(rk.comm_send.get(), rk.comm_recv.get(), std::max<std::size_t>(op.bytes / 2, 1),
-                                        ncclBfloat16, 0, comm, s));
+          enqueue(comm, ncclBroadcast(rk.comm_send.get(), rk.comm_recv.get(), std::max<std::size_t>(op.bytes / 2, 1), ncclBfloat16, 0,
+                                comm, s),
+                  "ncclBroadcast");
           return;
         default:
-          LYNX_NCCL_CHECK(ncclAllReduce(rk.comm_send.get(), rk.comm_recv.get(), elements, ncclBfloat16, ncclSum, comm, s));
+          enqueue(comm, ncclAllReduce(rk.comm_send.get(), rk.comm_recv.get(), elements, ncclBfloat16, ncclSum, comm, s), "ncclAllReduce");
           return;
       }
     }
     case LaunchKind::kSend: {
       const std::size_t elements = std::max<std::size_t>(op.bytes / 2, 1);
-      LYNX_NCCL_CHECK(ncclSend(rk.comm_send.get(), elements, ncclBfloat16, 1, pair(op.rank, op.peer, 0), s));
+      ncclComm_t comm = pair(op.rank, op.peer, 0);
+      enqueue(comm, ncclSend(rk.comm_send.get(), elements, ncclBfloat16, 1, comm, s), "ncclSend");
       return;
     }
     case LaunchKind::kRecv: {
       const std::size_t elements = std::max<std::size_t>(op.bytes / 2, 1);
-      LYNX_NCCL_CHECK(ncclRecv(rk.comm_recv.get(), elements, ncclBfloat16, 0, pair(op.peer, op.rank, 1), s));
+      ncclComm_t comm = pair(op.peer, op.rank, 1);
+      enqueue(comm, ncclRecv(rk.comm_recv.get(), elements, ncclBfloat16, 0, comm, s), "ncclRecv");
       return;
     }
     case LaunchKind::kStandinCopy:
@@ -485,6 +557,102 @@ void launch(const OpStream& ops, const LiveOp& op, Rank& rk, const std::vector<s
 
 }  // namespace
 
+void CudaBackend::watch_iteration(const OpStream& ops, WallClock::time_point started) {
+  State& st = *state_;
+  const WatchdogLimits& limits = options_.limits;
+  const WallClock::time_point iteration_deadline = deadline_after(started, limits.iteration_s);
+  // Per (local rank, stream): its ops in order and the first not yet ended.
+  struct Cursor {
+    int rank = 0;
+    std::vector<std::size_t> ops;
+    std::size_t next = 0;
+    bool started = false;  ///< ops[next]'s start event has fired
+    WallClock::time_point started_at{};
+  };
+  std::vector<Cursor> cursors;
+  for (int r : st.local) {
+    std::vector<Cursor> per_stream(ops.stream_names.size());
+    for (int index : ops.rank_ops[static_cast<std::size_t>(r)])
+      per_stream[static_cast<std::size_t>(ops.ops[static_cast<std::size_t>(index)].stream)].ops.push_back(
+          static_cast<std::size_t>(index));
+    for (Cursor& c : per_stream) {
+      c.rank = r;
+      if (!c.ops.empty()) cursors.push_back(std::move(c));
+    }
+  }
+  const std::vector<ncclComm_t> comms = st.all_comms();
+  // The members of op i's collective group that, on this process, have not reached it.
+  const auto not_arrived = [&](std::size_t i) {
+    const std::int32_t group = ops.ops[i].task >= 0 ? ops.sim.built.program.tasks[i].group : -1;
+    std::string names;
+    for (std::size_t j = 0; group >= 0 && j < ops.num_tasks; ++j) {
+      const LiveOp& other = ops.ops[j];
+      if (ops.sim.built.program.tasks[j].group != group || j == i ||
+          std::find(st.local.begin(), st.local.end(), other.rank) == st.local.end())
+        continue;
+      const Rank& rk = st.ranks[static_cast<std::size_t>(other.rank)];
+      (void)cudaSetDevice(rk.device);
+      if (cudaEventQuery(rk.start[j]) != cudaSuccess) names += fmt::format("{}{}", names.empty() ? "" : ", ", other.rank);
+    }
+    return names.empty() ? std::string("every member on this node reached it; NCCL communicators aborted")
+                         : fmt::format("rank(s) {} never reached it; NCCL communicators aborted", names);
+  };
+  for (;;) {
+    bool all_done = true;
+    for (Cursor& c : cursors) {
+      const Rank& rk = st.ranks[static_cast<std::size_t>(c.rank)];
+      LYNX_CUDA_CHECK(cudaSetDevice(rk.device));
+      while (c.next < c.ops.size()) {
+        const std::size_t i = c.ops[c.next];
+        const cudaError_t q = cudaEventQuery(rk.end[i]);
+        if (q == cudaSuccess) {
+          ++c.next;
+          c.started = false;
+          continue;
+        }
+        if (q != cudaErrorNotReady) {
+          st.abort_all();
+          LYNX_CUDA_CHECK(q);
+        }
+        if (!c.started && cudaEventQuery(rk.start[i]) == cudaSuccess) {
+          c.started = true;
+          c.started_at = WallClock::now();
+        }
+        if (c.started && is_communication(ops.ops[i]) && seconds_since(c.started_at) > limits.op_s) {
+          const std::string detail = not_arrived(i);
+          st.abort_all();
+          fail(ErrorCode::kSystemFailure, "{}",
+               watchdog_message(ops, i, fmt::format("waited {:g} s (--timeout-op)", limits.op_s), detail));
+        }
+        break;
+      }
+      all_done = all_done && c.next == c.ops.size();
+    }
+    if (all_done) return;
+    for (ncclComm_t c : comms) {
+      ncclResult_t async = ncclSuccess;
+      LYNX_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        st.abort_all();
+        fail(ErrorCode::kSystemFailure, "live: NCCL reported an asynchronous error: {}; communicators aborted",
+             ncclGetErrorString(async));
+      }
+    }
+    if (WallClock::now() > iteration_deadline) {
+      for (const Cursor& c : cursors) {
+        if (c.next == c.ops.size()) continue;
+        st.abort_all();
+        fail(ErrorCode::kSystemFailure, "{}",
+             watchdog_message(ops, c.ops[c.next],
+                              fmt::format("not done {:g} s after the iteration started (--timeout-iteration)", limits.iteration_s),
+                              fmt::format("{} stream stuck; NCCL communicators aborted",
+                                          ops.stream_names[static_cast<std::size_t>(ops.ops[c.ops[c.next]].stream)])));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 Measured CudaBackend::run_iteration(const OpStream& ops) {
   LYNX_CHECK(state_ && state_->num_ops == ops.ops.size(), "run_iteration before prepare");
   State& st = *state_;
@@ -498,13 +666,10 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
   }
   std::mutex error_mutex;
   std::exception_ptr error;
-  st.exchange->barrier();  // every node starts enqueueing together: one time origin, roughly
+  // Every node starts enqueueing together: one time origin, roughly.
+  st.exchange->barrier({options_.limits.iteration_s, "the barrier before the iteration (--timeout-iteration)"});
   const WallClock::time_point started = WallClock::now();
-  // Per (rank, stream): the end event of its last op, to poll for completion.
-  std::vector<std::vector<cudaEvent_t>> last(static_cast<std::size_t>(ranks),
-                                              std::vector<cudaEvent_t>(ops.stream_names.size(), nullptr));
-  std::vector<std::vector<std::string>> last_label(static_cast<std::size_t>(ranks),
-                                                   std::vector<std::string>(ops.stream_names.size()));
+  const int stalled = stalled_op(ops, options_.stall);  // the test hook's op (not launched), or -1
   const auto enqueue_rank = [&](int r) {
     try {
       Rank& rk = st.ranks[static_cast<std::size_t>(r)];
@@ -529,7 +694,8 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
           LYNX_CUDA_CHECK(cudaMallocAsync(&p, static_cast<std::size_t>(e.bytes), s));
           rk.ledger->add(e.tag, e.bytes, p, now_s);
         }
-        launch(ops, op, rk, st.comms, st.pairs, seed++);
+        if (index != stalled) launch(ops, op, rk, st.comms, st.pairs, seed, options_.limits.op_s);
+        ++seed;
         for (const sim::MemEffect& e : op.mem) {
           if (e.bytes > 0 && e.at_end) {
             void* p = nullptr;
@@ -540,8 +706,6 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
           }
         }
         LYNX_CUDA_CHECK(cudaEventRecord(rk.end[i], s));
-        last[static_cast<std::size_t>(r)][static_cast<std::size_t>(op.stream)] = rk.end[i];
-        last_label[static_cast<std::size_t>(r)][static_cast<std::size_t>(op.stream)] = op.label;
       }
     } catch (...) {
       const std::lock_guard<std::mutex> lock(error_mutex);
@@ -551,44 +715,11 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
   std::vector<std::thread> threads;
   for (int r : st.local) threads.emplace_back(enqueue_rank, r);
   for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
-
-  // Wait for every stream without a device-wide sync: poll each stream's last event, NCCL's
-  // asynchronous errors, and the timeout.
-  const std::vector<ncclComm_t> comms = st.all_comms();
-  const auto abort_all = [&] {
-    for (ncclComm_t c : comms) (void)ncclCommAbort(c);
-    st.comms.clear();
-    st.pairs.clear();
-  };
-  const WallClock::time_point enqueued = WallClock::now();
-  for (int r : st.local) {
-    LYNX_CUDA_CHECK(cudaSetDevice(st.ranks[static_cast<std::size_t>(r)].device));
-    for (std::size_t s = 0; s < ops.stream_names.size(); ++s) {
-      const cudaEvent_t e = last[static_cast<std::size_t>(r)][s];
-      if (e == nullptr) continue;
-      for (;;) {
-        const cudaError_t q = cudaEventQuery(e);
-        if (q == cudaSuccess) break;
-        if (q != cudaErrorNotReady) LYNX_CUDA_CHECK(q);
-        for (ncclComm_t c : comms) {
-          ncclResult_t async = ncclSuccess;
-          LYNX_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
-          if (async != ncclSuccess && async != ncclInProgress) {
-            abort_all();
-            fail(ErrorCode::kSystemFailure, "live: NCCL reported an asynchronous error on rank {}: {}", r, ncclGetErrorString(async));
-          }
-        }
-        if (seconds_since(enqueued) > options_.timeout_s) {
-          abort_all();
-          fail(ErrorCode::kSystemFailure, "live: rank {} stream {} not done {:.0f} s after the iteration was enqueued (last op '{}'); NCCL "
-               "communicators aborted",
-               r, ops.stream_names[s], options_.timeout_s, last_label[static_cast<std::size_t>(r)][s]);
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
+  if (error) {
+    st.abort_all();  // what was enqueued may wait on what was not
+    std::rethrow_exception(error);
   }
+  watch_iteration(ops, started);
 
   Measured m;
   m.op_start_s.assign(ops.ops.size(), 0);
@@ -623,7 +754,7 @@ Measured CudaBackend::run_iteration(const OpStream& ops) {
     // What the plan left allocated (none for a whole iteration) goes back to the pool.
     for (void* p : rk.ledger->held()) LYNX_CUDA_CHECK(cudaFreeAsync(p, rk.streams[0].get()));
   }
-  return gather_measured(*st.exchange, ops, st.plan, std::move(m));  // every rank's, on process 0
+  return gather_measured(*st.exchange, ops, st.plan, std::move(m), options_.limits.iteration_s);  // every rank's, on process 0
 }
 
 }  // namespace lynx::live

@@ -6,17 +6,25 @@
 /// (cudaMallocAsync / cudaFreeAsync), NCCL collectives per communicator and send/recv per
 /// directed rank pair; every op timed with CUDA events. Over several nodes, one process per
 /// node runs that node's ranks; the communicators are created in the bootstrap plan's order
-/// (ids from their owners through the IdExchange, ncclCommInitRank per local member). No device-wide synchronisation: the
-/// end of an iteration is polled per stream with NCCL's async error check and a timeout.
+/// (ids from their owners through the IdExchange, nonblocking ncclCommInitRankConfig per local
+/// member). No device-wide synchronisation: every op's start and end events are polled, with
+/// NCCL's async error check and the watchdog's limits (watchdog.hpp).
+#include "common/clock.hpp"
 #include "live/backend.hpp"
 #include "live/id_exchange.hpp"
+#include "live/watchdog.hpp"
 
 #include <memory>
 
 namespace lynx::live {
 
 struct CudaOptions {
-  double timeout_s = 120;  ///< a stream not done this long after its last op was enqueued fails
+  /// Communicator creation (nonblocking NCCL init, polled), each collective, send and receive
+  /// (from its start event to its end event) and the iteration have these limits: on expiry
+  /// every NCCL communicator of the process is aborted (ncclCommAbort) and the run fails with
+  /// the rank, the op and the communicator (E903); over several nodes the error ends the job.
+  WatchdogLimits limits;
+  TestStall stall;  ///< test hook: the rank skips its stalled op (its peers then wait on it)
   /// The processes of the run, one per node (null: this one alone, a one-node plan). This
   /// process runs the ranks live/bootstrap_plan.hpp gives its node; run_iteration returns
   /// every rank's measurements on process 0.
@@ -35,6 +43,10 @@ class CudaBackend final : public Backend {
   Measured run_iteration(const OpStream& ops) override;
 
  private:
+  /// Polls every op of this process's ranks until all have ended, with NCCL's async errors and
+  /// the watchdog's limits (a communication op from its start event on, the iteration from
+  /// `started`); on a failure aborts every communicator and throws.
+  void watch_iteration(const OpStream& ops, WallClock::time_point started);
   struct State;
   CudaOptions options_;
   std::unique_ptr<State> state_;

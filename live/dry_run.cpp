@@ -50,6 +50,7 @@ void write_dry_run(std::ostream& out, const OpStream& ops, const std::string& pl
   const Scenario& sc = ops.scenario;
   const ParallelSpec& p = sc.parallel;
   fmt::print(out, "lynxsim live --dry-run {}: plan '{}', scenario '{}'\n", plan_label, ops.strategy, sc.name);
+  if (const std::string note = runs_as_note(ops); !note.empty()) fmt::print(out, "{}\n", note);
   fmt::print(out, "model: {} layers, hidden {}, heads {}, ffn {}, seq {}, vocab {}{}\n", sc.model.layers,
              sc.model.hidden, sc.model.heads, sc.model.ffn_hidden, sc.model.seq_len, sc.model.vocab,
              sc.model.flash_attention ? ", flash attention" : "");

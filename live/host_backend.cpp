@@ -21,8 +21,6 @@ namespace lynx::live {
 
 namespace {
 
-/// A waiting op gives up after this long: a broken stream fails with a message, never hangs.
-constexpr auto kWaitLimit = std::chrono::seconds(120);
 /// Upper bound of the per-thread work buffer (a memory pass per op).
 constexpr std::size_t kMaxWorkBytes = 4 << 20;
 
@@ -161,16 +159,17 @@ Measured HostBackend::run_threads(const OpStream& ops) {
   Measured m = unstarted(ops);
   auto ledgers = make_ledgers(ops);
   const HostAllocator alloc(options_.size_scale);
+  const WatchdogLimits& limits = options_.limits;
 
   // One queue per (rank, stream), in the rank's issue order.
   std::map<std::pair<int, int>, std::vector<int>> queues;
   for (const auto& list : ops.rank_ops)
     for (int i : list) queues[{ops.ops[static_cast<std::size_t>(i)].rank, ops.ops[static_cast<std::size_t>(i)].stream}].push_back(i);
+  const int stalled = stalled_op(ops, options_.stall);  // the test hook's op, or -1
   // Rendezvous: members of one simulator group start together.
-  std::map<std::int32_t, int> group_size;
+  std::map<std::int32_t, std::vector<int>> group_members, arrived;
   for (std::size_t i = 0; i < ops.num_tasks; ++i)
-    if (const std::int32_t g = ops.sim.built.program.tasks[i].group; g >= 0) ++group_size[g];
-  std::map<std::int32_t, int> arrived;
+    if (const std::int32_t g = ops.sim.built.program.tasks[i].group; g >= 0) group_members[g].push_back(ops.ops[i].rank);
 
   std::mutex mutex;
   std::condition_variable changed;
@@ -179,12 +178,28 @@ Measured HostBackend::run_threads(const OpStream& ops) {
   bool aborted = false;
   std::exception_ptr error;
   const WallClock::time_point started = WallClock::now();
+  const auto after = [](WallClock::time_point t, double s) {
+    return t + std::chrono::duration_cast<WallClock::duration>(std::chrono::duration<double>(s));
+  };
+  const WallClock::time_point iteration_deadline = after(started, limits.iteration_s);
+  struct Aborted {};  // another thread failed first: this one stops quietly
 
-  const auto wait_for = [&](std::unique_lock<std::mutex>& lock, const LiveOp& op, auto ready) {
-    if (!changed.wait_for(lock, kWaitLimit, [&] { return aborted || ready(); }))
-      fail(ErrorCode::kInternal, "host backend: '{}' on rank {} waited {} s for its dependencies", op.label, op.rank,
-           std::chrono::duration_cast<std::chrono::seconds>(kWaitLimit).count());
-    if (aborted) throw std::runtime_error("aborted");
+  // Waits until `ready` or the deadline (the op limit, never past the iteration's); on
+  // expiry fails with the watchdog line, `missing` naming who never came.
+  const auto wait_until = [&](std::unique_lock<std::mutex>& lock, std::size_t i, WallClock::time_point deadline, bool op_limit,
+                              auto ready, auto missing) {
+    const WallClock::time_point until = std::min(deadline, iteration_deadline);
+    const WallClock::time_point waiting_since = WallClock::now();
+    if (!changed.wait_until(lock, until, [&] { return aborted || ready(); })) {
+      const bool by_op = op_limit && deadline <= iteration_deadline;
+      fail(ErrorCode::kSystemFailure, "{}",
+           watchdog_message(ops, i,
+                            by_op ? fmt::format("waited {:g} s (--timeout-op)", limits.op_s)
+                                  : fmt::format("waited {:.3g} s, the iteration's limit reached (--timeout-iteration {:g})",
+                                                seconds_since(waiting_since), limits.iteration_s),
+                            missing()));
+    }
+    if (aborted) throw Aborted{};
   };
   const auto worker = [&](const std::vector<int>& queue) {
     std::vector<unsigned char> buffer(kMaxWorkBytes);
@@ -195,16 +210,35 @@ Measured HostBackend::run_threads(const OpStream& ops) {
         BufferLedger& ledger = *ledgers[static_cast<std::size_t>(op.rank)];
         {
           std::unique_lock<std::mutex> lock(mutex);
-          wait_for(lock, op, [&] {
+          wait_until(lock, i, iteration_deadline, false, [&] {
+            return std::all_of(op.deps.begin(), op.deps.end(), [&](int d) { return done[static_cast<std::size_t>(d)]; });
+          }, [&] {
+            std::string pending;
             for (int d : op.deps)
-              if (!done[static_cast<std::size_t>(d)]) return false;
-            return op.launch != LaunchKind::kRecv || done[static_cast<std::size_t>(op.match)];
+              if (!done[static_cast<std::size_t>(d)]) pending += fmt::format("{}'{}'", pending.empty() ? "" : ", ", ops.ops[static_cast<std::size_t>(d)].label);
+            return "waiting for " + pending;
           });
+          if (index == stalled)  // the test hook: never arrives; stops when the run is aborted
+            wait_until(lock, i, iteration_deadline, false, [] { return false; },
+                       [] { return std::string("stalled by LYNXSIM_LIVE_TEST_STALL"); });
+          const WallClock::time_point op_deadline = after(WallClock::now(), limits.op_s);
+          if (op.launch == LaunchKind::kRecv)
+            wait_until(lock, i, op_deadline, true, [&] { return done[static_cast<std::size_t>(op.match)]; }, [&] {
+              return fmt::format("rank {} never sent '{}'", op.peer, ops.ops[static_cast<std::size_t>(op.match)].label);
+            });
           const std::int32_t group = op.task >= 0 ? ops.sim.built.program.tasks[i].group : -1;
           if (group >= 0) {
-            ++arrived[group];
+            std::vector<int>& here = arrived[group];
+            here.push_back(op.rank);
             changed.notify_all();
-            wait_for(lock, op, [&] { return arrived[group] == group_size[group]; });
+            const std::vector<int>& members = group_members.at(group);
+            wait_until(lock, i, op_deadline, true, [&] { return here.size() == members.size(); }, [&] {
+              std::vector<int> missing = members;
+              for (int r : here) missing.erase(std::find(missing.begin(), missing.end(), r));
+              std::string names;
+              for (int r : missing) names += fmt::format("{}{}", names.empty() ? "" : ", ", r);
+              return fmt::format("rank{} {} never arrived", missing.size() == 1 ? "" : "s", names);
+            });
           }
           m.op_start_seq[i] = seq++;
           m.op_start_s[i] = seconds_since(started);
@@ -221,6 +255,7 @@ Measured HostBackend::run_threads(const OpStream& ops) {
         }
         changed.notify_all();
       }
+    } catch (const Aborted&) {
     } catch (...) {
       const std::lock_guard<std::mutex> lock(mutex);
       if (!aborted) error = std::current_exception();
@@ -231,7 +266,11 @@ Measured HostBackend::run_threads(const OpStream& ops) {
   std::vector<std::thread> threads;
   for (const auto& [key, queue] : queues) threads.emplace_back(worker, std::cref(queue));
   for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  if (error) {
+    for (const auto& ledger : ledgers)
+      for (void* p : ledger->held()) HostAllocator::release(p);
+    std::rethrow_exception(error);
+  }
   finish(m, ledgers);
   return m;
 }

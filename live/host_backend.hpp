@@ -6,6 +6,7 @@
 /// allocator's peak. In simulator order it replays the simulator's event order instead, on one
 /// thread, and its allocator peak equals the simulator's tracked peak exactly.
 #include "live/backend.hpp"
+#include "live/watchdog.hpp"
 
 namespace lynx::live {
 
@@ -15,6 +16,11 @@ struct HostOptions {
   double size_scale = 1.0 / 4096;
   /// Replay the simulator's start/end order (OpStream::sim.exec.event_order) on one thread.
   bool simulator_order = false;
+  /// A collective or receive waiting longer than limits.op_s for its peers, or any op not
+  /// done limits.iteration_s after the iteration started, fails the run (E903, naming the
+  /// rank, the op, its communicator and the ranks that never arrived).
+  WatchdogLimits limits;
+  TestStall stall;  ///< test hook: a rank that never arrives at one of its communication ops
 };
 
 class HostBackend final : public Backend {

@@ -5,11 +5,13 @@
 /// over MPI for many (make_mpi_exchange; the job is joined by sweep::Ranks, the project's one
 /// MPI entry point).
 #include "live/bootstrap_plan.hpp"
+#include "live/watchdog.hpp"
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace lynx::sweep {
@@ -17,6 +19,14 @@ class Ranks;
 }
 
 namespace lynx::live {
+
+/// How long one collective of the exchange may wait for the other processes, and what it is
+/// (named in the watchdog's error: "the id broadcast of communicator tp[0,1]"). limit_s 0: no
+/// limit.
+struct ExchangeWait {
+  double limit_s = 0;
+  std::string what;
+};
 
 class IdExchange {
  public:
@@ -26,11 +36,13 @@ class IdExchange {
   /// Processes of the run.
   virtual int processes() const = 0;
   /// Process `root`'s `bytes` on every process; every process passes the same size. Collective.
-  virtual void broadcast(std::vector<std::uint8_t>& bytes, int root) = 0;
+  /// Each collective fails (E903, naming this process, `wait.what` and the limit) when the
+  /// others have not all arrived within `wait.limit_s`: the caller's error then ends the job.
+  virtual void broadcast(std::vector<std::uint8_t>& bytes, int root, const ExchangeWait& wait) = 0;
   /// On process 0: every process's `bytes`, by process; elsewhere empty. Collective.
-  virtual std::vector<std::vector<std::uint8_t>> gather(const std::vector<std::uint8_t>& bytes) = 0;
+  virtual std::vector<std::vector<std::uint8_t>> gather(const std::vector<std::uint8_t>& bytes, const ExchangeWait& wait) = 0;
   /// Returns when every process has called it.
-  virtual void barrier() = 0;
+  virtual void barrier(const ExchangeWait& wait) = 0;
   /// Ends every process of the run after an error on this one (MPI_Abort); alone, returns.
   virtual void abort(int status) = 0;
 };
@@ -40,9 +52,11 @@ class InProcessExchange final : public IdExchange {
  public:
   int process() const override { return 0; }
   int processes() const override { return 1; }
-  void broadcast(std::vector<std::uint8_t>&, int) override {}
-  std::vector<std::vector<std::uint8_t>> gather(const std::vector<std::uint8_t>& bytes) override { return {bytes}; }
-  void barrier() override {}
+  void broadcast(std::vector<std::uint8_t>&, int, const ExchangeWait&) override {}
+  std::vector<std::vector<std::uint8_t>> gather(const std::vector<std::uint8_t>& bytes, const ExchangeWait&) override {
+    return {bytes};
+  }
+  void barrier(const ExchangeWait&) override {}
   void abort(int) override {}
 };
 
@@ -57,7 +71,7 @@ std::unique_ptr<IdExchange> make_exchange(const sweep::Ranks& ranks);
 /// the processes must derive the same op stream (the simulator's event fingerprint) from the
 /// same plan with the same lynxsim-live, or they would create other communicators in another
 /// order and wait on each other. Collective.
-void check_same_as_process0(IdExchange& exchange, std::uint64_t value, const char* what);
+void check_same_as_process0(IdExchange& exchange, std::uint64_t value, const char* what, double limit_s);
 
 /// An NCCL unique id as bytes (NCCL_UNIQUE_ID_BYTES).
 inline constexpr std::size_t kNcclIdBytes = 128;
@@ -66,8 +80,12 @@ using NcclIdBytes = std::array<std::uint8_t, kNcclIdBytes>;
 /// Every communicator's id, in the plan's creation order: the group's owner calls `new_id`
 /// (ncclGetUniqueId; tests pass fakes) and broadcasts it, every process takes part in every
 /// broadcast (one order, no matching of senders). Entries of groups this process has no
-/// member in are the owner's id too.
+/// member in are the owner's id too. Each broadcast waits at most `limit_s` (the
+/// communicator-creation limit). Test hook (`stall` at init, watchdog.hpp): the process
+/// running the stalled rank never arrives at the broadcast of that rank's stall.index-th
+/// communicator; it waits there 2 x limit_s (its peers' watchdog ends the job first).
 std::vector<NcclIdBytes> exchange_ids(IdExchange& exchange, const BootstrapPlan& plan,
-                                      const std::function<NcclIdBytes()>& new_id);
+                                      const std::function<NcclIdBytes()>& new_id, double limit_s,
+                                      const TestStall& stall = {});
 
 }  // namespace lynx::live

@@ -22,6 +22,8 @@ std::unique_ptr<Backend> make_host_backend(const LiveOptions& options) {
   if (options.backend != "host") return nullptr;
   HostOptions host;
   host.size_scale = options.host_scale;
+  host.limits = options.limits;
+  host.stall = options.stall;
   return std::make_unique<HostBackend>(host);
 }
 
@@ -37,7 +39,14 @@ bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
       "csv", po::value(&o.compare_csv), "write measured vs predicted as CSV here")(
       "raw-csv", po::value(&o.raw_csv), "write the measured per-op times as a calibrate raw CSV (lynxsim fit reads it)")(
       "trace", po::value(&o.trace), "write the last iteration as a Perfetto trace (the simulated trace's format)")(
-      "timeout", po::value(&o.timeout_s), "cuda: seconds before a stuck stream or collective aborts the run (default 120)");
+      "timeout-comm-init", po::value(&o.limits.comm_init_s),
+      "seconds to create the communicators (NCCL init, the id exchange between nodes) (default 120)")(
+      "timeout-op", po::value(&o.limits.op_s), "seconds one collective, send or receive may take from its start (default 60)")(
+      "timeout-iteration", po::value(&o.limits.iteration_s),
+      "seconds one iteration may take, and each node's wait for the others before it (default 600)")(
+      "timeout", po::value<double>(), "all three limits at once (an explicit --timeout-* wins)")(
+      "run-as-bf16-unchunked", po::bool_switch(&o.run_as_bf16_unchunked),
+      "run a plan with FP8 GEMMs or TP-comm overlap as bf16, unchunked (and predict that), instead of refusing it");
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
@@ -45,16 +54,27 @@ bool parse_live_options(const std::vector<std::string>& argv, LiveOptions& o) {
   if (vm.count("help")) {
     std::cout << "usage: lynxsim live PLAN.yaml [--iterations N] [--warmup N] [--backend cuda|host] [--dry-run]\n"
                  "                    [--set k=v]... [--csv OUT.csv] [--raw-csv RAW.csv] [--trace OUT.json]\n"
+                 "                    [--timeout-comm-init S] [--timeout-op S] [--timeout-iteration S] [--run-as-bf16-unchunked]\n"
                  "       mpirun -np NODES --map-by node lynxsim-live PLAN.yaml ...   (a plan over several nodes)\n\n"
               << desc << "\n";
     return false;
   }
   po::notify(vm);
+  if (vm.count("timeout")) {
+    const double all = vm["timeout"].as<double>();
+    if (!(all > 0)) fail(ErrorCode::kInvalidOption, "--timeout {}: expected seconds > 0", all);
+    if (!vm.count("timeout-comm-init")) o.limits.comm_init_s = all;
+    if (!vm.count("timeout-op")) o.limits.op_s = all;
+    if (!vm.count("timeout-iteration")) o.limits.iteration_s = all;
+  }
+  for (const auto& [name, seconds] : {std::pair{"--timeout-comm-init", o.limits.comm_init_s}, std::pair{"--timeout-op", o.limits.op_s},
+                                      std::pair{"--timeout-iteration", o.limits.iteration_s}})
+    if (!(seconds > 0)) fail(ErrorCode::kInvalidOption, "{} {}: expected seconds > 0", name, seconds);
+  o.stall = test_stall_from_env();
   if (o.plan_path.empty()) fail(ErrorCode::kMissingArgument, "live: give a plan file (lynxsim plan SCENARIO -o plan.yaml)");
   if (o.iterations < 1) fail(ErrorCode::kInvalidOption, "--iterations {}: expected a whole number of iterations >= 1", o.iterations);
   if (o.warmup < 0) fail(ErrorCode::kInvalidOption, "--warmup {}: expected a whole number of iterations >= 0", o.warmup);
   if (!(o.host_scale > 0 && o.host_scale <= 1)) fail(ErrorCode::kInvalidOption, "--host-scale {}: expected a fraction in (0, 1]", o.host_scale);
-  if (!(o.timeout_s > 0)) fail(ErrorCode::kInvalidOption, "--timeout {}: expected seconds > 0", o.timeout_s);
   return true;
 }
 
@@ -81,7 +101,7 @@ int run_live_command(const std::vector<std::string>& argv, const BackendFactory&
   LiveOptions options;
   if (!parse_live_options(argv, options)) return 0;
   const strategies::PlanFile plan = strategies::read_plan_file(options.plan_path);
-  const OpStream ops = build_op_stream(plan, options.plan_path, options.overrides);
+  const OpStream ops = build_op_stream(plan, options.plan_path, options.overrides, options.run_as_bf16_unchunked);
   check_scenario_launch(options, ops.scenario, launch);
   if (options.dry_run) {
     write_dry_run(std::cout, ops, options.plan_path);
@@ -94,6 +114,7 @@ int run_live_command(const std::vector<std::string>& argv, const BackendFactory&
   run.plan_label = options.plan_path;
   run.backend = backend->name();
   run.device = backend->device();
+  run.runs_as = runs_as_note(ops);
   run.warmup = options.warmup;
   for (int i = 0; i < options.warmup + options.iterations; ++i) run.iterations.push_back(backend->run_iteration(ops));
   if (exchange.process() != 0) return 0;  // process 0 has every rank's measurements and reports them

@@ -5,6 +5,7 @@
 #include "live/backend.hpp"
 #include "live/bootstrap_plan.hpp"
 #include "live/id_exchange.hpp"
+#include "live/watchdog.hpp"
 
 #include <functional>
 #include <memory>
@@ -25,7 +26,9 @@ struct LiveOptions {
   std::string compare_csv;  ///< measured vs predicted CSV
   std::string raw_csv;      ///< per-op raw CSV (calibrate's schema, `lynxsim fit` input)
   std::string trace;        ///< Perfetto trace of the last iteration
-  double timeout_s = 120;   ///< CUDA backend: a collective or stream not done after this fails
+  WatchdogLimits limits;    ///< --timeout-comm-init, --timeout-op, --timeout-iteration (--timeout: all three)
+  TestStall stall;          ///< test hook, from LYNXSIM_LIVE_TEST_STALL (watchdog.hpp)
+  bool run_as_bf16_unchunked = false;  ///< run a TP-comm-overlap or FP8 plan as bf16, unchunked
 };
 
 /// Makes the backend `options.backend`; returns null when this program has none of that name.

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     lynx::live::IdExchange& world = *exchange;
     const auto make_backend = [&world](const lynx::live::LiveOptions& options) -> std::unique_ptr<lynx::live::Backend> {
       if (options.backend == "cuda")
-        return std::make_unique<lynx::live::CudaBackend>(lynx::live::CudaOptions{options.timeout_s, &world});
+        return std::make_unique<lynx::live::CudaBackend>(lynx::live::CudaOptions{options.limits, options.stall, &world});
       return lynx::live::make_host_backend(options);
     };
     return lynx::live::run_live_command(args, make_backend, "lynxsim-live has the cuda and host backends", world, launch);

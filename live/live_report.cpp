@@ -86,6 +86,7 @@ std::vector<CompareRow> compare_rows(const OpStream& ops, const LiveRun& run) {
 void write_compare_table(std::ostream& out, const std::vector<CompareRow>& rows, const LiveRun& run) {
   fmt::print(out, "live run of {} on {} ({} backend): {} iteration(s), {} warm-up\n", run.plan_label, run.device,
              run.backend, run.iterations.size(), run.warmup);
+  if (!run.runs_as.empty()) fmt::print(out, "{}\n", run.runs_as);
   fmt::print(out, "{:<12} {:>4}  {:<26} {:<16} {:<9} {:>6}  {:>14} {:>14} {:>8}\n", "row", "rank", "op", "pass",
              "stream", "count", "measured", "predicted", "ratio");
   for (const CompareRow& r : rows) {
@@ -118,6 +119,7 @@ calibrate::RawMeasurements raw_measurements(const OpStream& ops, const LiveRun& 
                   {"strategy", ops.strategy},
                   {"iterations", std::to_string(its.size())},
                   {"lynxsim", runner::lynxsim_version()}};
+  if (!run.runs_as.empty()) raw.metadata.emplace_back("runs_as", run.runs_as);
   // One row per distinct launch; instances keyed by everything the row carries.
   std::map<std::tuple<int, std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::uint64_t, int>,
            std::pair<Measurement, std::vector<double>>>
@@ -219,6 +221,7 @@ void write_live_trace(std::ostream& out, const OpStream& ops, const LiveRun& run
                       {"device", run.device},
                       {"plan", run.plan_label},
                       {"strategy", ops.strategy}};
+  if (!run.runs_as.empty()) options.metadata.emplace_back("runs_as", run.runs_as);
   sim::write_chrome_trace(out, ops.sim.built.machine, ops.sim.built.program, exec, {}, options);
 }
 

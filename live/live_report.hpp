@@ -18,6 +18,7 @@ struct LiveRun {
   std::string plan_label;
   std::string backend;  ///< Backend::name()
   std::string device;   ///< Backend::device()
+  std::string runs_as;  ///< runs_as_note of the op stream ("": the plan as made)
   int warmup = 1;
   std::vector<Measured> iterations;  ///< every iteration run, warm-up included
 };

@@ -98,10 +98,12 @@ void unpack_measured(const OpStream& ops, const std::vector<std::uint8_t>& bytes
   LYNX_CHECK(r.done(), "{} bytes of measurements left over", bytes.size());
 }
 
-Measured gather_measured(IdExchange& exchange, const OpStream& ops, const BootstrapPlan& plan, Measured local) {
+Measured gather_measured(IdExchange& exchange, const OpStream& ops, const BootstrapPlan& plan, Measured local,
+                         double limit_s) {
   if (exchange.processes() == 1) return local;
   const std::vector<std::vector<std::uint8_t>> all =
-      exchange.gather(pack_measured(ops, local, plan.process_ranks.at(static_cast<std::size_t>(exchange.process()))));
+      exchange.gather(pack_measured(ops, local, plan.process_ranks.at(static_cast<std::size_t>(exchange.process()))),
+                      {limit_s, "the gathering of every rank's measurements on node 0 (--timeout-iteration)"});
   if (exchange.process() != 0) return local;
   Measured whole;
   for (const std::vector<std::uint8_t>& part : all) unpack_measured(ops, part, whole);

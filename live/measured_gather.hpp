@@ -20,7 +20,8 @@ void unpack_measured(const OpStream& ops, const std::vector<std::uint8_t>& bytes
 
 /// Gathers every process's ranks of `local` (which this process filled for
 /// plan.process_ranks[exchange.process()]) on process 0, which returns the whole run's
-/// Measured; the others return `local` unchanged. Collective.
-Measured gather_measured(IdExchange& exchange, const OpStream& ops, const BootstrapPlan& plan, Measured local);
+/// Measured; the others return `local` unchanged. Collective, waiting at most `limit_s`.
+Measured gather_measured(IdExchange& exchange, const OpStream& ops, const BootstrapPlan& plan, Measured local,
+                         double limit_s);
 
 }  // namespace lynx::live

@@ -176,9 +176,12 @@ std::uint64_t ring_payload(std::uint64_t member_bytes, model::CollectiveKind kin
 
 /// Live mode runs each GEMM whole, in bf16 (cuBLAS), and each TP collective beside it: a plan
 /// that chunks them to overlap (parallel.tp_comm_overlap) or runs FP8 GEMMs would be measured
-/// as another plan than the one it was made for, so it is refused at the key that asks for it.
-void refuse_what_live_runs_otherwise(const model::ResolvedScenario& resolved, const strategies::PlanFile& plan,
-                                     const std::string& plan_label, const std::vector<std::string>& overrides) {
+/// as another plan than the one it was made for. Without `run_as_bf16_unchunked` it is
+/// refused at the key that asks for it; with it, the keys are returned as the --set
+/// overrides that make the simulation predict what live mode runs.
+std::vector<std::string> what_live_runs_otherwise(const model::ResolvedScenario& resolved, const strategies::PlanFile& plan,
+                                                  const std::string& plan_label, const std::vector<std::string>& overrides,
+                                                  bool run_as_bf16_unchunked) {
   const Scenario& sc = resolved.scenario();
   // The --set override that gave the key, else the plan file's line of it.
   const auto origin = [&](const std::string& key) {
@@ -189,31 +192,53 @@ void refuse_what_live_runs_otherwise(const model::ResolvedScenario& resolved, co
     const std::string at = plan.scenario_origins.origin_of(key);
     return at.empty() ? plan_label : at;
   };
-  if (schedule::tp_overlap_chunks(sc.parallel) > 1)
-    fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "
-         "not chunked and overlapped as this plan does; make the plan with parallel.tp_comm_overlap=false",
-         origin("parallel.tp_comm_overlap"));
-  if (sc.model.gemm_precision == GemmPrecision::kFp8)
-    fail(ErrorCode::kNotModelled, "{}: key 'model.gemm_precision': live mode runs bf16 GEMMs, not this plan's FP8 ones; "
-         "make the plan with model.gemm_precision=bf16", origin("model.gemm_precision"));
+  std::vector<std::string> runs_as;
+  if (schedule::tp_overlap_chunks(sc.parallel) > 1) {
+    if (!run_as_bf16_unchunked)
+      fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "
+           "not chunked and overlapped as this plan does; make the plan with parallel.tp_comm_overlap=false, or run it "
+           "unchunked with --run-as-bf16-unchunked", origin("parallel.tp_comm_overlap"));
+    runs_as.push_back("parallel.tp_comm_overlap=false");
+  }
+  if (sc.model.gemm_precision == GemmPrecision::kFp8) {
+    if (!run_as_bf16_unchunked)
+      fail(ErrorCode::kNotModelled, "{}: key 'model.gemm_precision': live mode runs bf16 GEMMs, not this plan's FP8 ones; "
+           "make the plan with model.gemm_precision=bf16, or run it as bf16 with --run-as-bf16-unchunked",
+           origin("model.gemm_precision"));
+    runs_as.push_back("model.gemm_precision=bf16");
+  }
+  return runs_as;
 }
 
 }  // namespace
 
+std::string runs_as_note(const OpStream& ops) {
+  if (ops.runs_as.empty()) return "";
+  std::string sets;
+  for (const std::string& set : ops.runs_as) sets += (sets.empty() ? "" : ", ") + set;
+  return fmt::format("run as bf16 without chunked TP-comm overlap, not as the plan asks (--run-as-bf16-unchunked: {}); "
+                     "predicted for what runs", sets);
+}
+
 OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& plan_label,
-                         const std::vector<std::string>& overrides) {
+                         const std::vector<std::string>& overrides, bool run_as_bf16_unchunked) {
   // Every GPU simulated (each rank gets its own program) in exact mode.
   std::vector<std::string> sets = overrides;
   sets.push_back("sim.exploit_symmetry=false");
   sets.push_back("sim.mode=exact");
-  const model::ResolvedScenario resolved = strategies::scenario_for_plan(plan, plan_label, "", sets);
-  refuse_what_live_runs_otherwise(resolved, plan, plan_label, overrides);
+  model::ResolvedScenario resolved = strategies::scenario_for_plan(plan, plan_label, "", sets);
+  std::vector<std::string> runs_as = what_live_runs_otherwise(resolved, plan, plan_label, overrides, run_as_bf16_unchunked);
+  if (!runs_as.empty()) {
+    sets.insert(sets.end(), runs_as.begin(), runs_as.end());
+    resolved = strategies::scenario_for_plan(plan, plan_label, "", sets);
+  }
   runner::SimOptions sim_options;
   sim_options.plan = &plan.plan;
   sim_options.keep_trace_data = true;
   sim_options.record_event_order = true;
 
   OpStream out;
+  out.runs_as = std::move(runs_as);
   out.sim = runner::simulate(resolved, sim_options);
   out.scenario = resolved.scenario();
   out.strategy = out.sim.result.strategy;

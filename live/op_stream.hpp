@@ -84,6 +84,10 @@ struct Communicator {
 struct OpStream {
   Scenario scenario;       ///< the plan's resolved scenario (every GPU simulated)
   std::string strategy;    ///< the plan's name
+  /// What live mode runs (and the simulation predicts) otherwise than the plan asks, with the
+  /// user's consent (--run-as-bf16-unchunked): the overrides it applied
+  /// ("model.gemm_precision=bf16", "parallel.tp_comm_overlap=false"); empty: the plan as made.
+  std::vector<std::string> runs_as;
   std::vector<std::string> gpu_names;     ///< per rank ("stage0.dp0.tp1")
   std::vector<std::string> stream_names;  ///< the program's streams + "pp_recv"
   std::vector<std::string> tags;          ///< memory tags
@@ -101,6 +105,10 @@ struct OpStream {
   runner::SimRun sim;
 };
 
+/// One line for report headers when OpStream::runs_as is not empty ("" otherwise): what runs
+/// otherwise than the plan asks, and that the prediction is of what runs.
+std::string runs_as_note(const OpStream& ops);
+
 /// Index of the receive stream every rank gets beside the program's streams.
 int recv_stream(const OpStream& ops);
 
@@ -109,7 +117,10 @@ int recv_stream(const OpStream& ops);
 /// `overrides` are `--set` overrides on top of the plan's scenario; `plan_label` names the
 /// plan in messages. Plans over several nodes give every rank of every node (the CUDA backend
 /// runs one process per node, live/bootstrap_plan.hpp; the host backend runs them all).
+/// A plan with TP-comm overlap or FP8 GEMMs, which live mode runs unchunked in bf16, is
+/// refused (E304, at its key) unless `run_as_bf16_unchunked`: then both are turned off in the
+/// simulated scenario too (OpStream::runs_as), so the prediction is of what runs.
 OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& plan_label,
-                         const std::vector<std::string>& overrides = {});
+                         const std::vector<std::string>& overrides = {}, bool run_as_bf16_unchunked = false);
 
 }  // namespace lynx::live

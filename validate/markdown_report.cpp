@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <cmath>
 #include <ostream>
 
 namespace lynx::validate {
@@ -58,6 +59,46 @@ void write_categories(std::ostream& out, const DatasetResults& d) {
   }
 }
 
+/// The per-layer data sets: a summary line per (data set, profile), then every row.
+void write_layer_sets(std::ostream& out, const std::vector<DatasetResults>& results) {
+  bool any = false;
+  for (const DatasetResults& d : results) any = any || !d.layer_profiles.empty();
+  if (!any) return;
+  fmt::print(out, "\nPer-layer data sets (`lynxsim validate FILE --components`): one transformer layer's forward and "
+                  "backward time, simulated middle layer against measured.\n\n");
+  fmt::print(out, "| data set | profile | rows | forward MAE | forward bias | backward MAE | backward bias | "
+                  "fwd + bwd MAE |\n|---|---|---|---|---|---|---|---|\n");
+  for (const DatasetResults& d : results)
+    for (const ProfileLayers& p : d.layer_profiles) {
+      double f = 0, fb = 0, b = 0, bb = 0, c = 0;
+      for (const ComponentRow& r : p.rows) {
+        f += std::abs(r.forward_error_percent);
+        fb += r.forward_error_percent;
+        b += std::abs(r.backward_error_percent);
+        bb += r.backward_error_percent;
+        c += std::abs(r.combined_error_percent);
+      }
+      const double n = static_cast<double>(p.rows.size());
+      fmt::print(out, "| {} | `{}` | {} | {:.2f}% | {:+.2f}% | {:.2f}% | {:+.2f}% | {:.2f}% |\n", cell(d.dataset.name),
+                 cell(p.profile), p.rows.size(), f / n, fb / n, b / n, bb / n, c / n);
+    }
+  for (const DatasetResults& d : results)
+    for (const ProfileLayers& p : d.layer_profiles) {
+      fmt::print(out, "\n### {} on `{}`\n\n", d.dataset.name, cell(p.profile));
+      if (!d.dataset.source.empty()) fmt::print(out, "Source: {}.\n\n", d.dataset.source);
+      fmt::print(out, "| line | settings | forward ms | predicted | error | backward ms | predicted | error | "
+                      "of which recompute |\n|---|---|---|---|---|---|---|---|---|\n");
+      for (const ComponentRow& r : p.rows) {
+        std::string settings;
+        for (const RowSetting& s : r.run.settings) settings += (settings.empty() ? "" : " ") + s.column + "=" + s.value;
+        fmt::print(out, "| {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {:.2f} | {:.2f} | {:+.1f}% | {:.2f} |\n", r.run.line,
+                   cell(settings), r.run.layer_forward_ms, r.predicted.forward_s * 1e3, r.forward_error_percent,
+                   r.run.layer_backward_ms, r.predicted.backward_s * 1e3, r.backward_error_percent,
+                   r.predicted.recompute_s * 1e3);
+      }
+    }
+}
+
 }  // namespace
 
 void write_markdown_report(std::ostream& out, const std::vector<DatasetResults>& results,
@@ -74,6 +115,7 @@ void write_markdown_report(std::ostream& out, const std::vector<DatasetResults>&
                  cell(d.dataset.name), cell(p.profile), s.rows, s.mape_percent,
                  s.median_ape_percent, s.mean_signed_error_percent, s.kendall_tau_b, s.oom_rows);
     }
+  write_layer_sets(out, results);
   for (const DatasetResults& d : results) {
     if (d.profiles.empty()) continue;
     fmt::print(out, "\n### {}\n\n", d.dataset.name);

@@ -2,6 +2,7 @@
 /// The markdown validation report (`lynxsim validate --report MANIFEST`): per data set and per
 /// profile MAPE, median APE, bias and Kendall tau-b, the error by category side by side for
 /// the profiles, and the worst rows of each profile. VALIDATION.md's results are its output.
+#include "validate/components.hpp"
 #include "validate/dataset_manifest.hpp"
 #include "validate/validation.hpp"
 
@@ -17,10 +18,18 @@ struct ProfileRows {
   std::vector<RowResult> rows;  ///< every row of the data set, in file order
 };
 
-/// One data set and its results on each of its profiles (in the manifest's order).
+/// A per-layer data set's rows (validate --components) simulated on one profile.
+struct ProfileLayers {
+  std::string profile;
+  std::vector<ComponentRow> rows;
+};
+
+/// One data set and its results on each of its profiles (in the manifest's order): iteration
+/// times in `profiles`, or, for a file of per-layer times, `layer_profiles`.
 struct DatasetResults {
   Dataset dataset;
   std::vector<ProfileRows> profiles;
+  std::vector<ProfileLayers> layer_profiles;
 };
 
 struct MarkdownOptions {
@@ -31,7 +40,9 @@ struct MarkdownOptions {
 
 /// Writes the report: a comment naming the command, a summary table (one line per data set and
 /// profile), then per data set its source, the error by category (bias and MAPE per profile)
-/// and per profile its worst rows. Throws lynx::Error for a data set with fewer than 2 rows.
+/// and per profile its worst rows; then each per-layer data set: per profile the mean absolute
+/// and mean signed error of the forward, backward and combined layer time, and every row.
+/// Throws lynx::Error for an iteration data set with fewer than 2 rows.
 void write_markdown_report(std::ostream& out, const std::vector<DatasetResults>& results,
                            const MarkdownOptions& options);
 

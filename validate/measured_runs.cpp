@@ -5,6 +5,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -36,6 +37,9 @@ constexpr std::array<CoreColumn, kVtrainColumns> kCore = {{{"gpus", "GPUs"},
                                                            {"pp", "pipeline parallelism"},
                                                            {"iteration_ms", "iteration time (ms)"}}};
 constexpr const char* kSecondsColumn = "iteration_s";
+/// Per-layer measurements (Korthikanti et al. 2022 Table 4 style): one transformer layer's
+/// forward and backward time in ms, instead of or beside the iteration time.
+constexpr std::array<const char*, 2> kLayerColumns = {"layer_forward_ms", "layer_backward_ms"};
 
 /// Scenario keys the core columns set (by kCore index), the model preset and the profile
 /// choice: a settings column may not name them.
@@ -47,8 +51,9 @@ constexpr std::array<const char*, kCoreInts> kCoreKeys = {
 struct Layout {
   std::vector<std::string> names;         ///< per column: its name in messages
   std::array<std::size_t, kCoreInts> ints{};  ///< column of each integer core column
-  std::size_t time = kCoreInts;           ///< column of the measured time
+  std::optional<std::size_t> time;        ///< column of the measured iteration time
   double time_to_ms = 1;                  ///< 1000 for iteration_s
+  std::array<std::optional<std::size_t>, 2> layer;  ///< columns of kLayerColumns
   /// (column, scenario key) of each settings column, in header order.
   std::vector<std::pair<std::size_t, std::string>> settings;
 };
@@ -57,6 +62,7 @@ Layout vtrain_layout() {
   Layout layout;
   for (std::size_t c = 0; c < kVtrainColumns; ++c) layout.names.emplace_back(kCore[c].description);
   for (std::size_t c = 0; c < kCoreInts; ++c) layout.ints[c] = c;
+  layout.time = kCoreInts;
   return layout;
 }
 
@@ -120,7 +126,7 @@ std::string setting_key(const std::string& name, const std::string& where, std::
 Layout header_layout(std::string_view row, const std::string& where) {
   Layout layout;
   std::array<std::optional<std::size_t>, kCoreInts> ints;
-  std::optional<std::size_t> time;
+  std::optional<std::size_t>& time = layout.time;
   const std::vector<std::string_view> names = split_fields(row);
   for (std::size_t c = 0; c < names.size(); ++c) {
     const std::string name(names[c]);
@@ -132,6 +138,13 @@ Layout header_layout(std::string_view row, const std::string& where) {
              *time + 1, c + 1, kCore[kCoreInts].name, kSecondsColumn);
       time = c;
       layout.time_to_ms = name == kSecondsColumn ? 1000.0 : 1.0;
+      continue;
+    }
+    const auto layer = std::find(kLayerColumns.begin(), kLayerColumns.end(), name);
+    if (layer != kLayerColumns.end()) {
+      std::optional<std::size_t>& slot = layout.layer[static_cast<std::size_t>(layer - kLayerColumns.begin())];
+      if (slot) fail(ErrorCode::kBadCsvHeader, "{}: columns {} and {} are both '{}'", where, *slot + 1, c + 1, name);
+      slot = c;
       continue;
     }
     bool core = false;
@@ -156,10 +169,12 @@ Layout header_layout(std::string_view row, const std::string& where) {
            where, kCore[k].name);
     layout.ints[k] = *ints[k];
   }
-  if (!time)
-    fail(ErrorCode::kBadCsvHeader, "{}: the header has no measured time: add a column {} or {}", where,
-         kCore[kCoreInts].name, kSecondsColumn);
-  layout.time = *time;
+  if (layout.layer[0].has_value() != layout.layer[1].has_value())
+    fail(ErrorCode::kBadCsvHeader, "{}: per-layer times come in pairs: the header has '{}' without '{}'", where,
+         kLayerColumns[layout.layer[0] ? 0 : 1], kLayerColumns[layout.layer[0] ? 1 : 0]);
+  if (!time && !layout.layer[0])
+    fail(ErrorCode::kBadCsvHeader, "{}: the header has no measured time: add a column {} or {} (or the per-layer pair {}, {})",
+         where, kCore[kCoreInts].name, kSecondsColumn, kLayerColumns[0], kLayerColumns[1]);
   return layout;
 }
 
@@ -198,12 +213,16 @@ MeasuredRun parse_row(std::string_view row, const Layout& layout, const std::str
     const std::size_t c = layout.ints[k];
     *ints[k] = positive_int(fields[c], where, c, layout.names[c]);
   }
-  run.iteration_ms = positive_number(fields[layout.time], where, layout.time,
-                                     layout.names[layout.time]) *
-                     layout.time_to_ms;
-  if (!std::isfinite(run.iteration_ms))
-    fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is too large", where, layout.time + 1,
-         layout.names[layout.time], fields[layout.time]);
+  if (layout.time) {
+    const std::size_t c = *layout.time;
+    run.iteration_ms = positive_number(fields[c], where, c, layout.names[c]) * layout.time_to_ms;
+    if (!std::isfinite(run.iteration_ms))
+      fail(ErrorCode::kBadCsvRow, "{}: column {} ({}): '{}' is too large", where, c + 1, layout.names[c], fields[c]);
+  }
+  if (layout.layer[0]) {
+    run.layer_forward_ms = positive_number(fields[*layout.layer[0]], where, *layout.layer[0], layout.names[*layout.layer[0]]);
+    run.layer_backward_ms = positive_number(fields[*layout.layer[1]], where, *layout.layer[1], layout.names[*layout.layer[1]]);
+  }
   for (const auto& [c, key] : layout.settings) {
     if (fields[c].empty()) continue;  // this row keeps the default
     Scenario scratch;
@@ -284,6 +303,20 @@ std::vector<MeasuredRun> parse_measured_runs(std::string_view text, const std::s
 
 std::vector<MeasuredRun> load_measured_runs(const std::string& path) {
   return parse_measured_runs(read_text_file(path, "measurements CSV"), path);
+}
+
+void require_iteration_times(const std::vector<MeasuredRun>& runs, const std::string& file_label) {
+  for (const MeasuredRun& r : runs)
+    if (!(r.iteration_ms > 0))
+      fail(ErrorCode::kBadCsvHeader, "{}:{}: no measured iteration time (the file gives per-layer times: score them with "
+           "`lynxsim validate {} --components`)", file_label, r.line, file_label);
+}
+
+void require_layer_times(const std::vector<MeasuredRun>& runs, const std::string& file_label) {
+  for (const MeasuredRun& r : runs)
+    if (!(r.layer_forward_ms > 0))
+      fail(ErrorCode::kBadCsvHeader, "{}:{}: no measured per-layer times: --components needs the columns {} and {}",
+           file_label, r.line, kLayerColumns[0], kLayerColumns[1]);
 }
 
 }  // namespace lynx::validate

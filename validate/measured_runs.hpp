@@ -31,7 +31,11 @@ struct MeasuredRun {
   int tp = 0;
   int dp = 0;
   int pp = 0;
-  double iteration_ms = 0;  ///< measured iteration time, milliseconds
+  double iteration_ms = 0;  ///< measured iteration time, milliseconds (0: not measured)
+  /// One transformer layer's measured forward / backward time, milliseconds (0: not measured;
+  /// headed files with the columns layer_forward_ms and layer_backward_ms).
+  double layer_forward_ms = 0;
+  double layer_backward_ms = 0;
   /// The row's settings columns in header order (empty cells left out); applied after the
   /// shape and layout, so they win over every default (validate::scenario_for_run).
   std::vector<RowSetting> settings;
@@ -44,7 +48,8 @@ struct MeasuredRun {
 ///   ms), the header as a '#' comment;
 /// - headed (otherwise): that line names the columns, in any order. Core columns, all
 ///   required: gpus, global_batch, micro_batch, hidden, heads, layers, seq_len, tp, dp, pp, and
-///   one of iteration_ms / iteration_s. Settings columns, optional: a scenario key
+///   one of iteration_ms / iteration_s, or the per-layer pair layer_forward_ms,
+///   layer_backward_ms (either or both). Settings columns, optional: a scenario key
 ///   (`lynxsim fields`, e.g. parallel.sequence_parallel, model.ffn_hidden) or one of
 ///   row_setting_aliases(); an empty cell leaves the field at its default. Scenario keys the
 ///   core columns, the model preset or the profile choice own are refused.
@@ -68,5 +73,10 @@ const FieldDesc& row_setting_field(const std::string& key);
 
 /// Reads and parses `path` (see parse_measured_runs); a missing file is a lynx::Error.
 std::vector<MeasuredRun> load_measured_runs(const std::string& path);
+
+/// Throws lynx::Error naming the first row without a measured iteration time.
+void require_iteration_times(const std::vector<MeasuredRun>& runs, const std::string& file_label);
+/// Throws lynx::Error naming the first row without measured per-layer times.
+void require_layer_times(const std::vector<MeasuredRun>& runs, const std::string& file_label);
 
 }  // namespace lynx::validate

@@ -83,6 +83,9 @@ Scenario scenario_for_run(const Scenario& base, const MeasuredRun& run, const st
   sc.model.layers = run.layers;
   sc.model.hidden = run.hidden;
   sc.model.heads = run.heads;
+  // Multi-head attention, as GPT: the base is a resolved scenario whose preset filled
+  // kv_heads for its own head count, which a row with other heads must not inherit.
+  sc.model.kv_heads = run.heads;
   // Megatron's default 4 · hidden; one that does not fit an int is left 0 for resolution to
   // refuse (the range check names model.hidden).
   const std::int64_t ffn = checked_product("4 x hidden size", {4, run.hidden});

@@ -3,7 +3,8 @@
 `lynxsim fit` (plan -> live -> fit), one-line refusals, a plan over two nodes, and the
 bootstrap under mpirun.
 
-Usage: check_live_cli.py LYNXSIM_BINARY CASE [with-mpi|without-mpi]   (CASE: dry_run, host_fit, errors, multi_node)
+Usage: check_live_cli.py LYNXSIM_BINARY CASE [with-mpi|without-mpi]
+       (CASE: dry_run, host_fit, errors, multi_node, watchdog, run_as)
        check_live_cli.py LYNXSIM_BINARY mpi MPIEXEC PROCESSES TEST_LIVE_MPI
        (exit 77: mpirun is not Open MPI, skipped)
 """
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from check_cli import check, run  # noqa: E402  (the CLI suite's helpers)
@@ -80,6 +82,46 @@ def case_errors(b, tmp):
     check("recompute" in p.stderr and p.stderr.count("\n") == 1, f"--set recompute refused: {p.stderr}")
 
 
+def case_watchdog(b, tmp):
+    """A rank that never arrives (the test hook) stops the host run within --timeout-op with one
+    line naming the rank, the op and its communicator; a normal run with the limits on passes."""
+    plan = os.path.join(tmp, "plan.yaml")
+    run(b, "plan", SCENARIO, "--set", "parallel.pp=1", "-o", plan)  # ranks 0 and 1, one TP group
+    limits = ["--timeout-comm-init", "1", "--timeout-op", "2", "--timeout-iteration", "20"]
+    out = run(b, "live", plan, "--backend", "host", "--iterations", "2", *limits).stdout
+    check("live run of" in out and "iteration" in out, f"normal run with the limits on: {out}")
+    start = time.monotonic()
+    p = subprocess.run([b, "live", plan, "--backend", "host", "--timeout-op", "0.3"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, LYNXSIM_LIVE_TEST_STALL="op:1:0"))
+    wall = time.monotonic() - start
+    lines = p.stderr.splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and lines[0].startswith("lynxsim: error E903 (system-failure): live: watchdog: rank 0 (")
+          and "waited 0.3 s (--timeout-op) in op '" in lines[0] and lines[0].endswith("on communicator tp[0,1]; rank 1 never arrived"),
+          f"stalled rank: exit {p.returncode}, stderr: {p.stderr}")
+    print(f"stalled run ended after {wall:.2f} s (op limit 0.3 s)")
+    p = subprocess.run([b, "live", plan, "--backend", "host"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, LYNXSIM_LIVE_TEST_STALL="somewhere"))
+    check(p.returncode == 1 and "E802" in p.stderr and "LYNXSIM_LIVE_TEST_STALL=somewhere" in p.stderr, f"bad hook: {p.stderr}")
+
+
+def case_run_as(b, tmp):
+    """FP8 / TP-comm-overlap plans: refused naming the flag; with --run-as-bf16-unchunked the dry
+    run and the host run say what runs."""
+    plan = os.path.join(tmp, "plan.yaml")
+    run(b, "plan", SCENARIO, "--set", "parallel.pp=1", "--set", "parallel.sequence_parallel=true",
+        "--set", "parallel.tp_comm_overlap=true", "--set", "model.gemm_precision=fp8",
+        "--set", "hardware.profile=dgx-h100-80gb", "-o", plan)
+    p = run(b, "live", "--dry-run", plan, expect=1)
+    check("E304" in p.stderr and "key 'parallel.tp_comm_overlap'" in p.stderr and "--run-as-bf16-unchunked" in p.stderr
+          and p.stderr.count("\n") == 1, f"refused: {p.stderr}")
+    note = ("run as bf16 without chunked TP-comm overlap, not as the plan asks (--run-as-bf16-unchunked: "
+            "parallel.tp_comm_overlap=false, model.gemm_precision=bf16); predicted for what runs")
+    out = run(b, "live", "--dry-run", plan, "--run-as-bf16-unchunked").stdout
+    check(out.splitlines()[1] == note, f"dry run header says so: {out[:400]}")
+    out = run(b, "live", plan, "--backend", "host", "--iterations", "1", "--run-as-bf16-unchunked").stdout
+    check(out.splitlines()[1] == note, f"report header says so: {out[:400]}")
+
+
 def make_two_node_plan(b, tmp):
     """live-small at tp 2 x pp 2 x dp 2 over 2 nodes of 4 GPUs."""
     plan = os.path.join(tmp, "two-node.yaml")
@@ -130,6 +172,16 @@ def case_mpi(b, mpiexec, processes, test_program):
     mpirun = [mpiexec, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader", "-np"]
     out = run(mpiexec, *mpirun[1:], processes, test_program).stdout
     check(out.startswith(f"ok: {processes} processes"), f"exchange and gather under MPI: {out}")
+    if processes == "2":
+        # The watchdog: process 1 never arrives at an id broadcast; process 0 fails within its
+        # 0.5 s limit naming the communicator, and the job ends (never a hang: timeout=120).
+        start = time.monotonic()
+        p = subprocess.run(mpirun + ["2", test_program, "stall"], capture_output=True, text=True, timeout=120)
+        wall = time.monotonic() - start
+        lines = [l for l in p.stderr.splitlines() if l.startswith("process 0: error: live: watchdog:")]
+        check(p.returncode != 0 and len(lines) == 1 and "node 0 of 2 waited 0.5 s in creating communicator " in lines[0]
+              and "(--timeout-comm-init); a node never arrived" in lines[0], f"stalled node: exit {p.returncode}\n{p.stderr}")
+        print(f"stalled id exchange: job ended after {wall:.2f} s (limit 0.5 s)")
     live = os.path.join(os.path.dirname(b), "lynxsim-live")
     if processes != "2" or not os.path.exists(live):
         return
@@ -149,7 +201,8 @@ def case_mpi(b, mpiexec, processes, test_program):
             check(p.stdout.count("live run of") == 1 and len(peaks) == 8, f"process 0 reports the 8 ranks once: {p.stdout}")
 
 
-CASES = {"dry_run": case_dry_run, "host_fit": case_host_fit, "errors": case_errors, "multi_node": case_multi_node}
+CASES = {"dry_run": case_dry_run, "host_fit": case_host_fit, "errors": case_errors, "multi_node": case_multi_node,
+         "watchdog": case_watchdog, "run_as": case_run_as}
 
 if __name__ == "__main__":
     binary, case = sys.argv[1], sys.argv[2]

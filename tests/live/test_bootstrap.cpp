@@ -132,15 +132,18 @@ TEST_CASE("id exchange in one process: one id per communicator, made in the plan
   const BootstrapPlan plan = plan_bootstrap(eight_gpus(8));
   InProcessExchange alone;
   std::uint8_t next = 0;
-  const std::vector<NcclIdBytes> ids = exchange_ids(alone, plan, [&] {
-    NcclIdBytes id{};
-    id.fill(++next);
-    return id;
-  });
+  const std::vector<NcclIdBytes> ids = exchange_ids(
+      alone, plan,
+      [&] {
+        NcclIdBytes id{};
+        id.fill(++next);
+        return id;
+      },
+      1.0);
   REQUIRE(ids.size() == plan.groups.size());
   for (std::size_t g = 0; g < ids.size(); ++g) CHECK(ids[g][kNcclIdBytes - 1] == g + 1);
   // A plan over two nodes needs two processes.
-  CHECK(lynx::test::error_of([&] { (void)exchange_ids(alone, plan_bootstrap(eight_gpus(4)), [] { return NcclIdBytes{}; }); })
+  CHECK(lynx::test::error_of([&] { (void)exchange_ids(alone, plan_bootstrap(eight_gpus(4)), [] { return NcclIdBytes{}; }, 1.0); })
             .find("1 processes for a plan over 2 nodes") != std::string::npos);
 }
 
@@ -168,7 +171,7 @@ TEST_CASE("measurements packed per node and unpacked on process 0 are exactly ev
   CHECK(merged.iteration_s == 7.5);
   // In one process the measurements are already whole.
   InProcessExchange alone;
-  CHECK(gather_measured(alone, ops, plan_bootstrap(eight_gpus(8)), all).op_end_s == all.op_end_s);
+  CHECK(gather_measured(alone, ops, plan_bootstrap(eight_gpus(8)), all, 1.0).op_end_s == all.op_end_s);
 }
 
 TEST_CASE("a 2-node plan runs whole on the host backend and in the dry run") {

@@ -7,6 +7,11 @@
 // measurements on process 0, which checks that it has exactly every rank's values. Every
 // process runs every collective whatever it found (no early exit, so never a hang); the exit
 // status says whether all checks held.
+// `test_live_mpi stall` checks the watchdog of communicator creation instead: the process
+// running rank 4 never arrives at the id broadcast of that rank's first communicator
+// (LYNXSIM_LIVE_TEST_STALL's init hook, through exchange_ids); the others must fail within
+// the 0.5 s limit with one line naming the communicator and end the job, as lynxsim-live's
+// main does (check_live_cli.py checks the line, the exit status and that it ended).
 #include "live/bootstrap_plan.hpp"
 #include "live/id_exchange.hpp"
 #include "live/measured_gather.hpp"
@@ -26,6 +31,8 @@ using namespace lynx::live;
 
 int failures = 0;
 int process = 0;
+/// Limits of the normal run (never reached) and of the stalled one (sub-second).
+constexpr double kLimit_s = 60, kStallLimit_s = 0.5;
 
 void expect(bool ok, const std::string& what) {
   if (ok) return;
@@ -42,7 +49,7 @@ NcclIdBytes fake_id(std::size_t g, int owner) {
 
 double fake_start(const OpStream& ops, std::size_t i) { return 0.001 * static_cast<double>(i) + ops.ops[i].rank; }
 
-int run(const lynx::sweep::Ranks& ranks) {
+int run(const lynx::sweep::Ranks& ranks, bool stall) {
   const std::unique_ptr<IdExchange> exchange = make_exchange(ranks);
   process = exchange->process();
   const int nodes = exchange->processes();
@@ -59,10 +66,15 @@ int run(const lynx::sweep::Ranks& ranks) {
   check_launch(plan_nodes(ops.scenario), 8, 8 / nodes, true, {nodes, mpi_in_build()});  // this start is right
 
   // Every process derived the same op stream; one that did not is refused (here: all but 0).
-  check_same_as_process0(*exchange, ops.sim.result.event_fingerprint, "the event fingerprint");
+  check_same_as_process0(*exchange, ops.sim.result.event_fingerprint, "the event fingerprint", kLimit_s);
+  if (stall) {  // throws on every process: E903 on those that wait, the hook's on the stalled one
+    (void)exchange_ids(*exchange, plan, [] { return NcclIdBytes{}; }, kStallLimit_s, {true, true, 4, 0});
+    fmt::print("process {}: the stalled id exchange returned\n", process);
+    return 1;
+  }
   std::string refused;
   try {
-    check_same_as_process0(*exchange, 42 + static_cast<std::uint64_t>(process), "a value");
+    check_same_as_process0(*exchange, 42 + static_cast<std::uint64_t>(process), "a value", kLimit_s);
   } catch (const lynx::Error& e) {
     refused = e.what();
   }
@@ -74,11 +86,14 @@ int run(const lynx::sweep::Ranks& ranks) {
   // Ids: each process makes those of the groups it owns, in the plan's order.
   std::vector<std::size_t> made;
   std::size_t next = 0;  // the next group this process owns, in the plan's order
-  const std::vector<NcclIdBytes> ids = exchange_ids(*exchange, plan, [&] {
-    while (next < plan.groups.size() && plan.groups[next].owner != process) ++next;
-    made.push_back(next);
-    return fake_id(next++, process);
-  });
+  const std::vector<NcclIdBytes> ids = exchange_ids(
+      *exchange, plan,
+      [&] {
+        while (next < plan.groups.size() && plan.groups[next].owner != process) ++next;
+        made.push_back(next);
+        return fake_id(next++, process);
+      },
+      kLimit_s);
   std::vector<std::size_t> owned;
   for (std::size_t g = 0; g < plan.groups.size(); ++g)
     if (plan.groups[g].owner == process) owned.push_back(g);
@@ -109,7 +124,7 @@ int run(const lynx::sweep::Ranks& ranks) {
     local.memory_timeline[static_cast<std::size_t>(r)] = {{0.5 * r, 10 * r}, {0.5 * r + 0.25, 10 * r + 1}};
   }
   local.iteration_s = 1.0 + process;
-  const Measured whole = gather_measured(*exchange, ops, plan, local);
+  const Measured whole = gather_measured(*exchange, ops, plan, local, kLimit_s);
   if (process == 0) {
     for (std::size_t i = 0; i < ops.ops.size(); ++i) {
       expect(whole.op_start_s[i] == fake_start(ops, i), fmt::format("op {} start", i));
@@ -125,7 +140,7 @@ int run(const lynx::sweep::Ranks& ranks) {
   } else {
     expect(whole.op_start_s == local.op_start_s, "a process other than 0 keeps its own measurements");
   }
-  exchange->barrier();
+  exchange->barrier({kLimit_s, "the final barrier"});
   if (process == 0 && failures == 0)
     fmt::print("ok: {} processes, {} communicators, ids from their owners, every rank's measurements on process 0\n", nodes,
                plan.groups.size());
@@ -134,10 +149,10 @@ int run(const lynx::sweep::Ranks& ranks) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const lynx::sweep::Ranks ranks;
   try {
-    return run(ranks);
+    return run(ranks, argc > 1 && std::string(argv[1]) == "stall");
   } catch (const std::exception& e) {
     fmt::print(stderr, "process {}: error: {}\n", process, e.what());
     ranks.abort_job(1);  // the others may wait in a collective

@@ -112,3 +112,32 @@ TEST_CASE("the markdown report: a summary line per data set and profile, categor
   CHECK(md.find("| 4 | 2 | 1 | 1 | 1024 | 16 | 2 | 1024 | 2 | 1 | 1 | 300.00 | 150.00 | -50.0% |") !=
         std::string::npos);
 }
+
+TEST_CASE("the markdown report: per-layer data sets get their own summary and rows") {
+  DatasetResults d;
+  d.dataset.name = "layers";
+  d.dataset.source = "synthetic";
+  auto layer_row = [](int line, double fwd_ms, double bwd_ms, double pred_fwd_ms, double pred_bwd_ms) {
+    ComponentRow r;
+    r.run.line = line;
+    r.run.layer_forward_ms = fwd_ms;
+    r.run.layer_backward_ms = bwd_ms;
+    r.predicted.forward_s = pred_fwd_ms * 1e-3;
+    r.predicted.backward_s = pred_bwd_ms * 1e-3;
+    r.forward_error_percent = 100 * (pred_fwd_ms - fwd_ms) / fwd_ms;
+    r.backward_error_percent = 100 * (pred_bwd_ms - bwd_ms) / bwd_ms;
+    r.combined_error_percent = 100 * (pred_fwd_ms + pred_bwd_ms - fwd_ms - bwd_ms) / (fwd_ms + bwd_ms);
+    return r;
+  };
+  // forward errors -10%, +10% (MAE 10, bias 0); backward -20%, 0% (MAE 10, bias -10);
+  // combined (25 - 30) / 30 = -16.67% and (21 - 20) / 20 = +5%: MAE 10.83%.
+  d.layer_profiles = {{"prof-a", {layer_row(5, 10, 20, 9, 16), layer_row(6, 10, 10, 11, 10)}}};
+  std::ostringstream out;
+  write_markdown_report(out, {d}, {"lynxsim validate --report sets.yaml", "9.9", 2});
+  const std::string md = out.str();
+  CHECK(md.find("| layers | `prof-a` | 2 | 10.00% | +0.00% | 10.00% | -10.00% | 10.83% |") != std::string::npos);
+  CHECK(md.find("### layers on `prof-a`") != std::string::npos);
+  CHECK(md.find("| 5 |  | 10.00 | 9.00 | -10.0% | 20.00 | 16.00 | -20.0% | 0.00 |") != std::string::npos);
+  // No iteration data set: no iteration summary line for it.
+  CHECK(md.find("| layers | `prof-a` | 2 | 10.00% | 10.00%") == std::string::npos);
+}

@@ -93,6 +93,16 @@ TEST_CASE("a measured row maps to a scenario with its shape, layout and the fixe
   CHECK(sc.parallel.micro_batch == 4);
   CHECK(sc.parallel.global_batch == 32);
 
+  SUBCASE("a row's heads are all key/value heads, whatever the base's preset had") {
+    // Regression: the base is the resolved default scenario (GPT 1.3B, 16 heads), and rows
+    // with 64 heads ran as grouped-query attention with 16 key/value heads.
+    MeasuredRun wide = run;
+    wide.heads = 64;
+    const Scenario s = scenario_for_run(base, wide, "runs.csv");
+    CHECK(s.model.heads == 64);
+    CHECK(s.model.kv_heads == 64);
+    CHECK(model::resolve_scenario(s, "runs.csv").scenario().model.kv_heads == 64);
+  }
   SUBCASE("user overrides apply to every row, row values win") {
     const Scenario b = validation_base_scenario({"dgx-a100-80gb", "", {"model.vocab=50304", "parallel.tp=4"}, ""});
     const Scenario s = scenario_for_run(b, run, "runs.csv");
