@@ -296,6 +296,25 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
 
 }  // namespace
 
+void append_member_tasks(sim::Program& program, const Topology& topo, const std::vector<Phase>& phases, Rank member,
+                         sim::GpuId gpu, std::int32_t first_group, sim::Category category) {
+  for (std::size_t ph = 0; ph < phases.size(); ++ph) {
+    sim::Task task;
+    task.kind = sim::TaskKind::kComm;
+    task.category = category;
+    task.gpu = gpu;
+    task.work_ps = phases[ph].latency_ps;
+    task.group = first_group + static_cast<std::int32_t>(ph);
+    task.first_flow = static_cast<std::uint32_t>(program.flows.size());
+    for (const FlowSpec& f : phases[ph].flows) {
+      if (f.src != member) continue;
+      sim::append_flow(program, topo.path(f.src, f.dst), f.bytes);
+      ++task.num_flows;
+    }
+    program.tasks.push_back(task);
+  }
+}
+
 TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases) {
   constexpr std::string_view kWhat =
       "a collective's time (link bandwidths hardware.node.*.bw and latencies hardware.node.*.latency)";

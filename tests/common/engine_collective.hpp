@@ -20,20 +20,8 @@ inline TimePs engine_collective_ps(const hw_models::Topology& topo, const std::v
   for (std::size_t member = 0; member < ranks.size(); ++member) {
     machine.gpus.push_back({"gpu", {"comm"}, 0, 0.0});
     prog.static_bytes_per_gpu.push_back(0);
-    for (std::size_t ph = 0; ph < phases.size(); ++ph) {
-      sim::Task task;
-      task.gpu = static_cast<sim::GpuId>(member);
-      task.kind = sim::TaskKind::kComm;
-      task.group = static_cast<std::int32_t>(ph);
-      task.work_ps = phases[ph].latency_ps;
-      task.first_flow = static_cast<std::uint32_t>(prog.flows.size());
-      for (const hw_models::FlowSpec& f : phases[ph].flows) {
-        if (f.src != ranks[member]) continue;
-        sim::append_flow(prog, topo.path(f.src, f.dst), f.bytes);
-        ++task.num_flows;
-      }
-      prog.tasks.push_back(task);
-    }
+    hw_models::append_member_tasks(prog, topo, phases, ranks[member], static_cast<sim::GpuId>(member), 0,
+                                   sim::Category::kDpComm);
   }
   return sim::execute(machine, prog).makespan_ps;
 }
