@@ -1,5 +1,5 @@
 // `lynxsim presets`: the GPT and Llama presets model.preset accepts, with their shapes and parameter
-// counts (model/gpt.cpp's table, read through resolve_model).
+// counts (model/gpt_presets.cpp's table, read through resolve_model).
 #include "apps/cli.hpp"
 #include "model/gpt.hpp"
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -22,6 +23,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   std::string format = "table";
   std::string output_path;
   std::string plan_path;
+  std::string hf_config_path;
   TraceArgs trace_args;
   MegatronCliArgs megatron;
   po::options_description desc("run options");
@@ -30,16 +32,25 @@ int cmd_run(const std::vector<std::string>& argv) {
   add_trace_options(desc, trace_args);
   desc.add_options()("format", po::value(&format), "table | csv | json (default table)")(
       "output,o", po::value(&output_path), "write the report to this file instead of stdout")(
+      "hf-config", po::value(&hf_config_path),
+      "the model shape from this Hugging Face config.json instead of the scenario's model.preset "
+      "(= --set model.preset= --set model.hf_config=FILE; the scenario's other model keys still override it)")(
       "plan", po::value(&plan_path),
       "run this plan file (from `lynxsim plan`) instead of planning: on FILE if given (it must "
       "match the plan's model, layout and GPU memory), else on the scenario the plan holds");
   if (!parse_options(argv, desc, {"file"},
-                     "usage: lynxsim run [FILE] [--set k=v]... [--format table|csv|json] "
+                     "usage: lynxsim run [FILE] [--set k=v]... [--hf-config config.json] [--format table|csv|json] "
                      "[--trace OUT.json [--trace-stages LIST] [--trace-window START:END]] [-o OUT] [--plan PLAN.yaml]\n"
                      "       lynxsim run --megatron-args \"...\" | --megatron-args-file launch.sh "
                      "--profile NAME | --profile-file FILE [--gpus N] [--set k=v]... [...]"))
     return 0;
   const auto report_format = runner::parse_report_format(format);
+  if (!hf_config_path.empty()) {
+    if (megatron_given(megatron))
+      fail(ErrorCode::kConflictingOptions, "--hf-config: Megatron-LM arguments give the model shape themselves");
+    args.overrides.push_back("model.preset=");
+    args.overrides.push_back("model.hf_config=" + std::filesystem::absolute(hf_config_path).lexically_normal().string());
+  }
   runner::SimOptions options;
   options.progress = true;  // a single run: bars on stderr for long searches and engine runs
   // With --plan, the plan file's scenario unless FILE is given (then checked against the plan).

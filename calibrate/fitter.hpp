@@ -1,7 +1,7 @@
 #pragma once
 /// Turns raw microbenchmark measurements into a hardware profile: efficiency curves, kernel
 /// launch overhead, collective alpha-beta per scope mapped onto the links, and the contention
-/// factor. Every estimator is documented at its function in fitter.cpp and in
+/// factor. Every estimator is documented at its function in fitter.cpp or fit_*.cpp and in
 /// docs/calibration.md.
 #include "calibrate/raw_csv.hpp"
 #include "scenarios/scenario.hpp"

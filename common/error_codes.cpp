@@ -109,7 +109,7 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
     {ErrorCode::kUnknownProfile, "unknown-profile",
      "a hardware profile name that is neither built in nor a file",
      "use a built-in profile (the message lists them) or give hardware.profile_file",
-     "bad.yaml:2:12: key 'hardware.profile': unknown hardware profile 'dgx-z100' (built-in profiles: dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit)", ""},
+     "bad.yaml:2:12: key 'hardware.profile': unknown hardware profile 'dgx-z100' (built-in profiles: dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit, hgx-b200-180gb, gb200-nvl72)", ""},
     {ErrorCode::kIncompleteProfile, "incomplete-profile",
      "a hardware profile file leaves fields out",
      "give them all, or start from a built-in profile with 'base: NAME' and give what differs",

@@ -516,7 +516,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       gather_credit = std::min(start, pr.dp_exposed_ps);
       delta -= gather_credit;
     }
-    // The micro-batch load's broadcasts (program_builder.cpp emit_micro_batch_load) queue on
+    // The micro-batch load's broadcasts (builder_steps.cpp emit_micro_batch_load) queue on
     // the tp stream behind the previous step's tail (at the last stage the head's loss
     // all-reduce, which the next step's compute overlapped before the load came first); a step
     // measured alone did not see it.
@@ -525,7 +525,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     // With the host model every time is also bounded by the tasks' issue (host_bound_ps).
     const HostProfile& host = pr.host;
     // Loading a micro-batch, the host waits for the GPU's compute stream and the step's input
-    // (program_builder.cpp emit_micro_batch_load: the first and last virtual stage's
+    // (builder_steps.cpp emit_micro_batch_load: the first and last virtual stage's
     // forwards); its later wait, for the sizes broadcast, is in the host profile.
     if (host.on && st.forward && (vs == 0 || vs == last_vs)) g.host_ps = std::max(g.host_ps, start);
     const TimePs compute_end = host_bound_ps(host, start + pr.compute_end_ps + delta, g.host_ps, host.compute_end_ps);

@@ -56,7 +56,7 @@ struct Planner {
       // every step (the flows still pay one hardware path latency each: pipeline fill).
       TimePs step = 0;
       for (const FlowSpec& flow : phase.flows) {
-        const bool net = topo.node_of(flow.src) != topo.node_of(flow.dst);
+        const bool net = topo.domain_of(flow.src) != topo.domain_of(flow.dst);
         step = std::max(step, net                          ? protocol->step_net_ps
                               : intra == IntraNode::kPcie ? protocol->step_pcie_ps
                                                           : protocol->step_nvlink_ps);
@@ -242,11 +242,12 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
     return phases;
   }
 
-  // Group by node in order of first appearance; members keep their given order.
+  // Group by NVLink domain (a node, or the nodes of hardware.node.nvlink_domain_gpus) in order
+  // of first appearance; members keep their given order.
   std::vector<int> node_order;
   std::vector<std::vector<Rank>> by_node;
   for (Rank r : ranks) {
-    const int node = topo.node_of(r);
+    const int node = topo.domain_of(r);
     auto it = std::find(node_order.begin(), node_order.end(), node);
     if (it == node_order.end()) {
       node_order.push_back(node);

@@ -2,7 +2,8 @@
 /// Collectives over the topology as link flows + latency, so concurrent TP, PP and DP traffic
 /// contends on the links it really crosses. Ring all-reduce = reduce-scatter + all-gather;
 /// groups spanning nodes run hierarchically (intra-node reduce-scatter, inter-node ring across
-/// nodes' local shards, intra-node all-gather), each phase on its own links.
+/// nodes' local shards, intra-node all-gather), each phase on its own links. "Node" here is an
+/// NVLink domain (Topology::domain_of): one node, or the nodes of node.nvlink_domain_gpus.
 #include "hw_models/topology.hpp"
 #include "model/gpt.hpp"
 

@@ -103,11 +103,18 @@ struct Topology::Impl {
   int pcie_switches_per_node = 1;
   int nics_per_node = 0;
   bool multi_node = false;
+  /// Consecutive nodes sharing one NVLink domain (hardware.node.nvlink_domain_gpus /
+  /// gpus_per_node; 1 without a larger domain). The domain's switch fabric is the NVSwitch
+  /// vertex of its first node; the other nodes' NVSwitch vertices carry no links.
+  int nodes_per_domain = 1;
+  /// The node whose links are being created (build): node 0's describe every node's.
+  int building_node = 0;
 
   Graph graph;
   std::vector<sim::LinkDesc> links;
   // Vertex layout of node n: [n·vertices_per_node, +vertices_per_node) =
-  // GPUs, NVSwitch (nvswitch nodes only), PCIe switches, host, NICs (multi-node only);
+  // GPUs, NVSwitch (nvswitch nodes only; the domain's switch when n is a domain's first node),
+  // PCIe switches, host, NICs (multi-node only);
   // the fabric vertex (multi-node only) is last. Links of node n are
   // [n·links_per_node, +links_per_node), created in the same order for every node, so a
   // path inside node 0 shifted by n·links_per_node is the same path inside node n.
@@ -132,6 +139,7 @@ struct Topology::Impl {
   mutable std::mutex paths_mutex;
 
   int num_gpus() const { return nodes * gpus_per_node; }
+  int domain_of_node(int node) const { return node / nodes_per_domain; }
 
   Vertex gpu_vertex(int node, int local) const {
     return static_cast<Vertex>(node * vertices_per_node + local);
@@ -158,12 +166,14 @@ struct Topology::Impl {
       name = fmt::format("fabric->n{}.{}", b.node, vertex_name(b));
     else if (b.kind == VertexKind::kFabric)
       name = fmt::format("n{}.{}->fabric", a.node, vertex_name(a));
+    else if (a.node != b.node)  // to or from the switch of an NVLink domain on another node
+      name = fmt::format("n{}.{}->n{}.{}", a.node, vertex_name(a), b.node, vertex_name(b));
     else
       name = fmt::format("n{}.{}->{}", a.node, vertex_name(a), vertex_name(b));
     const auto id = static_cast<sim::LinkId>(links.size());
     links.push_back(sim::LinkDesc{std::move(name), spec.bw_bytes_per_s, spec.latency_ps});
     boost::add_edge(from, to, EdgeInfo{id}, graph);
-    if (graph[from].node == 0 || graph[to].node == 0) {  // node 0's block describes them all
+    if (building_node == 0) {  // node 0's block describes them all
       role_in_block.push_back(role);
       owner_in_block.push_back(owner);
     }
@@ -201,11 +211,12 @@ struct Topology::Impl {
     if (multi_node) fabric = boost::add_vertex(VertexInfo{VertexKind::kFabric, -1, 0}, graph);
 
     for (int n = 0; n < nodes; ++n) {
+      building_node = n;
       const std::size_t first_link = links.size();
-      if (nvswitch)
+      if (nvswitch)  // to the switch of the node's NVLink domain
         for (int g = 0; g < gpus_per_node; ++g)
-          add_duplex(gpu_vertex(n, g), nvswitch_vertex(n), hw.nvlink, LinkRole::kNvlinkUp,
-                     LinkRole::kNvlinkDown, g);
+          add_duplex(gpu_vertex(n, g), nvswitch_vertex(domain_of_node(n) * nodes_per_domain), hw.nvlink,
+                     LinkRole::kNvlinkUp, LinkRole::kNvlinkDown, g);
       for (int g = 0; g < gpus_per_node; ++g)
         add_duplex(gpu_vertex(n, g), pcie_vertex(n, pcie_switch_of_gpu(g)), hw.pcie,
                    LinkRole::kPcieUp, LinkRole::kPcieDown, g);
@@ -230,6 +241,10 @@ struct Topology::Impl {
       const auto role = static_cast<std::size_t>(role_in_block[static_cast<std::size_t>(offset)]);
       role_offset[role][static_cast<std::size_t>(owner)] = offset;
     }
+  }
+
+  int nvlink_offset(LinkRole role, int local) const {
+    return role_offset[static_cast<std::size_t>(role)][static_cast<std::size_t>(local)];
   }
 
   int nic_switch(int nic) const { return pcie_switch_of_gpu(nic * gpus_per_node / nics_per_node); }
@@ -333,6 +348,13 @@ struct Topology::Impl {
       append_shifted(path, local_segment(0, src_local, dst_local), src_node);
       return path;
     }
+    if (nvswitch && domain_of_node(src_node) == domain_of_node(dst_node)) {
+      // Another node of the same NVLink domain: src's NVLink up to the domain's switch, then
+      // dst's NVLink down (each the same link of its own node as inside one node).
+      path.push_back(src_node * links_per_node + nvlink_offset(LinkRole::kNvlinkUp, src_local));
+      path.push_back(dst_node * links_per_node + nvlink_offset(LinkRole::kNvlinkDown, dst_local));
+      return path;
+    }
     // Across nodes, GPUDirect RDMA with each GPU on its own rail NIC (HardwareSpec: GPU g uses
     // NIC g % nics), as NCCL picks the NIC closest to each GPU at both ends: src GPU -> NIC
     // (src rail) -> fabric -> NIC (dst rail) on the destination node -> dst GPU. The fabric is
@@ -370,6 +392,12 @@ Topology::Topology(const HardwareSpec& hw, std::int64_t gpus_used) : impl_(std::
                              hw.gpus_per_pcie_switch;
   t.multi_node = t.nodes > 1;
   if (t.nvswitch) check_link_spec(hw.nvlink, "nvlink", profile);
+  if (hw.nvlink_domain_gpus < 0 || hw.domain_gpus() % hw.gpus_per_node != 0 ||
+      (hw.domain_gpus() > hw.gpus_per_node && !t.nvswitch))
+    fail(ErrorCode::kBadHardware,
+         "hardware '{}': an NVLink domain of {} GPUs must be a whole number of NVSwitch nodes of {} GPUs", profile,
+         hw.nvlink_domain_gpus, hw.gpus_per_node);
+  t.nodes_per_domain = hw.domain_gpus() / hw.gpus_per_node;
   check_link_spec(hw.pcie, "pcie", profile);
   check_link_spec(hw.pcie_host, "pcie_host", profile);
   if (t.multi_node) {
@@ -399,6 +427,8 @@ int Topology::node_of(Rank r) const {
   impl_->check_rank(r);
   return r / impl_->gpus_per_node;
 }
+
+int Topology::domain_of(Rank r) const { return impl_->domain_of_node(node_of(r)); }
 
 const std::vector<sim::LinkDesc>& Topology::links() const { return impl_->links; }
 

@@ -1,5 +1,6 @@
 #pragma once
-/// Cluster topology (Boost.Graph): GPUs, NVSwitch / PCIe bridges / host, NICs and the IB fabric,
+/// Cluster topology (Boost.Graph): GPUs, NVSwitch (per node, or per NVLink domain of several
+/// nodes) / PCIe bridges / host, NICs and the IB fabric,
 /// as one-directional links; shortest paths between GPUs as link lists for sim::Flow.
 #include "scenarios/scenario.hpp"
 #include "sim/program.hpp"
@@ -27,10 +28,14 @@ class Topology {
 
   int num_gpus() const;
   int node_of(Rank r) const;
+  /// The NVLink domain of rank r: its node, or with hardware.node.nvlink_domain_gpus the
+  /// group of consecutive nodes whose GPUs share one NVLink switch fabric.
+  int domain_of(Rank r) const;
   /// Every one-directional link of the cluster, indexed by sim::LinkId.
   const std::vector<sim::LinkDesc>& links() const;
-  /// Links from src to dst, in order (empty when src == dst). Deterministic: in a node, over
-  /// the NVSwitch (GPU->switch->GPU) or, on PCIe nodes, the fewest-hop route through PCIe
+  /// Links from src to dst, in order (empty when src == dst). Deterministic: in a node or an
+  /// NVLink domain, over the NVSwitch (GPU->switch->GPU; a domain's switch is the NVSwitch
+  /// vertex of its first node, "n0.nvswitch") or, on PCIe nodes, the fewest-hop route through PCIe
   /// switches and the host; across nodes, GPUDirect RDMA with each GPU on its own rail NIC:
   /// src GPU -> PCIe -> NIC (src local % nics) -> fabric -> NIC (dst local % nics) -> PCIe ->
   /// dst GPU (the host is crossed only when a NIC is on another GPU's PCIe switch).

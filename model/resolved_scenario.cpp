@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "model/gpt.hpp"
+#include "scenarios/hf_config.hpp"
 
 #include <fmt/format.h>
 
@@ -11,12 +12,15 @@ namespace lynx::model {
 namespace {
 
 /// The key whose value `key` holds: itself when given, else the key its default came from
-/// (model.preset for what a named preset fills; else ffn_hidden is 4 · hidden, kv_heads is heads).
+/// (model.preset for what a named preset fills, model.hf_config for what a config.json fills; else ffn_hidden is 4 · hidden, kv_heads is heads).
 std::string source_key(const KeyOrigins& origins, const std::string& preset, const std::string& key) {
   if (origins.given(key)) return key;
   const std::vector<std::string> filled = preset_keys(preset);
   if (origins.given("model.preset") && std::find(filled.begin(), filled.end(), key) != filled.end())
     return "model.preset";
+  const std::vector<std::string>& from_config = hf_config_keys();
+  if (origins.given("model.hf_config") && std::find(from_config.begin(), from_config.end(), key) != from_config.end())
+    return "model.hf_config";
   if (key == "model.ffn_hidden") return source_key(origins, preset, "model.hidden");
   if (key == "model.kv_heads") return source_key(origins, preset, "model.heads");
   return key;

@@ -37,7 +37,7 @@ void write_table(std::ostream& out, const SimResult& r) {
   const auto& m = r.scenario.model;
   const auto& p = r.scenario.parallel;
   fmt::print(out, "lynxsim {} — scenario {}: {} on {} × {} ({} GPUs: tp {} pp {} dp {})\n",
-             lynxsim_version(), r.scenario.name, m.preset.empty() ? "custom GPT" : m.preset,
+             lynxsim_version(), r.scenario.name, m.preset.empty() && m.hf_config.empty() ? "custom GPT" : model_name(m),
              r.scenario.hardware.nodes, r.scenario.hardware.profile, r.gpus, p.tp, p.pp, p.dp);
   fmt::print(out, "  global batch {} × seq {} = {} tokens; {} micro-batches of {} per pipeline{}\n",
              p.global_batch, m.seq_len, static_cast<long long>(p.global_batch) * m.seq_len,

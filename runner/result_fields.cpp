@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace lynx::runner {
 
@@ -61,8 +62,8 @@ std::vector<ResultField> make_fields() {
        [](R, S) { return text(lynxsim_version()); }},
       {"scenario", "", kRun, "scenario name (file stem, or `default`)", true, kNoTable,
        [](R r, S) { return text(r.scenario.name); }},
-      {"model", "", kRun, "model preset, or `custom`", true, kNoTable,
-       [](R r, S) { return text(r.scenario.model.preset.empty() ? "custom" : r.scenario.model.preset); }},
+      {"model", "", kRun, "model preset, else the model.hf_config file name, else `custom`", true, kNoTable,
+       [](R r, S) { return text(model_name(r.scenario.model)); }},
       {"parameters", "", kRun, "model parameters", true, kNoTable,
        [](R r, S) { return integer(std::llround(model::parameter_count(r.scenario.model))); }},
       {"profile", "", kRun, "hardware profile", true, kNoTable,
@@ -218,6 +219,12 @@ std::string quoted_csv(const std::string& s) {
 const std::vector<ResultField>& result_fields() {
   static const std::vector<ResultField> fields = make_fields();
   return fields;
+}
+
+std::string model_name(const ModelSpec& model) {
+  if (!model.preset.empty()) return model.preset;
+  if (!model.hf_config.empty()) return std::filesystem::path(model.hf_config).filename().string();
+  return "custom";
 }
 
 std::vector<const ResultField*> fields_of(FieldLevel level, bool csv_only) {

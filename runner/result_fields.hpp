@@ -60,6 +60,10 @@ struct ResultField {
 /// Every field, run-level ones first, in the order every writer uses.
 const std::vector<ResultField>& result_fields();
 
+/// What a result calls the model: its preset, else its Hugging Face config's file name
+/// (model.hf_config), else "custom".
+std::string model_name(const ModelSpec& model);
+
 /// The fields of one level, in table order; `csv_only` drops those with in_csv false.
 std::vector<const ResultField*> fields_of(FieldLevel level, bool csv_only = false);
 

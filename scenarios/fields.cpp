@@ -307,6 +307,13 @@ std::vector<FieldDesc> scenario_field_table() {
       "hidden, heads, kv_heads, ffn_hidden, vocab and the architecture; empty for a custom model",
       [](auto& s) -> auto& { return s.model.preset; }));
   t.back().default_text = "none (custom model)";
+  t.push_back(string_field(
+      "model.hf_config", kScn,
+      "Hugging Face config.json (relative to the scenario file) of a dense Llama, Mistral, Qwen2 or "
+      "Qwen3 model that fills the shape and architecture as a preset does (docs/models.md); "
+      "explicit model keys override it; not with model.preset",
+      [](auto& s) -> auto& { return s.model.hf_config; }));
+  t.back().default_text = "none";
   t.push_back(integer_field(
       "model.layers", kScn, 0, kMaxLayers, "transformer layers; 0 = from the preset",
       [](auto& s) -> auto& { return s.model.layers; }));
@@ -378,7 +385,7 @@ std::vector<FieldDesc> scenario_field_table() {
       "(Llama, Megatron's --attention-dropout 0 --hidden-dropout 0: no masks, no dropout kernel)",
       [](auto& s) -> auto& { return s.model.dropout; }));
   t.back().default_text = "default (the preset's, else true)";
-  // Megatron-LM's fusion switches (model/gpt.cpp, docs/host.md "Kernels per op": Variants).
+  // Megatron-LM's fusion switches (model/gpt_ops.cpp, docs/host.md "Kernels per op": Variants).
   t.push_back(bool_field(
       "model.gradient_accumulation_fusion", kScn,
       "the weight-gradient GEMMs accumulate into the main gradient (Megatron's default); false "
@@ -605,6 +612,13 @@ std::vector<FieldDesc> scenario_field_table() {
   add_link(
       t, "node.nvlink", "NVLink, per GPU to the NVSwitch",
       [](auto& s) -> auto& { return s.hardware.nvlink; });
+  t.push_back(integer_field(
+      "node.nvlink_domain_gpus", kHw, 0, kMaxGpusPerNode,
+      "GPUs of one NVLink domain, a whole number of nodes (GB200 NVL72: 72 GPUs in trays of 4): "
+      "GPUs of one domain talk over NVLink through one switch fabric, and collectives inside it "
+      "are NVLink collectives; 0: one node",
+      [](auto& s) -> auto& { return s.hardware.nvlink_domain_gpus; }));
+  t.back().optional_in_profile = true;
   add_link(
       t, "node.pcie", "PCIe, per GPU to its PCIe switch",
       [](auto& s) -> auto& { return s.hardware.pcie; });

@@ -59,10 +59,13 @@ constexpr const char* architecture_name(Enum value) {
   else return kDropoutNames[i];
 }
 
-/// Model shape and architecture. A preset fills the shape (and a Llama preset its architecture);
-/// explicit fields override it. Zero / kDefault fields are "from the preset" until resolve_model.
+/// Model shape and architecture. A preset or a Hugging Face config fills the shape (and a Llama
+/// preset or config its architecture); explicit fields override it. Zero / kDefault fields are "from the preset" until resolve_model.
 struct ModelSpec {
   std::string preset;          ///< e.g. "gpt-22b"; empty for a custom model
+  /// A Hugging Face config.json that fills the shape like a preset (absolute path once read;
+  /// scenarios/hf_config.hpp); empty: none.
+  std::string hf_config;
   int layers = 0;
   int hidden = 0;
   int heads = 0;
@@ -78,7 +81,7 @@ struct ModelSpec {
   LinearBias linear_bias = LinearBias::kDefault;
   Dropout dropout = Dropout::kDefault;
   GemmPrecision gemm_precision = GemmPrecision::kBf16;
-  /// Megatron-LM's kernel fusions, on by default as in Megatron-LM (model/gpt.cpp and
+  /// Megatron-LM's kernel fusions, on by default as in Megatron-LM (model/gpt_ops.cpp and
   /// docs/host.md say what each costs when off): the wgrad GEMM accumulating into the main
   /// gradient (--no-gradient-accumulation-fusion), bias + GeLU (--no-bias-gelu-fusion), bias +
   /// dropout + residual add (--no-bias-dropout-fusion), scale-mask-softmax
@@ -221,6 +224,11 @@ struct HardwareSpec {
   int gpus_per_node = 8;
   IntraNode intra_node = IntraNode::kNvSwitch;
   LinkSpec nvlink;                        ///< per GPU per direction, to the NVSwitch
+  /// GPUs of one NVLink domain (node.nvlink_domain_gpus): consecutive nodes whose GPUs share
+  /// one NVLink switch fabric (GB200 NVL72: 72 GPUs in 18 trays of 4); 0: one node.
+  int nvlink_domain_gpus = 0;
+  /// GPUs of one NVLink domain: nvlink_domain_gpus, or gpus_per_node when it is 0.
+  int domain_gpus() const { return nvlink_domain_gpus > 0 ? nvlink_domain_gpus : gpus_per_node; }
   LinkSpec pcie;                          ///< per GPU per direction, to its host bridge
   int gpus_per_pcie_switch = 2;           ///< GPUs sharing one bridge uplink (pcie nodes)
   LinkSpec pcie_host;                     ///< bridge uplink to the CPU root complex

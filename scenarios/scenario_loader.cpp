@@ -1,5 +1,6 @@
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/yaml_document.hpp"
+#include "scenarios/hf_config.hpp"
 
 #include "common/files.hpp"
 
@@ -327,6 +328,14 @@ void check_hardware(const HardwareSpec& hw, const FileValues& values, const KeyS
     if (!(hw.nccl.simple.bw_fraction > 0.0))
       fail_at("nccl.simple.bw_fraction", "must be > 0 when collective_model is nccl (the protocol every size can use)");
   }
+  if (hw.nvlink_domain_gpus > 0) {
+    if (hw.intra_node != IntraNode::kNvSwitch)
+      fail_at("node.nvlink_domain_gpus", "an NVLink domain needs node.intra nvswitch");
+    if (hw.nvlink_domain_gpus % hw.gpus_per_node != 0)
+      fail_at("node.nvlink_domain_gpus",
+              fmt::format("{} GPUs are not a whole number of nodes of {} GPUs (gpus_per_node)",
+                          hw.nvlink_domain_gpus, hw.gpus_per_node));
+  }
   if (hw.intra_node == IntraNode::kPcie && hw.gpus_per_node % hw.gpus_per_pcie_switch != 0) {
     fail_at("node.gpus_per_pcie_switch",
             fmt::format("{} GPUs per node do not split evenly over switches of {} GPUs",
@@ -441,6 +450,39 @@ bool gives_every_hardware_field(const FileValues& values) {
   return true;
 }
 
+/// `path` as an absolute path; a relative one is relative to the folder of the file `label`.
+std::string relative_to_file(const std::string& path, const std::string& label) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::path(label).parent_path() / p;
+  return fs::absolute(p).lexically_normal().string();
+}
+
+/// Sets the model.* fields a Hugging Face config.json gives (model.hf_config); the scenario's
+/// own model keys are applied after, so they override it, as they override a preset.
+void apply_hf_config(const std::vector<FieldDesc>& table, const FileValues& values, Scenario& scenario) {
+  const Assignment* config = values.given("model.hf_config");
+  if (config == nullptr) return;
+  if (const Assignment* preset = values.given("model.preset"))
+    fail(ErrorCode::kIncompatibleSettings, "{}: key 'model.hf_config': give either model.hf_config or model.preset "
+         "(at {}), not both", config->origin, preset->origin);
+  std::vector<HfModelValue> read;
+  try {
+    read = read_hf_config(relative_to_file(config->text, values.label));
+  } catch (const Error& e) {
+    fail(e.code(), "{}: key 'model.hf_config': {}", config->origin, e.what());
+  }
+  for (const HfModelValue& value : read) {
+    const auto field = std::find_if(table.begin(), table.end(),
+                                    [&](const FieldDesc& f) { return f.scenario_key() == value.key; });
+    LYNX_CHECK(field != table.end(), "the Hugging Face reader fills key '{}' that the field table lacks", value.key);
+    try {
+      field->set(scenario, value.text);
+    } catch (const Error& e) {
+      fail(e.code(), "{}: key 'model.hf_config': {} (as {}): {}", config->origin, value.origin, value.key, e.what());
+    }
+  }
+}
+
 /// The hardware a scenario starts from: a built-in profile or a profile file, or nothing when
 /// the scenario gives every hardware field (hardware.profile / profile_file then only name it,
 /// so a plan file runs without the profile file it was made from).
@@ -469,17 +511,15 @@ HardwareSpec base_hardware(const FileValues& values) {
     }
   }
   if (profile_file != nullptr) {
-    fs::path path(profile_file->text);
-    if (path.is_relative()) path = fs::path(values.label).parent_path() / path;
-    path = fs::absolute(path).lexically_normal();
+    const std::string path = relative_to_file(profile_file->text, values.label);
     std::string text;
     try {
-      text = read_text_file(path.string(), "hardware profile");
+      text = read_text_file(path, "hardware profile");
     } catch (const Error& e) {
       fail(e.code(), "{}: key 'hardware.profile_file': {}", profile_file->origin, e.what());
     }
-    HardwareSpec hw = read_profile(text, path.string());
-    hw.profile_file = path.string();
+    HardwareSpec hw = read_profile(text, path);
+    hw.profile_file = path;
     return hw;
   }
   fail(ErrorCode::kMissingKey, 
@@ -553,7 +593,9 @@ UnresolvedScenario ParsedScenario::read(const std::vector<std::string>& override
     scenario.name = file_stem(values.label);
     scenario.source_file = values.label;
     scenario.hardware = base_hardware(values);
+    apply_hf_config(parsed_->table, values, scenario);  // explicit model keys override it next
     apply_values(parsed_->table, FileKind::kScenario, values, scenario);
+    if (!scenario.model.hf_config.empty()) scenario.model.hf_config = relative_to_file(scenario.model.hf_config, values.label);
     check_hardware(scenario.hardware, values, parsed_->keys, "hardware.");
     return UnresolvedScenario{std::move(scenario), std::move(values.origins)};
   });

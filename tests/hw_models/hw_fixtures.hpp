@@ -26,6 +26,17 @@ inline HardwareSpec nvswitch_cluster(int nodes) {
   return hw;
 }
 
+/// Compute trays of `gpus_per_node` GPUs (4 NICs each) whose NVLink domain spans
+/// `domain_gpus` GPUs (GB200 NVL72: 4 and 72); the fixture's round link numbers otherwise.
+inline HardwareSpec nvlink_domain_cluster(int nodes, int gpus_per_node, int domain_gpus) {
+  HardwareSpec hw = nvswitch_cluster(nodes);
+  hw.profile = "test-nvlink-domain";
+  hw.gpus_per_node = gpus_per_node;
+  hw.nvlink_domain_gpus = domain_gpus;
+  hw.nics_per_node = gpus_per_node;
+  return hw;
+}
+
 /// A PCIe node: no NVLink, 2 GPUs per PCIe switch, two NICs.
 inline HardwareSpec pcie_cluster(int nodes) {
   HardwareSpec hw = nvswitch_cluster(nodes);

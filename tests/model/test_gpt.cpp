@@ -224,7 +224,7 @@ TEST_CASE("saved activation bytes equal Korthikanti's per-layer formulas exactly
                                  static_cast<int>(x.s), 51200);
       const std::int64_t sbh = x.s * x.b * x.h;
       // 5·a·s²·b; where Megatron's fused softmax cannot run (micro-batch × local heads not
-      // divisible by 4) PyTorch's softmax saves its fp32 output, 2·a·s²·b more (model/gpt.cpp).
+      // divisible by 4) PyTorch's softmax saves its fp32 output, 2·a·s²·b more (model/gpt_ops.cpp).
       const bool fused_softmax = (x.b * (x.a / t)) % 4 == 0;
       const std::int64_t s2 = (fused_softmax ? 5 : 7) * x.a * x.s * x.s * x.b;
       CAPTURE(x.s);

@@ -1,4 +1,4 @@
-// The steady-state fast-forward (sim/executor.cpp) against the slow path: every golden scenario
+// The steady-state fast-forward (sim/fast_forward_*.cpp) against the slow path: every golden scenario
 // and targeted cases run both ways. Every task start and end, flow end, memory peak and OOM
 // time of the executed program, and every result field and per-stage breakdown but `events`
 // and the event fingerprint, must be bit-identical.

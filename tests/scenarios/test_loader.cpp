@@ -332,15 +332,15 @@ TEST_CASE("bad enum values list the allowed ones") {
 TEST_CASE("hardware profile selection errors") {
   CHECK(load_error("hardware:\n  profile: dgx-a100\n") ==
         "t.yaml:2:12: key 'hardware.profile': unknown hardware profile 'dgx-a100' (built-in "
-        "profiles: dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit); did you mean "
+        "profiles: dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit, hgx-b200-180gb, gb200-nvl72); did you mean "
         "'dgx-a100-80gb'?");
   CHECK(load_error("name: x\n") ==
         "t.yaml:1:1: key 'hardware.profile': no hardware given; set hardware.profile to a "
-        "built-in profile (dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit) or "
+        "built-in profile (dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit, hgx-b200-180gb, gb200-nvl72) or "
         "hardware.profile_file to a profile file");
   CHECK(load_error("name: x\nhardware:\n  nodes: 2\n") ==
         "t.yaml:2:1: key 'hardware.profile': no hardware given; set hardware.profile to a "
-        "built-in profile (dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit) or "
+        "built-in profile (dgx-a100-80gb, a100-pcie-40gb, dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit, hgx-b200-180gb, gb200-nvl72) or "
         "hardware.profile_file to a profile file");
   CHECK(load_error(kHeader + "  profile_file: mine.yaml\n") ==
         "t.yaml:3:17: key 'hardware.profile_file': give either hardware.profile or "

@@ -32,7 +32,7 @@ TEST_CASE("the built-in profiles are the files in hw_models/profiles") {
   const std::vector<std::string> names = builtin_profile_names();
   CHECK(names == std::vector<std::string>{"dgx-a100-80gb", "a100-pcie-40gb", "dgx-h100-80gb",
                                           "h200-sxm-141gb", "h200-sxm-141gb-calibrated",
-                                          "dgx-a100-80gb-vtrain-fit"});
+                                          "dgx-a100-80gb-vtrain-fit", "hgx-b200-180gb", "gb200-nvl72"});
   std::vector<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(profiles_dir())) {
     if (entry.path().extension() == ".yaml") on_disk.push_back(entry.path().stem().string());
@@ -135,10 +135,28 @@ TEST_CASE("dgx-h100-80gb and h200-sxm-141gb: Hopper, NVLink4, NDR") {
   CHECK(h200.intra_node == IntraNode::kNvSwitch);
 }
 
+TEST_CASE("gb200-nvl72: trays of 4 GPUs in one 72-GPU NVLink domain; a domain must be whole NVSwitch nodes") {
+  const HardwareSpec nvl72 = builtin_hardware_profile("gb200-nvl72");
+  CHECK(nvl72.gpus_per_node == 4);
+  CHECK(nvl72.domain_gpus() == 72);
+  CHECK(nvl72.nics_per_node == 4);
+  CHECK(builtin_hardware_profile("hgx-b200-180gb").domain_gpus() == 8);  // omitted: one node
+  const std::string scenario =
+      "model:\n  preset: gpt-1.3b\nhardware:\n  profile: gb200-nvl72\n  nodes: 18\n";
+  CHECK(read_scenario_text(scenario, "s.yaml").scenario.hardware.nvlink_domain_gpus == 72);
+  CHECK(error_of([&] { read_scenario_text(scenario, "s.yaml", {"hardware.gpus_per_node=5"}); }) ==
+        "s.yaml:3:1: key 'hardware.node.nvlink_domain_gpus': 72 GPUs are not a whole number of nodes of 5 GPUs "
+        "(gpus_per_node)");
+  CHECK(error_of([&] { read_scenario_text(scenario, "s.yaml", {"hardware.node.intra=pcie"}); })
+            .find("key 'hardware.node.nvlink_domain_gpus': an NVLink domain needs node.intra nvswitch") !=
+        std::string::npos);
+  CHECK_NOTHROW(read_scenario_text(scenario, "s.yaml", {"hardware.gpus_per_node=8"}));
+}
+
 TEST_CASE("unknown built-in profile lists the known ones") {
   CHECK(error_of([] { builtin_hardware_profile("h300"); }) ==
         "unknown hardware profile 'h300' (built-in profiles: dgx-a100-80gb, a100-pcie-40gb, "
-        "dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit)");
+        "dgx-h100-80gb, h200-sxm-141gb, h200-sxm-141gb-calibrated, dgx-a100-80gb-vtrain-fit, hgx-b200-180gb, gb200-nvl72)");
 }
 
 TEST_CASE("profile file errors") {

@@ -83,7 +83,7 @@ Run run_layer(bool overlap, int chunks, std::uint64_t bytes, bool with_residual)
   const StepSpan& fwd = built.steps[0];
   const StepSpan& bwd = built.steps[1];
   Run r;
-  // From the micro-batch load's end (its two TP broadcasts, program_builder.cpp
+  // From the micro-batch load's end (its two TP broadcasts, builder_steps.cpp
   // emit_micro_batch_load, come before the layer).
   TimePs loaded_ps = ex.task_start_ps[static_cast<size_t>(fwd.marker)];
   for (sim::TaskId i = fwd.first_task; i < fwd.end_task; ++i)

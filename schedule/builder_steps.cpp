@@ -1,0 +1,375 @@
+// schedule::detail::Builder: the pipeline steps of one GPU (forward, backward, weight), the
+// micro-batch load, pipeline sends, gradient buckets and parameter all-gathers.
+#include "schedule/builder.hpp"
+
+namespace lynx::schedule::detail {
+
+sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
+  if (p_.dp == 1 || params == 0) return after;
+  // Gradients as accumulated (model::grad_bytes_per_param: fp32 main gradients by default).
+  // The distributed optimizer reduce-scatters them; its bf16 parameter all-gather follows the
+  // optimizer step.
+  const std::uint64_t bytes = model::grad_bytes_per_param(p_) * params;
+  if (p_.distributed_optimizer)
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, dp_ranks(),
+                           dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
+  return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, dp_ranks(),
+                         dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
+}
+
+void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after) {
+  TaskArgs send;
+  send.stream = kPp;
+  send.kind = sim::TaskKind::kComm;
+  send.category = sim::Category::kPpComm;
+  send.name = forward ? intern_once(step_names_.send_activation, "send_activation")
+                      : intern_once(step_names_.send_gradient, "send_gradient");
+  send.kernels = 1;  // NCCL's send kernel
+  send.host_call = true;
+  const sim::TaskId t = add_task(send, {after});
+  add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
+  transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
+}
+
+void Builder::emit_param_gathers(const std::vector<int>& chunks) {
+  set_instance("");
+  const std::uint32_t name = intern_name("dp_param_allgather");
+  for (int vs : chunks) {
+    ParamGates& gates = param_gates_[vs];
+    const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
+    gates.layer.assign(sp.layers.size(), -1);
+    // Units in forward order: embedding, layers, head; each waits for the bucket it closed in.
+    std::vector<sim::TaskId*> open;
+    std::uint64_t params = 0;
+    auto flush = [&] {
+      if (params == 0) return;
+      // bf16 parameters (2 bytes each), as the all-gather after the optimizer step moves them.
+      const sim::TaskId gather = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather,
+                                                 dp_ranks(), dp_communicator(), 2 * params, name, {});
+      for (sim::TaskId* unit : open) *unit = gather;
+      open.clear();
+      params = 0;
+    };
+    auto add = [&](sim::TaskId* unit, std::uint64_t unit_params) {
+      open.push_back(unit);
+      params += unit_params;
+      if (params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush();
+    };
+    if (vs == 0) add(&gates.embedding, work_.embedding_params);
+    for (sim::TaskId& layer : gates.layer) add(&layer, work_.layer_params);
+    if (vs == p_.pp * p_.virtual_stages - 1) add(&gates.head, work_.head_params);
+    flush();
+  }
+}
+
+sim::TaskId Builder::wait_for_params(sim::TaskId after, sim::TaskId gather, sim::TaskId& waited) {
+  if (gather < 0 || gather == waited) return after;
+  waited = gather;
+  TaskArgs join;
+  join.kind = sim::TaskKind::kMarker;
+  join.name = intern_name("params_gathered");
+  return add_task(join, {after, gather});
+}
+
+void Builder::flush_dp_bucket(DpBuckets& dp, sim::TaskId after) {
+  if (dp.bucket_params > 0) dp.tasks.push_back(emit_dp_allreduce(dp.bucket_params, after));
+  dp.total_params += dp.bucket_params;
+  dp.bucket_params = 0;
+}
+
+Builder::StepInfo Builder::step_info(const PipeStep& st) const {
+  const int vs = st.chunk * p_.pp + stage_;
+  return {st, vs, plan_.stages[static_cast<size_t>(vs)]};
+}
+
+std::string Builder::step_label(const StepInfo& step) const {
+  return p_.virtual_stages > 1 ? fmt::format("mb{}.c{}.", step.st.micro_batch, step.st.chunk)
+                               : fmt::format("mb{}.", step.st.micro_batch);
+}
+
+void Builder::set_step_instance(const StepInfo& step, int l) {
+  // Each (micro-batch, chunk, layer) has its own label: its id is looked up by the numbers,
+  // and the label written only the first time (the ids stay set_instance's, in first-use
+  // order).
+  const int layer = l < 0 ? -1 : step.sp.first_layer + l;
+  const bool in_table = step.st.micro_batch >= 0 && step.st.chunk >= 0 && step.st.chunk < p_.virtual_stages &&
+                        layer < sc_.model.layers;
+  const std::size_t slot = !in_table ? 0
+                                     : (static_cast<std::size_t>(step.st.micro_batch) * static_cast<std::size_t>(p_.virtual_stages) +
+                                        static_cast<std::size_t>(step.st.chunk)) * (static_cast<std::size_t>(sc_.model.layers) + 1) +
+                                           static_cast<std::size_t>(layer + 1);
+  if (in_table && slot >= step_instance_ids_.size()) step_instance_ids_.resize(slot + 1 + slot / 2, 0);
+  if (in_table && step_instance_ids_[slot] > 0) {
+    instance_ = step_instance_ids_[slot] - 1;
+    return;
+  }
+  label_ = step_label(step);
+  if (layer >= 0) fmt::format_to(std::back_inserter(label_), "L{}.", layer);
+  set_instance(label_);
+  if (in_table) step_instance_ids_[slot] = instance_ + 1;
+}
+
+void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuSteps& g) {
+  const PipeStep& st = step.st;
+  const int vs = step.vs;
+  const StagePlan& sp = step.sp;
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_once(step_names_.forward, "forward");
+  const sim::TaskId recv = add_task(marker, {});
+  if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
+  sim::TaskId after = recv;
+  if (vs == 0 || vs == last_vs) after = emit_micro_batch_load(recv);
+  // overlap_param_gather: the first forward of a chunk waits for each bucket's gather.
+  ParamGates* gates = nullptr;
+  if (auto it = param_gates_.find(vs); it != param_gates_.end() && !it->second.waited && (!part_ || !next || next == &part_->following)) {
+    gates = &it->second;
+    gates->waited = true;
+  }
+  sim::TaskId waited = -1;
+  if (gates) after = wait_for_params(after, vs == 0 ? gates->embedding : -1, waited);
+  if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
+  // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
+  // may recompute its layers in this forward's exposed TP collectives.
+  const bool next_is_backward = next && next->backward() && next->chunk == st.chunk;
+  for (size_t l = 0; l < sp.layers.size(); ++l) {
+    WindowHook hook;
+    if (next_is_backward && sp.layers[l].overlapped() && sp.layers[l].window == Window::kFwdTpComm) {
+      const StepInfo next_step = step_info(*next);
+      hook = [this, &sp, vs, l, next_step](sim::TaskId anchor) {
+        const std::uint32_t outer = instance_;
+        set_layer_instance(next_step, static_cast<int>(l));
+        fwd_ready_[{vs, next_step.st.micro_batch, static_cast<int>(l)}] =
+            emit_recompute(sp.layers[l], kRecomputeStream, anchor);
+        instance_ = outer;
+      };
+    }
+    set_layer_instance(step, static_cast<int>(l));
+    if (gates) after = wait_for_params(after, gates->layer[l], waited);
+    const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
+    after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
+    layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
+                                static_cast<sim::TaskId>(prog_.tasks.size()), recv});
+  }
+  set_step_instance(step);
+  if (gates && vs == last_vs) after = wait_for_params(after, gates->head, waited);
+  if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
+  g.compute_tail = after;
+  if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
+  add_step_span(st, recv, after, vs < last_vs);
+}
+
+sim::TaskId Builder::emit_micro_batch_load(sim::TaskId recv) {
+  // Megatron's get_batch (pretrain_gpt.py; Megatron-DeepSpeed's get_batch_pipe for DeepSpeed's
+  // PipelineEngine, whose LoadMicroBatch runs on the first and the last stage, after the
+  // activation's receive) calls tensor_parallel.broadcast_data. Its
+  // _build_key_size_numel_dictionaries makes the sizes a CUDA tensor (torch.cuda.LongTensor:
+  // a blocking copy, so the host waits for the current stream, the receive included),
+  // broadcasts them over the TP group and copies them back with `sizes_cuda.cpu()` (the host
+  // waits for the broadcast: a rendezvous of the group's host threads); then the data is
+  // broadcast. torch.distributed's NCCL calls are stream-ordered with the current stream
+  // (ProcessGroupNCCL waits for it and makes it wait for them): here on the tp stream between
+  // the marker and a compute-stream marker the first forward op follows.
+  // The broadcasts are emitted always at tp > 1 (Megatron calls broadcast_data whatever the
+  // host does); the host's waits for the GPU (host_waits_for) and the TP group's host
+  // rendezvous they make are the host model's only, as every host wait is. On some 1F1B
+  // pipelines the broadcasts make the state repeat every two periods (the last stage's data
+  // broadcast shares its uplink with the gradient send: a 1 ps alternation), which the
+  // executor's fast-forward proves as a two-period cycle (sim/executor.cpp).
+  host_waits_for(recv);
+  if (p_.tp == 1) return recv;  // tp 1: no TP group, no NCCL work
+  const MicroBatchLoadBytes bytes = micro_batch_load_bytes(sc_);
+  const sim::TaskId sizes =
+      emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kBroadcast, tp_ranks(), tp_communicator(),
+                      bytes.sizes, intern_name("batch_sizes_broadcast"), {recv});
+  host_waits_for(sizes);
+  const sim::TaskId data =
+      emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kBroadcast, tp_ranks(), tp_communicator(),
+                      bytes.data, intern_name("batch_broadcast"), {sizes});
+  // On the compute stream, so that the wait for the broadcasts is a gap before this marker,
+  // not inside the first layer's forward (whose TP idle the Lynx windows measure).
+  TaskArgs loaded;
+  loaded.kind = sim::TaskKind::kMarker;
+  loaded.name = intern_name("batch_loaded");
+  return add_task(loaded, {data});
+}
+
+void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
+  const PipeStep& st = step.st;
+  const int vs = step.vs;
+  const StagePlan& sp = step.sp;
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  const int layers_here = static_cast<int>(sp.layers.size());
+  // Overlapped recomputes already issued (recompute-stream task each layer waits for).
+  std::vector<sim::TaskId> overlap_ready(sp.layers.size(), -1);
+  for (size_t l = 0; l < sp.layers.size(); ++l) {  // issued in the preceding forward
+    const auto it = fwd_ready_.find({vs, st.micro_batch, static_cast<int>(l)});
+    if (it == fwd_ready_.end()) continue;
+    overlap_ready[l] = it->second;
+    fwd_ready_.erase(it);
+  }
+  auto issue_overlap = [&](int l, sim::TaskId anchor) {
+    if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
+    const std::uint32_t outer = instance_;
+    set_layer_instance(step, l);
+    overlap_ready[static_cast<size_t>(l)] =
+        emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
+    instance_ = outer;
+  };
+  auto window_for = [&](int l) -> WindowHook {
+    if (l < 0) return {};
+    const LayerDecision& below = sp.layers[static_cast<size_t>(l)];
+    if (!below.overlapped() || below.window != Window::kBwdTpComm) return {};
+    return [&issue_overlap, l](sim::TaskId anchor) { issue_overlap(l, anchor); };
+  };
+  // The top layer may hide its recompute in the wait for this micro-batch's gradient.
+  const int top = layers_here - 1;
+  if (top >= 0 && sp.layers[static_cast<size_t>(top)].overlapped() &&
+      sp.layers[static_cast<size_t>(top)].window == Window::kPpRecvWait)
+    issue_overlap(top, g.compute_tail);
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_once(step_names_.backward, "backward");
+  sim::TaskId after = add_task(marker, {});
+  const sim::TaskId step_marker = after;
+  if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
+  if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
+  for (int l = top; l >= 0; --l) {
+    const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
+    set_layer_instance(step, l);
+    if (d.overlapped()) {
+      issue_overlap(l, after);  // no window was found above: start now
+      TaskArgs join;
+      join.kind = sim::TaskKind::kMarker;
+      join.name = intern_once(step_names_.recompute_ready, "recompute_ready");
+      after = add_task(join, {after, overlap_ready[static_cast<size_t>(l)]});
+    } else if (!d.keeps_everything() && !recomputed_with_layer_above(sp, l)) {
+      // A recompute chunk (layers below dropping their input): its whole forward, bottom-up.
+      int bottom = l;
+      while (bottom > 0 && sp.layers[static_cast<size_t>(bottom)].action(OpGroup::kLayerInput) != Action::kKeep)
+        --bottom;
+      for (int j = bottom; j <= l; ++j) {
+        set_layer_instance(step, j);
+        after = emit_recompute(sp.layers[static_cast<size_t>(j)], kCompute, after);
+      }
+      set_layer_instance(step, l);
+    }
+    const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
+    after = emit_backward_ops(layer_, after, window_for(l - 1), zero_bubble());
+    layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
+                            static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
+    if (grads_final) layer_gradients_final(g, after);
+  }
+  set_step_instance(step);
+  if (vs == 0) after = emit_backward_ops(embedding_, after);
+  g.compute_tail = after;
+  if (grads_final) chunk_gradients_final(vs, g, after);
+  if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
+  add_step_span(st, step_marker, after, vs > 0);
+}
+
+void Builder::layer_gradients_final(GpuSteps& g, sim::TaskId after) {
+  if (p_.dp_overlap != DpOverlap::kBucketed) return;
+  g.dp.bucket_params += work_.layer_params;
+  if (g.dp.bucket_params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush_dp_bucket(g.dp, after);
+}
+
+void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
+  const std::uint64_t layer_grads = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+  const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
+  if (p_.dp_overlap == DpOverlap::kBucketed) {
+    g.dp.bucket_params += chunk_extra;
+    flush_dp_bucket(g.dp, after);
+  } else {
+    g.dp.total_params += chunk_extra + layer_grads;
+  }
+}
+
+void Builder::emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps& g) {
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_name("weight");
+  sim::TaskId after = add_task(marker, {});
+  const sim::TaskId step_marker = after;
+  for (int l = static_cast<int>(step.sp.layers.size()) - 1; l >= 0; --l) {
+    set_layer_instance(step, l);
+    after = emit_weight_ops(layer_, after);
+    if (grads_final) layer_gradients_final(g, after);
+  }
+  set_step_instance(step);
+  g.compute_tail = after;
+  if (grads_final) chunk_gradients_final(step.vs, g, after);
+  add_step_span(step.st, step_marker, after, false);
+}
+
+void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
+  stage_ = stage;
+  dp_rank_ = dp_rank;
+  tp_rank_ = tp_rank;
+  host_clock_ps_ = part_ && part_->host_start_ps > 0 ? part_->host_start_ps : 0;
+  host_wait_until_ = -1;
+  rank_ = global_rank(p_, stage, dp_rank, tp_rank);
+  tp_ranks_.clear();
+  for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
+  dp_ranks_.clear();
+  for (int d = 0; d < p_.dp; ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
+  // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
+  if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
+  const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];
+
+  // Last backward step of each chunk: gradients of that chunk are final after it (ZB-H1: its
+  // last weight step, which comes after every input-gradient step).
+  std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
+
+  param_gates_.clear();
+  if (overlaps_param_gather() && (!part_ || part_->param_gathers)) {
+    // Steady state of one iteration: this iteration's gathers (issued by the previous
+    // iteration's optimizer step in Megatron) run from its start, beside the forward passes.
+    std::vector<int> chunks;
+    for (int c = 0; c < p_.virtual_stages; ++c)
+      if (!part_ || c == steps.back().chunk) chunks.push_back(c * p_.pp + stage);
+    emit_param_gathers(chunks);
+  }
+  GpuSteps g;
+  std::vector<sim::TaskId> pair_starts;  // first task of each (forward, backward) pair
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].forward && si + 1 < steps.size() && !steps[si + 1].forward)
+      pair_starts.push_back(static_cast<sim::TaskId>(prog_.tasks.size()));
+    const StepInfo step = step_info(steps[si]);
+    set_step_instance(step);
+    step_first_ = static_cast<sim::TaskId>(prog_.tasks.size());
+    const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
+                           : part_ && part_->has_following ? &part_->following
+                                                           : nullptr;
+    const bool grads_final = part_ ? part_->grads_final[si]
+                                   : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)];
+    if (step.st.forward) {
+      emit_forward_step(step, next, g);
+    } else if (step.st.weight) {
+      emit_weight_step(step, grads_final, g);
+    } else {
+      emit_backward_step(step, grads_final, g);
+    }
+  }
+  if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
+  if (part_ && !part_->with_tail) return;
+  std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
+  for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);
+  if (part_ && p_.dp_overlap == DpOverlap::kEnd) g.dp.total_params = stage_params;
+  if (p_.dp_overlap == DpOverlap::kEnd)
+    g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
+  if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
+
+  set_instance("");
+  g.dp.tasks.push_back(g.compute_tail);
+  TaskArgs join;
+  join.kind = sim::TaskKind::kMarker;
+  join.name = intern_name("grads_reduced");
+  const sim::TaskId reduced = add_task(join, g.dp.tasks.begin(), g.dp.tasks.end());
+  emit_optimizer_step(g.dp.total_params, stage_params, emit_tied_embedding_allreduce(reduced));
+}
+
+}  // namespace lynx::schedule::detail
