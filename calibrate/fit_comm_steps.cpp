@@ -74,7 +74,7 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
   const std::string link_field = pcie_nodes ? "node.pcie" : "node.nvlink";
   const std::string step_name = pcie_nodes ? "step_pcie" : "step_nvlink";
   struct Row {
-    double steps, wire, time;
+    double steps, wire, buffer, time;  ///< buffer: the bytes of the call's buffer pass (0: send/recv)
   };
   std::vector<Row> rows;
   for (const auto& [key, group] : groups)
@@ -82,7 +82,7 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
       if (row->scope != "intra") continue;
       const RingCost cost = ring_cost(row->name, row->ranks);
       rows.push_back({static_cast<double>(cost.steps), cost.wire_factor * static_cast<double>(row->bytes),
-                      row->time_us_median / kUsPerS});
+                      row->name == "send_recv" ? 0.0 : static_cast<double>(row->bytes), row->time_us_median / kUsPerS});
     }
   LinkFit out;
   if (rows.size() < 2 || base.gpus_per_node < 2) {
@@ -110,6 +110,9 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
                         static_cast<double>(p.*step_field) / kPsPerS});
   }
   double inv_b = 1.0 / (static_cast<double>((base.*intra_link).bw_bytes_per_s) * base.collective_efficiency);
+  // 1 / nccl.buffer_bw (0: no buffer pass), fitted when rows of several sizes have one.
+  double inv_buffer = base.nccl.buffer_bw_bytes_per_s > 0 ? 1.0 / static_cast<double>(base.nccl.buffer_bw_bytes_per_s) : 0.0;
+  const bool fit_buffer = std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return r.buffer != rows.front().buffer; });
   std::vector<std::size_t> assigned(rows.size(), SIZE_MAX);
   int rounds = 0;
   for (; rounds < 20; ++rounds) {
@@ -118,7 +121,8 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
       std::size_t best = 0;
       double best_t = 0.0;
       for (std::size_t p = 0; p < protos.size(); ++p) {
-        const double t = protos[p].c + rows[i].steps * protos[p].lambda + rows[i].wire * inv_b / protos[p].f;
+        const double t = protos[p].c + rows[i].steps * protos[p].lambda + rows[i].wire * inv_b / protos[p].f +
+                         rows[i].buffer * inv_buffer;
         if (p == 0 || t < best_t) {
           best = p;
           best_t = t;
@@ -161,6 +165,12 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
       bool lambda_fitted = false;
       for (const auto& [p, is_lambda] : what) lambda_fitted = lambda_fitted || (p == assigned[i] && is_lambda);
       if (!lambda_fitted) y[i] -= rows[i].steps * pr.lambda;
+      if (!fit_buffer) y[i] -= rows[i].buffer * inv_buffer;
+    }
+    if (fit_buffer) {
+      std::vector<double> buffer(rows.size());
+      for (std::size_t i = 0; i < rows.size(); ++i) buffer[i] = rows[i].buffer;
+      columns.push_back(buffer);
     }
     columns.push_back(wire);
     std::vector<double> coef;
@@ -179,11 +189,12 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
       return out;
     }
     inv_b = coef.back();
+    if (fit_buffer) inv_buffer = std::max(0.0, coef[coef.size() - 2]);
   }
   std::vector<double> predicted, measured;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Proto& pr = protos[assigned[i]];
-    predicted.push_back(pr.c + rows[i].steps * pr.lambda + rows[i].wire * inv_b / pr.f);
+    predicted.push_back(pr.c + rows[i].steps * pr.lambda + rows[i].wire * inv_b / pr.f + rows[i].buffer * inv_buffer);
     measured.push_back(rows[i].time);
   }
   const double rms = rms_relative(predicted, measured);
@@ -199,6 +210,21 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
                          base.collective_efficiency);
   bw.source = st.source + " (NCCL protocol fit)";
   st.report.fields.push_back(bw);
+  if (fit_buffer && inv_buffer > 0.0) {
+    st.fitted.nccl.buffer_bw_bytes_per_s = to_bw(1.0 / inv_buffer);
+    FieldFit f;
+    f.field = "nccl.buffer_bw";
+    f.fitted = true;
+    f.measurements = static_cast<int>(rows.size());
+    f.rms_relative_error = rms;
+    f.value = format_bw(1.0 / inv_buffer);
+    f.source = st.source + " (NCCL protocol fit)";
+    st.report.fields.push_back(f);
+  } else {
+    st.report.fields.push_back(not_measured("nccl.buffer_bw", fit_buffer ? "0 (fitted none)" : "kept",
+                                            fit_buffer ? "the fit found no buffer pass" : "rows of one size only"));
+    if (fit_buffer) st.fitted.nccl.buffer_bw_bytes_per_s = 0;
+  }
   for (const Proto& pr : protos) {
     int used = 0;
     for (std::size_t a : assigned) used += protos[a].fitted == pr.fitted ? 1 : 0;

@@ -144,21 +144,8 @@ TimePs tied_embedding_allreduce_ps(const Scenario& sc, const model::Workload& wo
       for (size_t member = 0; member < ranks.size(); ++member) {
         const auto gpu = static_cast<sim::GpuId>(machine.gpus.size());
         machine.gpus.push_back({fmt::format("rank{}", ranks[member]), {"dp"}, 0, 0.0});
-        for (size_t ph = 0; ph < phases.size(); ++ph) {
-          sim::Task task;  // phases of one member follow each other on its stream
-          task.kind = sim::TaskKind::kComm;
-          task.category = sim::Category::kDpComm;
-          task.gpu = gpu;
-          task.work_ps = phases[ph].latency_ps;
-          task.group = group + static_cast<std::int32_t>(ph);
-          task.first_flow = static_cast<std::uint32_t>(prog.flows.size());
-          for (const hw_models::FlowSpec& f : phases[ph].flows) {
-            if (f.src != ranks[member]) continue;
-            sim::append_flow(prog, topo.path(f.src, f.dst), f.bytes);
-            ++task.num_flows;
-          }
-          prog.tasks.push_back(task);
-        }
+        // The phases of one member follow each other on its stream.
+        hw_models::append_member_tasks(prog, topo, phases, ranks[member], gpu, group, sim::Category::kDpComm);
       }
       group += static_cast<std::int32_t>(phases.size());
     }

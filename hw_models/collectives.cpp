@@ -185,6 +185,11 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
     return plan_phases(Planner{topo, hw.collective_efficiency}, kind, algo, ranks, bytes);
   // NCCL picks the protocol with the least modelled time for each call; so do we (ties go to
   // the protocol listed first: Simple, LL128, LL). The call's base latency is paid once.
+  // The call's one pass over its buffer (nccl.buffer_bw), the same on every protocol.
+  constexpr std::string_view kBufferWhat = "a collective's buffer pass (hardware nccl.buffer_bw)";
+  const TimePs buffer_ps = kind != Collective::kSendRecv && hw.nccl.buffer_bw_bytes_per_s > 0
+                               ? transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s)
+                               : 0;
   std::vector<Phase> best;
   TimePs best_ps = 0;
   for (const NcclProtocol* proto : {&hw.nccl.simple, &hw.nccl.ll128, &hw.nccl.ll}) {
@@ -195,7 +200,7 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
         Planner{topo, hw.collective_efficiency * proto->bw_fraction, proto, hw.intra_node}, kind,
         algo, ranks, bytes);
     if (phases.empty()) return phases;
-    phases.front().latency_ps = checked_add(phases.front().latency_ps, proto->base_ps,
+    phases.front().latency_ps = checked_add(phases.front().latency_ps, checked_add(proto->base_ps, buffer_ps, kBufferWhat),
                                             "a collective's latency (hardware nccl.*.base)");
     const TimePs t = idle_collective_time_ps(topo, phases);
     if (best.empty() || t < best_ps) {
@@ -291,6 +296,25 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
 }
 
 }  // namespace
+
+void append_member_tasks(sim::Program& program, const Topology& topo, const std::vector<Phase>& phases, Rank member,
+                         sim::GpuId gpu, std::int32_t first_group, sim::Category category) {
+  for (std::size_t ph = 0; ph < phases.size(); ++ph) {
+    sim::Task task;
+    task.kind = sim::TaskKind::kComm;
+    task.category = category;
+    task.gpu = gpu;
+    task.work_ps = phases[ph].latency_ps;
+    task.group = first_group + static_cast<std::int32_t>(ph);
+    task.first_flow = static_cast<std::uint32_t>(program.flows.size());
+    for (const FlowSpec& f : phases[ph].flows) {
+      if (f.src != member) continue;
+      sim::append_flow(program, topo.path(f.src, f.dst), f.bytes);
+      ++task.num_flows;
+    }
+    program.tasks.push_back(task);
+  }
+}
 
 TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases) {
   constexpr std::string_view kWhat =

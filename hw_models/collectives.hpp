@@ -26,7 +26,9 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 /// has latency_ps = steps · nccl.p.step_<scope> (+ nccl.p.base on the call's first phase), where
 /// scope is net when a flow crosses nodes, else pcie on PCIe nodes, else nvlink; its flows
 /// carry bytes / (collective_efficiency · nccl.p.bw_fraction) and still pay their one path
-/// latency (pipeline fill). The protocol with the least idle time is used for each call (ties:
+/// latency (pipeline fill); the call's first phase also pays bytes / nccl.buffer_bw (one pass
+/// over the buffer, every collective but send/recv; 0: none), the same on every protocol.
+/// The protocol with the least idle time is used for each call (ties:
 /// Simple, LL128, LL), as NCCL's tuner picks one, so the achieved bus bandwidth grows with the
 /// message size: latency-bound LL for small messages, LL128, then Simple at the full ring rate.
 /// Sequence parallelism's reduce-scatter + all-gather then costs more than one all-reduce of the
@@ -70,6 +72,13 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
 /// Σ over phases of (max over flows of bytes / path bandwidth + path latency) + phase latency.
 /// An estimate for planners; the engine's fair-shared links give the real time.
 TimePs idle_collective_time_ps(const Topology& topo, const std::vector<Phase>& phases);
+
+/// Appends to `program` one comm task per phase for `member` on `gpu` (its flows the ones it
+/// sends, over topo's paths; task k in rendezvous group first_group + k, work = the phase's
+/// latency), for running a collective alone on the engine; the tasks follow each other on the
+/// GPU's one stream.
+void append_member_tasks(sim::Program& program, const Topology& topo, const std::vector<Phase>& phases, Rank member,
+                         sim::GpuId gpu, std::int32_t first_group, sim::Category category);
 
 /// The hw collective for a workload op's collective; throws for kNone.
 Collective to_collective(model::CollectiveKind kind);

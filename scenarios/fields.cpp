@@ -651,6 +651,12 @@ std::vector<FieldDesc> scenario_field_table() {
                     [](auto& s) -> auto& { return s.hardware.nccl.ll128; });
   add_nccl_protocol(t, "nccl.simple", "NCCL Simple protocol",
                     [](auto& s) -> auto& { return s.hardware.nccl.simple; });
+  t.push_back(bandwidth_field(
+      "nccl.buffer_bw", kHw, Bound::kNonNegative,
+      "rate of one pass over a call's whole buffer that its ring transfers do not hide (every "
+      "collective but send/recv; 0: none)",
+      [](auto& s) -> auto& { return s.hardware.nccl.buffer_bw_bytes_per_s; }));
+  t.back().optional_in_profile = true;
 
   // recompute:
   std::vector<std::pair<std::string, RecomputeKind>> strategies;

@@ -181,6 +181,10 @@ struct NcclSpec {
   NcclProtocol ll;
   NcclProtocol ll128;
   NcclProtocol simple;
+  /// Rate at which a call (every protocol, every collective but send/recv) passes over its
+  /// whole buffer once, not overlapped with the ring's link transfers: the call's time grows
+  /// by buffer bytes / buffer_bw. 0: no such pass (docs/calibration.md, "NCCL tables").
+  std::uint64_t buffer_bw_bytes_per_s = 0;
   bool operator==(const NcclSpec&) const = default;
 };
 

@@ -150,14 +150,14 @@ def case_trace_tracks(b, tmp):
     check(meta["lynxsim_version"] == report["lynxsim_version"], "trace metadata: version")
     check(meta["strategy"] == report["strategy"] and meta["strategy_requested"] == "lynx-heu",
           "trace metadata: the strategy that ran and the one asked")
-    check("collective_efficiency: 0.8" in meta["scenario_yaml"], "trace metadata: resolved scenario")
+    check("collective_efficiency: 0.96" in meta["scenario_yaml"], "trace metadata: resolved scenario")
     check(any(e["name"] == "lynxsim run" and e["args"] == meta for e in t["traceEvents"]),
           "metadata on an instant event too")
     links_pid = next(e["pid"] for e in t["traceEvents"]
                      if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"] == "links")
     link_args = [e["args"] for e in t["traceEvents"] if e["ph"] == "X" and e["pid"] == links_pid]
     collective = [a for a in link_args if "efficiency" in a]
-    check(collective and all(a["efficiency"] == 0.8 for a in collective),
+    check(collective and all(a["efficiency"] == 0.96 for a in collective),
           "collective flows carry the efficiency as an argument")
     # A 2-rank TP all-reduce sends 2(n-1)/n = 1x the activation, the tensor a pipeline send
     # carries (no efficiency there): the payload, not payload / 0.8.

@@ -318,3 +318,37 @@ TEST_CASE("alpha-beta model is unchanged by nccl fields") {
   REQUIRE(phases.size() == 1);
   CHECK(phases[0].latency_ps == 13 * kIntraPs);
 }
+
+TEST_CASE("nccl model: a dp 48 reduce-scatter across 48 nodes (tp 8) costs NCCL's ring, exactly") {
+  // 384 GPUs, tp 8 inside each node, dp 48 across nodes: each DP group holds the GPUs of one
+  // local index, one per node, so NCCL runs one ring of 48 ranks (reduce-scatter is ring-only;
+  // src/graph/tuning.cc: nsteps = nRanks - 1, all of them inter-node steps). Each rank sends
+  // 47/48 of the buffer to its successor through its own rail NIC, the 8 groups on 8 rails:
+  // bytes per NIC = ceil(47·S/48), 47 network steps, one call's base and buffer pass.
+  HardwareSpec hw = nccl_cluster(48);
+  hw.nccl.buffer_bw_bytes_per_s = 600'000'000'000;  // 600 GB/s
+  const hw_models::Topology topo(hw);
+  const std::uint64_t bytes = 1ULL << 30;  // 1 GiB of gradients
+  for (int local = 0; local < 8; ++local) {
+    std::vector<int> ranks;
+    for (int node = 0; node < 48; ++node) ranks.push_back(node * 8 + local);
+    const auto phases = hw_models::plan_collective(topo, hw, Collective::kReduceScatter, Algorithm::kRing, ranks, bytes);
+    REQUIRE(phases.size() == 1);
+    const std::uint64_t per_nic = (47 * bytes + 47) / 48;
+    CHECK(all_flows_carry(phases[0], per_nic));
+    CHECK(phases[0].flows.size() == 48);
+    CHECK(phases[0].steps == 47);
+    // Simple wins at 1 GiB: base 8 us + 47 × step_net 14 us + 1 GiB / 600 GB/s.
+    const TimePs buffer_ps = transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s);
+    CHECK(phases[0].latency_ps == 8'000'000 + 47 * 14'000'000 + buffer_ps);
+    // Each flow leaves through the NIC of its rail and enters the next node's NIC of that rail:
+    // GPU -> PCIe -> NIC -> fabric -> NIC -> PCIe -> GPU, the 25 GB/s NIC the narrowest link.
+    for (const hw_models::FlowSpec& f : phases[0].flows) {
+      CHECK(topo.node_of(f.dst) == (topo.node_of(f.src) + 1) % 48);
+      CHECK(f.dst % 8 == local);
+      CHECK(topo.path_bw_bytes_per_s(f.src, f.dst) == hw.nic.bw_bytes_per_s);
+    }
+    CHECK(hw_models::idle_collective_time_ps(topo, phases) ==
+          transfer_time_ps(per_nic, hw.nic.bw_bytes_per_s) + topo.path_latency_ps(0, 8) + phases[0].latency_ps);
+  }
+}

@@ -11,6 +11,7 @@
 #include "schedule/program_builder.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/executor.hpp"
+#include "tests/common/engine_collective.hpp"
 
 #include <doctest/doctest.h>
 
@@ -225,34 +226,6 @@ TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1
   const auto phases =
       hw_models::plan_collective(topo, hw, hw_models::Collective::kAllReduce, hw_models::Algorithm::kRing, ranks, size);
   REQUIRE(phases.size() == 1);
-  // One comm task per member, all in one rendezvous group.
-  sim::Machine machine;
-  machine.links = topo.links();
-  sim::Program prog;
-  prog.names = {"allreduce"};
-  prog.tags = {"x"};
-  for (int r = 0; r < n; ++r) {
-    machine.gpus.push_back({"gpu", {"comm"}, 1ull << 40, 0.0});
-    prog.static_bytes_per_gpu.push_back(0);
-    sim::Task t;
-    t.gpu = r;
-    t.kind = sim::TaskKind::kComm;
-    t.group = 0;
-    t.work_ps = phases[0].latency_ps;
-    t.first_flow = static_cast<std::uint32_t>(prog.flows.size());
-    for (const auto& f : phases[0].flows) {
-      if (f.src != r) continue;
-      sim::Flow flow;
-      flow.bytes = f.bytes;
-      flow.first_link = static_cast<std::uint32_t>(prog.path_links.size());
-      for (auto l : topo.path(f.src, f.dst)) prog.path_links.push_back(l);
-      flow.num_links = static_cast<std::uint32_t>(prog.path_links.size()) - flow.first_link;
-      prog.flows.push_back(flow);
-      ++t.num_flows;
-    }
-    prog.tasks.push_back(t);
-  }
-  const auto ex = sim::execute(machine, prog);
   // Each GPU sends 2(n-1)/n of the buffer to its successor over GPU->NVSwitch->GPU; every link
   // carries one flow, so each flow gets the full NVLink bandwidth; 2(n-1) steps each pay the
   // path latency (two NVLink hops).
@@ -260,7 +233,7 @@ TEST_CASE("ring all-reduce on an idle NVSwitch ring takes 2(n-1)/n·S/bw + 2(n-1
   const TimePs expected = transfer_time_ps(wire, hw.nvlink.bw_bytes_per_s) +
                           2 * (n - 1) * topo.path_latency_ps(0, 1);
   CHECK(topo.path_latency_ps(0, 1) == 2 * hw.nvlink.latency_ps);
-  CHECK(ex.makespan_ps == expected);
+  CHECK(test::engine_collective_ps(topo, phases, ranks) == expected);
 }
 
 namespace {
