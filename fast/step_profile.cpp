@@ -231,15 +231,18 @@ std::vector<TimePs> replica_sends_alone_ps(const sim::Machine& machine, const hw
 
 StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& plan,
                          const hw_models::Topology& topo, const model::Workload& workload,
-                         const schedule::StageSteps& part, std::size_t measured,
+                         const schedule::StageSteps& asked, std::size_t measured,
                          const std::vector<Channel>& channels) {
+  // Without channels no run adds flows of its own: the machine keeps only the links used.
+  schedule::StageSteps part = asked;
+  part.compact_links = channels.empty();
   schedule::BuiltProgram built = schedule::build_stage_steps(sc, plan, topo, workload, part);
   sim::Program& prog = built.program;
   // Memory off for the timing run (memory never changes timing); restored for the profile.
   std::vector<std::uint32_t> num_mem(prog.tasks.size());
   for (size_t i = 0; i < prog.tasks.size(); ++i) num_mem[i] = std::exchange(prog.tasks[i].num_mem, 0);
-  // The built machine itself (a copy holds every link of the cluster): its capacities are
-  // not read again.
+  // The built machine itself (without compaction a copy holds every link of the cluster): its
+  // capacities are not read again.
   sim::Machine& machine = built.machine;
   for (sim::GpuDesc& g : machine.gpus) g.memory_capacity_bytes = 0;
   const sim::ExecResult ex = sim::execute(machine, prog);

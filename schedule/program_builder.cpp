@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -211,11 +212,25 @@ BuiltProgram Builder::build() {
     LYNX_CHECK(it != transfers_.end(), "pipeline transfer {} never sent", pd.key);
     prog_.deps[pd.dep_index] = it->second;
   }
-  out.machine.links = topo_.links();
-  if (standin_link_ >= 0)
-    for (const char* leg : {"standin.device->host", "standin.host->device"})
-      out.machine.links.push_back(
-          {leg, sc_.sim.comm_standin_bw_bytes_per_s, sc_.sim.comm_standin_latency_ps});
+  const auto link_desc = [&](sim::LinkId l) -> sim::LinkDesc {
+    if (l < static_cast<sim::LinkId>(topo_.links().size())) return topo_.links()[static_cast<size_t>(l)];
+    return {l == standin_link_ ? "standin.device->host" : "standin.host->device",
+            sc_.sim.comm_standin_bw_bytes_per_s, sc_.sim.comm_standin_latency_ps};
+  };
+  if (part_ && part_->compact_links) {
+    // Dense ids in the order of the original ones, so every pass over links keeps its order.
+    std::vector<sim::LinkId> used(prog_.path_links.begin(), prog_.path_links.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    for (sim::LinkId& l : prog_.path_links)
+      l = static_cast<sim::LinkId>(std::lower_bound(used.begin(), used.end(), l) - used.begin());
+    out.machine.links.reserve(used.size());
+    for (sim::LinkId l : used) out.machine.links.push_back(link_desc(l));
+  } else {
+    out.machine.links = topo_.links();
+    if (standin_link_ >= 0)
+      for (sim::LinkId l : {standin_link_, standin_link_ + 1}) out.machine.links.push_back(link_desc(l));
+  }
   out.program = std::move(prog_);
   out.task_flops = std::move(flops_);
   out.layer_backward = std::move(layer_spans_);

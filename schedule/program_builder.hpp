@@ -94,6 +94,11 @@ struct StageSteps {
   /// host would start behind the full run's, which may issue far ahead); else its GPUs' host
   /// threads start issuing at this time (fast/step_profile.cpp measures a host-bound step so).
   TimePs host_start_ps = -1;
+  /// The machine holds only the links the program's flows cross, renumbered in their order
+  /// (the topology's link ids become dense indices; unused links change no timing): for runs
+  /// that add no flows of their own. A step of a thousand-GPU cluster crosses a few dozen of
+  /// its thousands of links, and copying them all per step dominated fast mode there.
+  bool compact_links = false;
 };
 
 /// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's

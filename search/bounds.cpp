@@ -48,14 +48,14 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
   return most;
 }
 
-double layer_solo_s(const Scenario& sc, const model::Workload& w) {
+double ops_solo_s(const Scenario& sc, const std::vector<model::Op>& ops) {
   // The engine runs a compute-stream kernel at rate <= 1, so it takes at least its solo time
   // (work_ps). Each op's kernels are emitted with hw_models::op_times unless the TP
   // communication overlap splits GEMMs into row chunks with their own times: then the FLOPs at
   // the GPU's peak (FP8 GEMMs at the 16-bit peak's share of their own).
   if (schedule::tp_overlap_chunks(sc.parallel) == 1) {
     TimePs solo_ps = 0;
-    for (const model::Op& op : w.layer) {
+    for (const model::Op& op : ops) {
       const hw_models::OpTimes t = hw_models::op_times(sc.hardware, op);
       solo_ps += t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
     }
@@ -65,19 +65,23 @@ double layer_solo_s(const Scenario& sc, const model::Workload& w) {
   const double fp8_share = sc.hardware.fp8_peak_flops_per_s > 0
                                ? peak / static_cast<double>(sc.hardware.fp8_peak_flops_per_s)
                                : 1.0;
-  double layer_flops = 0;
-  for (const model::Op& op : w.layer)
-    layer_flops += (op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops) * (op.fp8 ? fp8_share : 1.0);
-  return layer_flops / peak;
+  double flops = 0;
+  for (const model::Op& op : ops)
+    flops += (op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops) * (op.fp8 ? fp8_share : 1.0);
+  return flops / peak;
 }
 
 double compute_lower_bound_s(const Scenario& sc) {
   const ParallelSpec& p = sc.parallel;
   const model::Workload w = model::gpt_workload(sc.model, p);
   // One layer, one micro-batch, one GPU: forward + backward on the compute stream.
-  const double layer_s = layer_solo_s(sc, w);
+  const double layer_s = ops_solo_s(sc, w.layer);
+  // The LM head's forward + backward of every micro-batch run on the last stage's compute
+  // stream too, between its last chunk's forward and backward.
+  const double head_s = ops_solo_s(sc, w.head);
   const double micro_batches = static_cast<double>(micro_batches_per_pipeline(p));
-  if (sc.recompute.partition != PartitionKind::kUniform) return micro_batches * sc.model.layers / p.pp * layer_s;
+  if (sc.recompute.partition != PartitionKind::kUniform)
+    return micro_batches * (sc.model.layers * layer_s + head_s) / p.pp;
   const int v = p.virtual_stages;
   // The last stage's chunks, then one chunk step of every earlier stage for the fill and drain
   // (with first / last_stage_layers each stage's own count; uniform: (pp − 1) equal steps).
@@ -85,7 +89,7 @@ double compute_lower_bound_s(const Scenario& sc) {
   auto chunk_s = [&](int k) { return static_cast<double>(stage_layers[static_cast<size_t>(k)] / v) * layer_s; };
   double fill_s = 0;
   for (int k = 0; k + 1 < p.pp; ++k) fill_s += chunk_s(k);
-  return micro_batches * v * chunk_s(p.pp - 1) + fill_s;
+  return micro_batches * (v * chunk_s(p.pp - 1) + head_s) + fill_s;
 }
 
 }  // namespace lynx::search

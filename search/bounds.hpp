@@ -6,6 +6,7 @@
 #include "scenarios/scenario.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace lynx::search {
 
@@ -15,12 +16,12 @@ namespace lynx::search {
 /// in flight. Above the GPU's memory, no strategy fits this layout.
 std::int64_t memory_lower_bound_bytes(const Scenario& sc);
 
-/// One layer's forward + backward (no recompute) for one micro-batch on one GPU, as solo kernel
-/// time (s): what its compute-stream kernels take at least (hw_models::op_times; with the TP
-/// communication overlap's GEMM chunks, its FLOPs at the GPU's peak).
-double layer_solo_s(const Scenario& sc, const model::Workload& w);
+/// `ops`' forward + backward (no recompute) for one micro-batch on one GPU, as solo kernel
+/// time (s): what their compute-stream kernels take at least (hw_models::op_times; with the TP
+/// communication overlap's GEMM chunks, their FLOPs at the GPU's peak).
+double ops_solo_s(const Scenario& sc, const std::vector<model::Op>& ops);
 
-/// The least iteration time (s): the last pipeline stage's layers (layer_solo_s), plus the pipeline fill before its first forward and the
+/// The least iteration time (s): the last pipeline stage's layers and LM head (ops_solo_s), plus the pipeline fill before its first forward and the
 /// drain after its last backward (one chunk step of each earlier stage at peak: (pp − 1) steps
 /// of equal stages; parallel.first / last_stage_layers give each its own); with a balanced partition
 /// only the average stage's.
