@@ -116,6 +116,9 @@ BestOutcome run_best(const BestRequest& request) {
   if (static_cast<std::int64_t>(base.scenario.hardware.nodes) * per_node < gpus)
     common.push_back(fmt::format("hardware.nodes={}", (gpus + per_node - 1) / per_node));
   common.push_back("sim.mode=fast");
+  // The base's layout is only a starting point: a candidate without context parallelism has
+  // cp 1 (Candidate::overrides writes parallel.cp only when > 1).
+  common.push_back("parallel.cp=1");
 
   BestOutcome out;
   out.scenario = base.scenario.name;

@@ -45,7 +45,8 @@ struct Built {
   BuiltProgram built;
   sim::ExecResult ex;
 };
-Built build_ring(int cp, std::uint64_t block_bytes, std::uint64_t nvlink_bw, bool symmetry, int layers) {
+Built build_ring(int cp, std::uint64_t block_bytes, std::uint64_t nvlink_bw, bool symmetry, int layers,
+                 std::uint64_t layer_params = 0) {
   Scenario sc = test::synthetic_scenario(1, 1, 1, ScheduleKind::kOneFOneB);
   sc.model.layers = layers;
   sc.hardware = test::synthetic_hardware(cp);
@@ -54,6 +55,7 @@ Built build_ring(int cp, std::uint64_t block_bytes, std::uint64_t nvlink_bw, boo
   sc.sim.exploit_symmetry = symmetry;
   model::Workload w;
   w.layer = {ring_attention(cp, block_bytes)};
+  w.layer_params = layer_params;
   const hw_models::Topology topo(sc.hardware);
   const auto plan = plan_fixed_strategy(sc.recompute, uniform_partition(sc.model.layers, 1));
   Built out{build_program(sc, plan, topo, w), {}};
@@ -160,4 +162,27 @@ TEST_CASE("rank order tp-cp-dp-pp: the cp ring sits next to the tp ranks, in a n
   const hw_models::Rank partner = global_rank(p, 0, 1, 0);
   CHECK(partner == 8);
   CHECK(topo.node_of(partner) != topo.node_of(0));
+}
+
+TEST_CASE("context parallelism: gradients are reduced over the cp ranks too (dp 1, cp 2)") {
+  // Megatron-Core's data-parallel group with context parallelism: the two cp ranks hold the
+  // same parameters, so even with dp 1 their gradients are all-reduced, over the ring's link.
+  const Built b = build_ring(2, 10'000, 100'000'000'000, false, 1, 1'000'000);
+  int reductions = 0;
+  for (size_t i = 0; i < b.built.program.tasks.size(); ++i) {
+    const sim::Task& t = b.built.program.tasks[i];
+    if (t.gpu != 0 || t.category != sim::Category::kDpComm) continue;
+    ++reductions;
+    CHECK(t.stream == kDp);
+    CHECK(t.num_flows == 1);  // GPU 0 sends its share to GPU 1, its cp partner
+  }
+  CHECK(reductions > 0);
+  // Without context parallelism (cp 1, dp 1) there is nothing to reduce.
+  Scenario sc = test::synthetic_scenario(1, 1, 1, ScheduleKind::kOneFOneB);
+  model::Workload w = test::synthetic_workload();
+  w.layer_params = 1'000'000;
+  const hw_models::Topology topo(sc.hardware);
+  const auto plan = plan_fixed_strategy(sc.recompute, uniform_partition(sc.model.layers, 1));
+  const BuiltProgram one = build_program(sc, plan, topo, w);
+  for (const sim::Task& t : one.program.tasks) CHECK(t.category != sim::Category::kDpComm);
 }

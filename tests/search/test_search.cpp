@@ -214,6 +214,7 @@ model:
   vocab: 8192
   flash_attention: true
 parallel:
+  cp: 2
   micro_batch: 1
   global_batch: 4
 hardware:
@@ -230,7 +231,14 @@ hardware:
   r.top = 20;
   r.threads = 1;
   const BestOutcome out = run_best(r);
-  bool cp_plan = false;
-  for (const auto& plan : out.top) cp_plan = cp_plan || plan.candidate.cp > 1;
+  // The base's cp 2 is only a starting point: cp 1 candidates are laid out with cp 1.
+  CHECK(out.invalid_reasons.empty());
+  bool cp_plan = false, plain_plan = false;
+  for (const auto& plan : out.top) {
+    cp_plan = cp_plan || plan.candidate.cp > 1;
+    plain_plan = plain_plan || plan.candidate.cp == 1;
+    CHECK(plan.exact.result.scenario.parallel.cp == plan.candidate.cp);
+  }
   CHECK(cp_plan);
+  CHECK(plain_plan);
 }
