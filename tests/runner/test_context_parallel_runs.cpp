@@ -3,6 +3,7 @@
 // exposed, and the Llama 3.1 70B example runs in exact and fast mode.
 #include "model/resolved_scenario.hpp"
 #include "runner/simulate.hpp"
+#include "tests/runner/small_gpt.hpp"
 #include "scenarios/scenario_loader.hpp"
 
 #include <doctest/doctest.h>
@@ -15,23 +16,14 @@ using namespace lynx::runner;
 
 namespace {
 
-/// A small GPT with flash attention on one DGX A100 node, seq 4096, tp `tp` (with SP), cp `cp`.
+/// tests/runner/small_gpt.hpp's GPT with flash attention at seq 4096, micro-batch 1, tp `tp`
+/// (with SP), cp `cp`.
 Scenario small_gpt(int layers, int tp, int cp, RecomputeKind strategy) {
-  Scenario sc = model::default_scenario().scenario();
-  sc.model = ModelSpec{};
-  sc.model.layers = layers;
-  sc.model.hidden = 1024;
-  sc.model.heads = 16;
+  Scenario sc = test::small_gpt(layers, tp, tp > 1, strategy);
   sc.model.seq_len = 4096;
-  sc.model.vocab = 51200;
   sc.model.flash_attention = true;
-  sc.parallel = ParallelSpec{};
-  sc.parallel.tp = tp;
   sc.parallel.cp = cp;
-  sc.parallel.sequence_parallel = tp > 1;
   sc.parallel.micro_batch = 1;
-  sc.parallel.global_batch = 2;
-  sc.recompute.strategy = strategy;
   return sc;
 }
 
