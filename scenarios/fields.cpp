@@ -659,8 +659,9 @@ std::vector<FieldDesc> scenario_field_table() {
                     [](auto& s) -> auto& { return s.hardware.nccl.simple; });
   t.push_back(bandwidth_field(
       "nccl.buffer_bw", kHw, Bound::kNonNegative,
-      "rate of one pass over a call's whole buffer that its ring transfers do not hide (every "
-      "collective but send/recv; 0: none)",
+      "rate of the pass over a call's buffer that its ring transfers do not hide: the whole buffer "
+      "for an all-reduce, half for an all-gather, reduce-scatter or broadcast, none for send/recv "
+      "(0: no pass)",
       [](auto& s) -> auto& { return s.hardware.nccl.buffer_bw_bytes_per_s; }));
   t.back().optional_in_profile = true;
 
