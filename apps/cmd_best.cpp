@@ -63,7 +63,7 @@ int cmd_best(const std::vector<std::string>& argv) {
   ScenarioArgs args;
   std::string gpus_text, top_text = "5", threads_text, scenario_out, plan_out;
   std::string micro_text = "1-8", virtual_text = "1-4", sp_text = "search", dopt_text = "search",
-              flash_text = "search", strategies_text = "none,full,selective,checkmate,lynx-heu";
+              flash_text = "search", cp_text = "auto", strategies_text = "none,full,selective,checkmate,lynx-heu";
   bool as_megatron_args = false;
   po::options_description desc("best options");
   add_scenario_options(desc, args);
@@ -78,12 +78,15 @@ int cmd_best(const std::vector<std::string>& argv) {
       "sp", po::value(&sp_text), "sequence parallelism: search (default), on or off")(
       "dist-opt", po::value(&dopt_text), "distributed optimizer: search (default), on or off")(
       "flash", po::value(&flash_text), "flash attention: search (default), on or off")(
+      "cp", po::value(&cp_text),
+      "context-parallel degrees searched (default auto: 1, and with seq_len >= 8192 every cp giving each rank "
+      ">= 4096 tokens; docs/best.md)")(
       "strategies", po::value(&strategies_text),
       "recompute strategies searched (default none,full,selective,checkmate,lynx-heu)");
   if (!parse_options(argv, desc, {"file"},
                      "usage: lynxsim best SCENARIO.yaml --gpus N [--top K] [--threads N] "
                      "[--write-scenario F.yaml] [--write-plan F.yaml] [--as-megatron-args]\n"
-                     "Searches tp, pp, dp (tp·pp·dp = N), micro-batch, virtual stages, sequence "
+                     "Searches tp, cp, pp, dp (tp·cp·pp·dp = N), micro-batch, virtual stages, sequence "
                      "parallelism, distributed optimizer, flash attention and the recompute strategy "
                      "for the fastest plan that fits: bounds prune, fast mode ranks, exact mode "
                      "confirms the top K (docs/best.md)."))
@@ -98,6 +101,7 @@ int cmd_best(const std::vector<std::string>& argv) {
   if (!threads_text.empty()) request.threads = parse_whole_number(threads_text, "--threads", "threads", 1);
   request.space.micro_batches = parse_int_list(micro_text, "--micro-batches");
   request.space.virtual_stages = parse_int_list(virtual_text, "--virtual-stages");
+  if (cp_text != "auto") request.space.context_parallel = parse_int_list(cp_text, "--cp");
   request.space.sequence_parallel = parse_switch(sp_text, "--sp");
   request.space.distributed_optimizer = parse_switch(dopt_text, "--dist-opt");
   request.space.flash_attention = parse_switch(flash_text, "--flash");

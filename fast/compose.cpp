@@ -137,7 +137,7 @@ TimePs tied_embedding_allreduce_ps(const Scenario& sc, const model::Workload& wo
   sim::Program prog;
   prog.names = {"embedding_grad_allreduce"};
   std::int32_t group = 0;
-  for (int d = 0; d < p.dp; ++d)
+  for (int d = 0; d < grad_replicas(p); ++d)
     for (int t = 0; t < p.tp; ++t) {
       const auto ranks = schedule::embedding_group_ranks(p, d, t);
       const auto phases = phases_of(d, t);
@@ -205,7 +205,7 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
       block[s] += st.channel >= 0 ? 3 : 2;
     }
   const auto run = [&](bool lockstep) {
-    const int replicas = lockstep ? 1 : p.dp;
+    const int replicas = lockstep ? 1 : grad_replicas(p);
     std::vector<sim::TaskId> stage_base(steps.size() + 1, 0);
     for (size_t s = 0; s < steps.size(); ++s) stage_base[s + 1] = stage_base[s] + block[s] * replicas;
     const auto id = [&](int s, int d, int i) {
@@ -259,7 +259,7 @@ std::vector<TimePs> replica_drift_ps(const ParallelSpec& p, const hw_models::Top
           send.num_deps = 1;
           send.name = 1;
           const Channel& c = channels[static_cast<size_t>(st.channel)];
-          const auto flows_end = static_cast<size_t>(lockstep ? p.dp * p.tp : (d + 1) * p.tp);
+          const auto flows_end = static_cast<size_t>(lockstep ? grad_replicas(p) * p.tp : (d + 1) * p.tp);
           for (auto f = static_cast<size_t>(d * p.tp); f < flows_end; ++f) {
             sim::append_flow(prog, topo.path(c.flows[f].first, c.flows[f].second), c.bytes);
             ++send.num_flows;
@@ -338,7 +338,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       }
       // overlap_param_gather: the first forward of each chunk (micro-batch 0 in every schedule).
       key.param_gathers = st.forward && st.micro_batch == 0 && p.overlap_param_gather &&
-                          p.distributed_optimizer && p.dp > 1;
+                          p.distributed_optimizer && grad_replicas(p) > 1;
       if (after_previous && i > 0) {
         key.after_previous = true;
         key.prev_forward = k[i - 1].forward;
@@ -398,7 +398,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   std::vector<std::vector<TimePs>> channel_send_stretch_ps;  ///< per channel and send, for the second pass
   // Links shared between GPUs and more than one replica: the second pass's steps (per stage),
   // replayed per replica (replica_drift_ps); per transfer slot, the (stage, step) that sent it.
-  const bool replay_replicas = !context.channels.empty() && p.dp > 1;
+  const bool replay_replicas = !context.channels.empty() && grad_replicas(p) > 1;
   std::vector<std::vector<ComposedStep>> composed;
   std::vector<std::pair<int, int>> fwd_from, bwd_from;
 
@@ -594,10 +594,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       replayed->compute_end_ps = compute_end;
       replayed->tail_end_ps = tail_end;
       const auto& channel_extra = replica_channel_delay_ps[static_cast<size_t>(s)][g.next];
-      if (pr.replica_compute_end_ps.size() == static_cast<size_t>(p.dp) && channel_extra.size() == static_cast<size_t>(p.dp))
+      if (pr.replica_compute_end_ps.size() == static_cast<size_t>(grad_replicas(p)) && channel_extra.size() == static_cast<size_t>(grad_replicas(p)))
         for (size_t d = 0; d < channel_extra.size(); ++d)
           replayed->replica_extra_ps.push_back(pr.replica_compute_end_ps[d] - pr.compute_end_ps + channel_extra[d] - channel_extra[0]);
-      if (pr.replica_send_extra_ps.size() == static_cast<size_t>(p.dp)) replayed->replica_send_extra_ps = pr.replica_send_extra_ps;
+      if (pr.replica_send_extra_ps.size() == static_cast<size_t>(grad_replicas(p))) replayed->replica_send_extra_ps = pr.replica_send_extra_ps;
     }
     if (record_timeline) {
       if (r.timeline.empty()) r.timeline.resize(static_cast<size_t>(p.pp));
@@ -637,14 +637,14 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
           for (size_t i = 0; i < order[static_cast<size_t>(s)].size(); ++i) {
             const StepProfile& fp = *first_pass_profile[static_cast<size_t>(s)][i];
             auto& per_replica = replica_channel_delay_ps[static_cast<size_t>(s)].emplace_back();
-            if (fp.replica_compute_end_ps.size() != static_cast<size_t>(p.dp)) continue;
+            if (fp.replica_compute_end_ps.size() != static_cast<size_t>(grad_replicas(p))) continue;
             if (fp.replica_channel_delay_ps.empty()) {  // every replica delayed as replica 0
-              per_replica.assign(static_cast<size_t>(p.dp), channel_delay_ps[static_cast<size_t>(s)][i]);
+              per_replica.assign(static_cast<size_t>(grad_replicas(p)), channel_delay_ps[static_cast<size_t>(s)][i]);
               continue;
             }
-            for (int d = 0; d < p.dp; ++d)
+            for (int d = 0; d < grad_replicas(p); ++d)
               per_replica.push_back(delay_of_channels(fp, first_pass_start_ps[static_cast<size_t>(s)][i], channel_sends,
-                                                      static_cast<size_t>(p.dp), static_cast<size_t>(d)));
+                                                      static_cast<size_t>(grad_replicas(p)), static_cast<size_t>(d)));
           }
       }
       // Each send, in turn, is slowed by the steps of the other stages whose links it crosses.

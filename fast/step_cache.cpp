@@ -80,7 +80,7 @@ void StepCache::add_channels(Context& c, const Scenario& sc, const model::Worklo
     ch.from_stage = from;
     ch.to_stage = to;
     ch.bytes = workload.boundary_bytes;
-    for (int d = 0; d < p.dp; ++d)
+    for (int d = 0; d < grad_replicas(p); ++d)  // every dp and cp rank
       for (int t = 0; t < p.tp; ++t)
         ch.flows.emplace_back(schedule::global_rank(p, from, d, t), schedule::global_rank(p, to, d, t));
   };

@@ -251,14 +251,14 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
   // The measured step of each data-parallel replica (its first GPU, d · tp), when the program
   // has them all: links shared between GPUs make their timings differ.
   std::vector<const schedule::StepSpan*> replicas = {&sp};
-  if (!built.symmetric && sc.parallel.dp > 1) {
-    for (int d = 1; d < sc.parallel.dp; ++d) {
+  if (!built.symmetric && grad_replicas(sc.parallel) > 1) {
+    for (int d = 1; d < grad_replicas(sc.parallel); ++d) {
       const auto gpu = static_cast<sim::GpuId>(d * sc.parallel.tp);
       std::size_t index = 0;
       for (const schedule::StepSpan& s : built.steps)
         if (s.gpu == gpu && index++ == measured) replicas.push_back(&s);
     }
-    LYNX_CHECK(replicas.size() == static_cast<size_t>(sc.parallel.dp), "fast mode: a replica's step {} missing", measured);
+    LYNX_CHECK(replicas.size() == static_cast<size_t>(grad_replicas(sc.parallel)), "fast mode: a replica's step {} missing", measured);
   }
   // Other stages' sends reach a step at a phase of it that the schedule sets: each relevant
   // channel is measured sending from kChannelPhases points of the step's compute time alone
@@ -378,7 +378,7 @@ StepProfile measure_step(const Scenario& sc, const strategies::RecomputePlan& pl
     const auto own = std::find_if(channels.begin(), channels.end(),
                                   [&](const Channel& c) { return c.from_stage == part.stage && c.to_stage == to_stage; });
     if (sp.send >= 0 && own != channels.end()) {
-      const std::vector<TimePs> alone = replica_sends_alone_ps(machine, topo, *own, sc.parallel.dp);
+      const std::vector<TimePs> alone = replica_sends_alone_ps(machine, topo, *own, grad_replicas(sc.parallel));
       for (size_t d = 0; d < replicas.size(); ++d)
         p.replica_send_extra_ps.push_back(
             std::max<TimePs>(0, end(replicas[d]->send) - start(replicas[d]->send) - alone[d]));

@@ -59,7 +59,7 @@ BootstrapPlan plan_bootstrap(const std::vector<int>& rank_node, const std::vecto
 
 BootstrapPlan plan_bootstrap(const OpStream& ops) {
   const ParallelSpec& p = ops.scenario.parallel;
-  const hw_models::Topology topo(ops.scenario.hardware, static_cast<std::int64_t>(p.tp) * p.pp * p.dp);
+  const hw_models::Topology topo(ops.scenario.hardware, gpus_used(p));
   const int gpus_per_node = ops.scenario.hardware.gpus_per_node;
   std::vector<int> rank_node, rank_device;
   for (const hw_models::Rank global : ops.sim.built.gpu_rank) {
@@ -75,7 +75,7 @@ BootstrapPlan plan_bootstrap(const OpStream& ops) {
 
 int plan_nodes(const Scenario& sc) {
   if (sc.sim.comm_standin_bw_bytes_per_s > 0) return 1;  // the stand-in runs one GPU
-  const std::int64_t gpus = static_cast<std::int64_t>(sc.parallel.tp) * sc.parallel.pp * sc.parallel.dp;
+  const std::int64_t gpus = gpus_used(sc.parallel);
   const hw_models::Topology topo(sc.hardware, gpus);
   return topo.node_of(static_cast<hw_models::Rank>(gpus - 1)) + 1;
 }

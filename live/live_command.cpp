@@ -85,7 +85,7 @@ bool per_node(const LiveOptions& options) { return options.backend == "cuda" && 
 
 void check_scenario_launch(const LiveOptions& options, const Scenario& sc, const LaunchContext& launch) {
   const ParallelSpec& p = sc.parallel;
-  check_launch(plan_nodes(sc), p.tp * p.pp * p.dp, sc.hardware.gpus_per_node, per_node(options), launch);
+  check_launch(plan_nodes(sc), static_cast<int>(gpus_used(p)), sc.hardware.gpus_per_node, per_node(options), launch);
 }
 
 }  // namespace

@@ -193,6 +193,9 @@ std::vector<std::string> what_live_runs_otherwise(const model::ResolvedScenario&
     return at.empty() ? plan_label : at;
   };
   std::vector<std::string> runs_as;
+  if (sc.parallel.cp > 1)
+    fail(ErrorCode::kNotModelled, "{}: key 'parallel.cp': live mode does not run context parallelism (its backends have "
+         "no ring attention); make the plan with parallel.cp=1 to run it live", origin("parallel.cp"));
   if (schedule::tp_overlap_chunks(sc.parallel) > 1) {
     if (!run_as_bf16_unchunked)
       fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "

@@ -20,12 +20,12 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
     options.emplace_back(std::move(name), std::move(value));
   };
 
-  const int gpus = p.tp * p.pp * p.dp;
+  const auto gpus = gpus_used(p);
   comments.push_back(fmt::format(
       "Megatron-LM arguments for lynxsim scenario '{}'. Launch on {} GPUs ({} node(s) of {}, "
-      "hardware profile {}): data parallel = GPUs / (tp x pp) = {}.",
+      "hardware profile {}): data parallel = GPUs / (tp x {}pp) = {}.",
       scenario.name, gpus, (gpus + scenario.hardware.gpus_per_node - 1) / scenario.hardware.gpus_per_node,
-      scenario.hardware.gpus_per_node, scenario.hardware.profile, p.dp));
+      scenario.hardware.gpus_per_node, scenario.hardware.profile, p.cp > 1 ? "cp x " : "", p.dp));
   std::string no_argument =
       "No Megatron-LM argument for: the hardware (GPU, links, efficiencies), parallel.dp_bucket, "
       "parallel.tp_comm_overlap_chunks (Transformer Engine's userbuffer config), "
@@ -66,6 +66,10 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   option("--global-batch-size", std::to_string(p.global_batch));
   option("--tensor-model-parallel-size", std::to_string(p.tp));
   option("--pipeline-model-parallel-size", std::to_string(p.pp));
+  if (p.cp > 1) {
+    option("--context-parallel-size", std::to_string(p.cp));
+    option("--cp-comm-type", "p2p");
+  }
   if (p.first_stage_layers != 0) option("--decoder-first-pipeline-num-layers", std::to_string(p.first_stage_layers));
   if (p.last_stage_layers != 0) option("--decoder-last-pipeline-num-layers", std::to_string(p.last_stage_layers));
   const bool uneven = p.first_stage_layers != 0 || p.last_stage_layers != 0;

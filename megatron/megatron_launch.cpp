@@ -46,7 +46,7 @@ const std::map<std::string, bool>& known_options() {
       {"--attention-backend", true}, {"--overlap-grad-reduce", false}, {"--bf16", false},
       {"--fp16", false}, {"--vocab-size", true}, {"--make-vocab-size-divisible-by", true},
       {"--tokenizer-type", true}, {"--num-query-groups", true}, {"--group-query-attention", false},
-      {"--context-parallel-size", true}, {"--expert-model-parallel-size", true},
+      {"--context-parallel-size", true}, {"--cp-comm-type", true}, {"--expert-model-parallel-size", true},
       {"--num-experts", true}, {"--normalization", true}, {"--position-embedding-type", true},
       {"--use-rotary-position-embeddings", false}, {"--attention-dropout", true},
       {"--hidden-dropout", true},
@@ -383,9 +383,19 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
                                   pp_arg ? pp_arg->origin : "Megatron-LM's default");
   set.set("parallel.tp", std::to_string(out.tp), tp_arg, o.label() + ": Megatron-LM's default tp 1");
   set.set("parallel.pp", std::to_string(out.pp), pp_arg, o.label() + ": Megatron-LM's default pp 1");
-  for (const char* name : {"--context-parallel-size", "--expert-model-parallel-size"})
-    if (const Given* g = o.get(name); g && o.integer(*g) > 1)
-      refuse_not_modelled(*g, "lynxsim parallelises over tp, pp and dp only");
+  if (const Given* g = o.get("--expert-model-parallel-size"); g && o.integer(*g) > 1)
+    refuse_not_modelled(*g, "lynxsim parallelises over tp, cp, pp and dp only");
+  // Context parallelism: Megatron-Core's ring attention over p2p send/recv (--cp-comm-type
+  // p2p, its default); the all-to-all and all-gather variants and hierarchical a2a+p2p are not
+  // modelled.
+  const Given* cp_arg = o.get("--context-parallel-size");
+  out.cp = o.integer("--context-parallel-size").value_or(1);
+  if (const Given* g = o.get("--cp-comm-type"); g && o.text(*g) != "p2p")
+    refuse_not_modelled(*g, "lynxsim models context parallelism's ring attention over p2p send/recv only "
+                            "(--cp-comm-type p2p, Megatron-Core's default), not the a2a, allgather or "
+                            "hierarchical a2a+p2p variants");
+  set.set("parallel.cp", std::to_string(out.cp), cp_arg, o.label() + ": Megatron-LM's default cp 1");
+  if (out.cp > 1 && cp_arg) out.layout_source += fmt::format(" x cp {} ({})", out.cp, cp_arg->origin);
 
   // Uneven pipeline stages (Megatron-Core): layers on the first / last stage.
   const Given* uneven = nullptr;
@@ -598,7 +608,7 @@ MegatronScenario load_megatron_scenario(const MegatronRequest& request) {
   const HardwareSpec hardware = request.profile.empty()
                                     ? load_hardware_profile_file(request.profile_file)
                                     : builtin_hardware_profile(request.profile);
-  const int model_parallel = args.tp * args.pp;
+  const int model_parallel = args.tp * args.cp * args.pp;
   const int gpus = request.gpus > 0 ? request.gpus : model_parallel;
   if (gpus % model_parallel != 0)
     fail(ErrorCode::kIndivisibleLayout, "--gpus {}: not divisible by {} = {} GPUs per model replica", gpus, args.layout_source,

@@ -21,6 +21,7 @@ struct MegatronArgs {
   std::vector<std::string> notes;    ///< what was assumed, one line each
   int tp = 1;
   int pp = 1;
+  int cp = 1;  ///< --context-parallel-size (a model replica is tp · cp · pp GPUs)
   int micro_batch = 1;
   bool global_batch_given = false;  ///< else Megatron's default, micro-batch × dp
   std::string layout_source;        ///< the tp and pp arguments, for messages

@@ -142,6 +142,14 @@ struct Op {
   /// after the wgrad GEMM that adds its fresh 16-bit gradient into the gradient buffer (one of
   /// bwd_wgrad_kernels); hw_models::op_times times it as a kernel of its own in the wgrad task.
   double bwd_wgrad_accumulate_bytes = 0;
+  /// Context parallelism (parallel.cp > 1; the flash-attention op only): the op runs as this
+  /// many ring-attention blocks of equal work (its FLOPs and bytes are the sum), block j after
+  /// the j-th key/value block has arrived from the previous rank of the ring (model/
+  /// gpt_context_parallel.cpp). 1: one kernel, no ring.
+  int cp_steps = 1;
+  /// Bytes of one key/value block (K and V of seq_len / cp tokens, kv_heads / tp heads, 16-bit):
+  /// what each forward ring step sends to the next rank; backward steps send it and its gradient.
+  std::uint64_t cp_kv_block_bytes = 0;
 };
 
 /// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the
@@ -158,6 +166,10 @@ std::vector<Op> layer_ops(const ModelSpec& m, const ParallelSpec& p);
 /// token rows): m / chunks rows, the same weight; FLOPs and HBM bytes of that shape, nothing
 /// saved (the whole op's saved_bytes stay with the op). `gemm.gemm_m` must divide by `chunks`.
 Op gemm_row_chunk(const Op& gemm, std::int64_t chunks);
+/// One of the op's cp_steps ring-attention blocks: its FLOPs, bytes and kernels divided by
+/// cp_steps (the load-balanced split gives every block equal work), nothing saved. An op
+/// without a ring (cp_steps 1) comes back unchanged.
+Op ring_attention_block(const Op& attention);
 /// Embedding lookup (+ SP scatter) on the first stage.
 std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Final LayerNorm, LM head GEMM and vocab-parallel cross-entropy on the last stage.

@@ -57,7 +57,9 @@ Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   d.untied = m.embeddings == EmbeddingTie::kUntied;
   d.bias = m.linear_bias != LinearBias::kOff;
   d.dropout = m.dropout != Dropout::kOff;
-  d.tokens = d.s * d.b;
+  d.cp = p.cp;
+  d.seq_local = d.s / d.cp;
+  d.tokens = d.seq_local * d.b;
   d.local_tokens = d.sp ? d.tokens / d.t : d.tokens;
   d.grad_accumulation_fusion = m.gradient_accumulation_fusion;
   d.bias_gelu_fusion = m.bias_gelu_fusion;

@@ -28,8 +28,10 @@ struct Dims {
   /// conditions (fused_softmax_available).
   bool grad_accumulation_fusion, bias_gelu_fusion, bias_dropout_fusion, fused_softmax;
   std::int64_t main_grad_bytes;  ///< bytes per element of the gradient buffer (fp32_main_grads: 4)
-  std::int64_t tokens;        ///< s·b: rows of every GEMM (sequence gathered)
-  std::int64_t local_tokens;  ///< rows outside the TP region: s·b/t with SP, s·b without
+  std::int64_t cp;            ///< context-parallel degree
+  std::int64_t seq_local;     ///< tokens of one sequence on this context-parallel rank: s / cp
+  std::int64_t tokens;        ///< seq_local·b: rows of every GEMM (sequence gathered over tp)
+  std::int64_t local_tokens;  ///< rows outside the TP region: tokens/t with SP, tokens without
 };
 
 /// Throws LayoutError for `keys` (in the order the message names them).
@@ -47,6 +49,11 @@ inline std::int64_t kv_heads_of(const ModelSpec& m) { return m.kv_heads > 0 ? m.
 
 /// Throws LayoutError unless TP, SP and the model shape fit (check_layout without the pipeline).
 void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p);
+/// Throws LayoutError unless the context-parallel degree fits the model (model/gpt_context_parallel.cpp).
+void check_context_parallel_layout(const ModelSpec& m, const ParallelSpec& p);
+/// Context parallelism on the flash-attention op (cp > 1): its cp ring steps and the bytes
+/// of one key/value block (`kv_one`: K or V of this rank's tokens); cp 1: nothing.
+void with_ring_attention(const Dims& d, std::int64_t kv_one, Op& flash);
 /// The dimensions of `m` on one GPU of layout `p` (check_tensor_layout first).
 Dims dims_of(const ModelSpec& m, const ParallelSpec& p);
 

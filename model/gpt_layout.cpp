@@ -93,7 +93,8 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
                 "multiple of tp (Megatron-LM pads it to a multiple of 128·tp)",
                 m.vocab, p.tp);
   check_sizes_fit(m, p);
-  if (p.sequence_parallel && m.seq_len % p.tp != 0)
+  check_context_parallel_layout(m, p);
+  if (p.sequence_parallel && p.cp == 1 && m.seq_len % p.tp != 0)
     fail_layout(ErrorCode::kIndivisibleLayout, {"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
                 "model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence "
                 "parallelism needs: change seq_len or tp, or turn off "

@@ -199,7 +199,7 @@ Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
 Op rotary_op(const Dims& d) {
   const std::int64_t qk = kBytesPerElement * d.tokens * (d.h + d.kv * d.head_dim) / d.t;
   const std::int64_t qkv = kBytesPerElement * d.tokens * d.qkv_width / d.t;
-  Op op = elementwise_op("rotary", OpGroup::kAttnProjInput, 2 * qk + kFp32Bytes * d.s * d.head_dim,
+  Op op = elementwise_op("rotary", OpGroup::kAttnProjInput, 2 * qk + kFp32Bytes * d.seq_local * d.head_dim,
                          qkv);
   op.bwd_dgrad_bytes = op.fwd_bytes;
   op.saves = Saves::kOutput;
@@ -230,12 +230,14 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     op.name = "flash_attention";
     op.kind = OpKind::kAttention;
     op.group = OpGroup::kAttnCore;
+    // Context parallelism: this rank's seq_local queries against all s keys, the key/value
+    // blocks arriving over the ring (append_ring_attention); cp 1: s × s.
     op.gemm_batch = batch;  // shape reported as the QK^T product
-    op.gemm_m = d.s;
+    op.gemm_m = d.seq_local;
     op.gemm_n = d.s;
     op.gemm_k = head_dim;
-    op.fwd_flops = 2.0 * 2.0 * dbl(batch) * dbl(d.s) * dbl(d.s) * dbl(head_dim);  // QK^T, ·V
-    const std::int64_t lse = kFp32Bytes * heads_local * d.s * d.b;
+    op.fwd_flops = 2.0 * 2.0 * dbl(batch) * dbl(d.seq_local) * dbl(d.s) * dbl(head_dim);  // QK^T, ·V
+    const std::int64_t lse = kFp32Bytes * heads_local * d.seq_local * d.b;
     // Read Q, K, V (K, V at kv_heads: flash kernels take grouped K/V as they are); write O
     // and the statistics.
     op.fwd_bytes = dbl(2 * q_one + 2 * kv_one + lse);
@@ -246,6 +248,7 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
     // Its backward: the row-wise dot(dO, O) pre-pass, the main kernel, and the conversion of
     // the fp32 dQ accumulator (flash-attention 2's mha_bwd).
     op.bwd_dgrad_kernels = 3;
+    with_ring_attention(d, kv_one, op);
     ops.push_back(std::move(op));
     return;
   }

@@ -36,9 +36,10 @@ bool nothing_recomputed(const SimResult& r) {
 void write_table(std::ostream& out, const SimResult& r) {
   const auto& m = r.scenario.model;
   const auto& p = r.scenario.parallel;
-  fmt::print(out, "lynxsim {} — scenario {}: {} on {} × {} ({} GPUs: tp {} pp {} dp {})\n",
+  fmt::print(out, "lynxsim {} — scenario {}: {} on {} × {} ({} GPUs: tp {}{} pp {} dp {})\n",
              lynxsim_version(), r.scenario.name, m.preset.empty() && m.hf_config.empty() ? "custom GPT" : model_name(m),
-             r.scenario.hardware.nodes, r.scenario.hardware.profile, r.gpus, p.tp, p.pp, p.dp);
+             r.scenario.hardware.nodes, r.scenario.hardware.profile, r.gpus, p.tp,
+             p.cp > 1 ? fmt::format(" cp {}", p.cp) : "", p.pp, p.dp);
   fmt::print(out, "  global batch {} × seq {} = {} tokens; {} micro-batches of {} per pipeline{}\n",
              p.global_batch, m.seq_len, static_cast<long long>(p.global_batch) * m.seq_len,
              r.micro_batches, p.micro_batch, r.symmetric ? " (simulated one rank per stage)" : "");

@@ -72,7 +72,7 @@ std::vector<ResultField> make_fields() {
        [](R r, S) { return text(r.scenario.hardware.gpu_name); }},
       {"nodes", "", kRun, "nodes in the cluster", true, kNoTable,
        [](R r, S) { return integer(r.scenario.hardware.nodes); }},
-      {"gpus", "", kRun, "GPUs used (tp × pp × dp)", true, kNoTable,
+      {"gpus", "", kRun, "GPUs used (tp × cp × pp × dp)", true, kNoTable,
        [](R r, S) { return integer(r.gpus); }},
       {"tp", "", kRun, "tensor-parallel degree", true, kNoTable,
        [](R r, S) { return integer(r.scenario.parallel.tp); }},
@@ -187,7 +187,7 @@ std::vector<ResultField> make_fields() {
        "compute-stream kernel time beyond solo time (SMs shared with communication kernels and "
        "overlapped recompute): the cost of overlap, part of compute_s + recompute_s",
        true, column("contention s", 4, 1, true), [](R, S s) { return real(s.contention_s); }},
-      {"tp_exposed_s", "s", kStage, "compute stream idle while a TP collective it waits for is in flight",
+      {"tp_exposed_s", "s", kStage, "compute stream idle while a TP collective (or a context-parallel ring transfer) it waits for is in flight",
        true, column("tp exp s", 4), [](R, S s) { return real(s.tp_exposed_s); }},
       {"pp_exposed_s", "s", kStage, "compute stream idle while a pipeline transfer it waits for is in flight",
        true, column("pp exp s", 4), [](R, S s) { return real(s.pp_exposed_s); }},

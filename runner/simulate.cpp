@@ -172,7 +172,7 @@ SimRun simulate(const model::ResolvedScenario& resolved, const SimOptions& optio
 
   // Bounded work: refuse what cannot finish before building anything (first as if the
   // symmetry reduction applied, which needs the topology to decide; then as it is decided).
-  check_work_bounded(sc, sc.sim.exploit_symmetry && p.tp * p.dp > 1);
+  check_work_bounded(sc, sc.sim.exploit_symmetry && p.tp * grad_replicas(p) > 1);
   const hw_models::Topology topo(sc.hardware, gpus_used(p));
   if (!schedule::simulates_one_gpu_per_stage(sc, topo)) check_work_bounded(sc, false);
   const model::Workload workload = model::gpt_workload(sc.model, p);

@@ -53,10 +53,10 @@ void check_work_bounded(const Scenario& sc, bool one_gpu_per_stage) {
   const std::string formula = fmt::format(
       "{} simulated GPUs ({}) x {} micro-batches (parallel.global_batch / (micro_batch x dp)) x "
       "{} ops per GPU (model.layers / parallel.pp x ops per layer) x {} passes",
-      w.simulated_gpus, one_gpu_per_stage ? "parallel.pp, one GPU per stage" : "tp x pp x dp",
+      w.simulated_gpus, one_gpu_per_stage ? "parallel.pp, one GPU per stage" : p.cp > 1 ? "tp x cp x pp x dp" : "tp x pp x dp",
       w.micro_batches, w.ops_per_gpu, kTasksPerOp);
   const std::string remedy =
-      one_gpu_per_stage || p.tp * p.dp == 1
+      one_gpu_per_stage || p.tp * grad_replicas(p) == 1
           ? "simulate a smaller parallel.global_batch or fewer model.layers"
           : "simulate a smaller parallel.global_batch, or use sim.exploit_symmetry on a cluster "
             "with NVSwitch nodes";

@@ -27,6 +27,7 @@ constexpr int kMaxVocab = 1048576;      // Llama 3 128256, Gemma 256000
 constexpr int kMaxTp = 1024;            // Megatron runs use tp <= 8 (one NVLink domain), NVL72 72
 constexpr int kMaxPp = 1024;            // GPT-1T pp 64 (Narayanan et al. 2021, Table 1)
 constexpr int kMaxDp = 1048576;         // Llama 3 405B dp 128 on 16384 GPUs
+constexpr int kMaxCp = 1024;            // Llama 3 405B cp 16 for 128k tokens (Llama 3 paper, Table 4)
 constexpr int kMaxMicroBatch = 65536;   // sequences per micro-batch
 constexpr int kMaxGlobalBatch = 16777216;  // GPT-3 1536, Llama 3 ~2000 sequences
 constexpr int kMaxNodes = 131072;       // 1M GPUs at 8 per node (largest clusters: ~25k nodes)
@@ -420,6 +421,11 @@ std::vector<FieldDesc> scenario_field_table() {
   t.push_back(integer_field(
       "parallel.dp", kScn, 1, kMaxDp, "data-parallel degree (replicas)",
       [](auto& s) -> auto& { return s.parallel.dp; }));
+  t.push_back(integer_field(
+      "parallel.cp", kScn, 1, kMaxCp,
+      "context-parallel degree (Megatron-Core ring attention, p2p): each rank holds seq_len / cp "
+      "tokens; needs flash attention and seq_len divisible by 2 * cp",
+      [](auto& s) -> auto& { return s.parallel.cp; }));
   t.push_back(bool_field(
       "parallel.sequence_parallel", kScn,
       "Megatron sequence parallelism (LayerNorm/dropout sharded over tp)",

@@ -101,6 +101,10 @@ struct ParallelSpec {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  /// Context-parallel degree (Megatron-Core's --context-parallel-size): each of the cp ranks
+  /// holds seq_len / cp tokens of every sequence and runs ring attention (docs/models.md,
+  /// "Context parallelism"). Rank order tp-cp-dp-pp (schedule::global_rank).
+  int cp = 1;
   bool sequence_parallel = false;
   int micro_batch = 1;
   int global_batch = 1;
@@ -293,10 +297,15 @@ struct SimSpec {
   bool operator==(const SimSpec&) const = default;
 };
 
-/// GPUs the layout uses: tp · pp · dp (overflow-checked).
+/// GPUs the layout uses: tp · cp · pp · dp (overflow-checked).
 inline std::int64_t gpus_used(const ParallelSpec& p) {
-  return checked_product("parallel.tp x parallel.pp x parallel.dp", {p.tp, p.pp, p.dp});
+  return checked_product("parallel.tp x parallel.cp x parallel.pp x parallel.dp", {p.tp, p.cp, p.pp, p.dp});
 }
+
+/// Ranks that hold a copy of every parameter of a GPU's shard: dp · cp (Megatron-Core's
+/// data-parallel group with context parallelism), over which gradients are reduced and the
+/// distributed optimizer shards.
+inline int grad_replicas(const ParallelSpec& p) { return p.dp * p.cp; }
 
 /// Micro-batches each pipeline runs per iteration: global_batch / (micro_batch · dp).
 inline std::int64_t micro_batches_per_pipeline(const ParallelSpec& p) {

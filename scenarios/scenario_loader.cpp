@@ -622,7 +622,7 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
   for (const char* key :
        {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
-        "parallel.tp", "parallel.pp", "parallel.dp", "hardware.nodes", "sim.mode",
+        "parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "hardware.nodes", "sim.mode",
         "parallel.tp_comm_overlap", "parallel.tp_comm_overlap_chunks", "parallel.sequence_parallel",
         "parallel.micro_batch", "model.seq_len", "parallel.overlap_param_gather",
         "parallel.distributed_optimizer", "parallel.first_stage_layers", "parallel.last_stage_layers",
@@ -641,12 +641,15 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
   const std::int64_t gpus_present = checked_product(
       "hardware.nodes x hardware.gpus_per_node", {s.hardware.nodes, s.hardware.gpus_per_node});
   if (gpus_needed > gpus_present) {
-    fail(ErrorCode::kTooManyGpus, 
-        "{}: key 'parallel': tp * pp * dp = {} * {} * {} needs {} GPUs, the cluster has {} "
+    // The product as the layout sets it: cp named only when context parallelism is on.
+    const std::string product = p.cp > 1 ? fmt::format("tp * cp * pp * dp = {} * {} * {} * {}", p.tp, p.cp, p.pp, p.dp)
+                                         : fmt::format("tp * pp * dp = {} * {} * {}", p.tp, p.pp, p.dp);
+    fail(ErrorCode::kTooManyGpus,
+        "{}: key 'parallel': {} needs {} GPUs, the cluster has {} "
         "(hardware.nodes {} x hardware.gpus_per_node {})",
         origins.origin_of(
-            origins.blame({"parallel.dp", "parallel.pp", "parallel.tp", "hardware.nodes"})), p.tp,
-        p.pp, p.dp, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
+            origins.blame({"parallel.dp", "parallel.cp", "parallel.pp", "parallel.tp", "hardware.nodes"})),
+        product, gpus_needed, gpus_present, s.hardware.nodes, s.hardware.gpus_per_node);
   }
   if (p.virtual_stages > 1 && p.schedule != ScheduleKind::kInterleaved) {
     fail(ErrorCode::kIncompatibleSettings, 

@@ -60,6 +60,7 @@ struct OpWithTimes {
   Op op;
   OpTimes t;
   OpNames names;
+  OpTimes block;  ///< one ring-attention block (op.cp_steps > 1; model::ring_attention_block)
 };
 
 /// Identifies one rendezvous instance across the members of a communicator in the full
@@ -279,6 +280,23 @@ class Builder {
     const WindowHook* on_window = nullptr;  ///< called at the first wait on a collective
   };
   sim::TaskId emit_forward_chain(const ForwardChain& chain, sim::TaskId wait);
+  // ----- context parallelism (builder_context_parallel.cpp) -----
+  /// One ring step's transfer on the cp stream: this GPU sends `bytes` to the next rank of its
+  /// ring (and, by the same call on every member, receives from the previous one), after
+  /// `after`. A rendezvous of the ring in the full simulation, as NCCL's paired send/recv.
+  sim::TaskId emit_ring_shift(std::uint64_t bytes, std::uint32_t name, sim::Category category, sim::TaskId after,
+                              sim::TaskId also_after = -1);
+  /// The forward (or recompute) of a ring-attention op on `args.stream`: cp blocks, block j
+  /// after the transfer that brought its key/value block; `after`: what K, V wait for.
+  /// `on_wait(waited, last_kernel)` is called before each block that waits on a transfer.
+  /// Returns the last block.
+  sim::TaskId emit_ring_forward(const OpWithTimes& o, TaskArgs args, sim::TaskId after, std::int64_t saved_bytes,
+                                const std::function<void(sim::TaskId, sim::TaskId)>& on_wait);
+  /// The backward of a ring-attention op: cp blocks, each after its key/value block; after each
+  /// block the partial key/value gradient moves on (once the previous rank's has arrived); the
+  /// last one goes back to its owner, which the returned marker (the op's input gradient) waits for.
+  sim::TaskId emit_ring_backward(const OpWithTimes& o, TaskArgs args, sim::TaskId after,
+                                 const std::function<void(sim::TaskId, sim::TaskId)>& on_wait);
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
                                sim::TaskId after, const WindowHook& on_window = {});
   /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
@@ -326,13 +344,16 @@ class Builder {
   /// The current GPU's TP group and DP group (global ranks), set by build_gpu.
   const std::vector<hw_models::Rank>& tp_ranks() const { return tp_ranks_; }
   const std::vector<hw_models::Rank>& dp_ranks() const { return dp_ranks_; }
-  int tp_communicator() const { return stage_ * p_.dp + dp_rank_; }
+  int tp_communicator() const { return stage_ * grad_replicas(p_) + dp_rank_; }
+  /// The current GPU's context-parallel ring (global ranks, ring order), set by build_gpu.
+  const std::vector<hw_models::Rank>& cp_ranks() const { return cp_ranks_; }
+  int cp_communicator() const { return 3'000'000 + (stage_ * p_.dp + dp_rank_ / p_.cp) * p_.tp + tp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
   int embedding_communicator() const { return 2'000'000 + dp_rank_ * p_.tp + tp_rank_; }
   hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
   std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
     return ((static_cast<std::int64_t>(virtual_stage) * p_.global_batch + micro_batch) * 2 +
-            (forward ? 0 : 1)) * (p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_;
+            (forward ? 0 : 1)) * (p_.tp * grad_replicas(p_)) + dp_rank_ * p_.tp + tp_rank_;
   }
 
   const Scenario& sc_;
@@ -393,7 +414,7 @@ class Builder {
   void emit_param_gathers(const std::vector<int>& chunks);
   /// A marker after `after` that waits for `gather` unless it is -1 or `waited` (then `after`).
   sim::TaskId wait_for_params(sim::TaskId after, sim::TaskId gather, sim::TaskId& waited);
-  bool overlaps_param_gather() const { return p_.overlap_param_gather && p_.distributed_optimizer && p_.dp > 1; }
+  bool overlaps_param_gather() const { return p_.overlap_param_gather && p_.distributed_optimizer && grad_replicas(p_) > 1; }
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 
@@ -410,7 +431,7 @@ class Builder {
   sim::GpuId gpu_ = 0;
   hw_models::Rank rank_ = 0;
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
-  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_;
+  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_, cp_ranks_;
   std::vector<std::vector<PipeStep>> order_;  ///< every stage's pipeline order
   std::string label_;  ///< reused buffer for instance labels
 };

@@ -94,6 +94,16 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
       }
       continue;
     }
+    if (o.op.cp_steps > 1) {  // ring attention: blocks waiting on the cp stream's transfers
+      open_window(wait);
+      last = emit_ring_forward(o, a, wait >= 0 ? wait : last, saved, [&](sim::TaskId waited, sim::TaskId kernel) {
+        last_kernel = kernel;
+        open_window(waited);
+      });
+      last_kernel = last;
+      wait = -1;
+      continue;
+    }
     open_window(wait);
     a.work_ps = o.t.fwd_ps;
     a.flops = o.op.fwd_flops;
@@ -207,6 +217,11 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
       a.kernels = chunk.op.bwd_dgrad_kernels;
       for (sim::TaskId g : gathered) dgrad = add_task(a, {g});
       gathered.clear();
+    } else if (op.cp_steps > 1) {  // ring attention: blocks waiting on the cp stream's transfers
+      dgrad = emit_ring_backward(ops[i], a, wait >= 0 ? wait : last, [&](sim::TaskId waited, sim::TaskId kernel) {
+        last_kernel = kernel;
+        waiting_on_comm(waited);
+      });
     } else {
       dgrad = add_task(a, {wait});
     }

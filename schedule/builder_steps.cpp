@@ -5,7 +5,7 @@
 namespace lynx::schedule::detail {
 
 sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
-  if (p_.dp == 1 || params == 0) return after;
+  if (grad_replicas(p_) == 1 || params == 0) return after;
   // Gradients as accumulated (model::grad_bytes_per_param: fp32 main gradients by default).
   // The distributed optimizer reduce-scatters them; its bf16 parameter all-gather follows the
   // optimizer step.
@@ -313,7 +313,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   tp_ranks_.clear();
   for (int t = 0; t < p_.tp; ++t) tp_ranks_.push_back(global_rank(p_, stage_, dp_rank_, t));
   dp_ranks_.clear();
-  for (int d = 0; d < p_.dp; ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
+  for (int d = 0; d < grad_replicas(p_); ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
+  cp_ranks_.clear();
+  for (int c = 0; c < p_.cp; ++c) cp_ranks_.push_back(global_rank(p_, stage_, dp_rank_ / p_.cp * p_.cp + c, tp_rank_));
   // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
   if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
   const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];

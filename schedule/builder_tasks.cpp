@@ -18,7 +18,8 @@ std::vector<OpWithTimes> Builder::with_times(const std::vector<Op>& ops, NamedOp
       if (name_ops_.size() <= name) name_ops_.resize(name + 1);
       name_ops_[name] = {list, index, pass};
     }
-    out.push_back({op, op_times(sc_.hardware, op), names});
+    out.push_back({op, op_times(sc_.hardware, op), names,
+                   op.cp_steps > 1 ? op_times(sc_.hardware, model::ring_attention_block(op)) : OpTimes{}});
   }
   return out;
 }

@@ -108,7 +108,10 @@ class GapCommunication {
   }
   static TimePs& slot(IdleGap& gap, sim::Category category) {
     switch (category) {
-      case sim::Category::kTpComm: return gap.tp_comm_ps;
+      // Context parallelism's ring transfers are, like TP collectives, the communication
+      // inside a layer's pass: their waits are the same kind of window.
+      case sim::Category::kTpComm:
+      case sim::Category::kCpComm: return gap.tp_comm_ps;
       case sim::Category::kPpComm: return gap.pp_comm_ps;
       case sim::Category::kDpComm: return gap.dp_comm_ps;
       default: return gap.other_comm_ps;

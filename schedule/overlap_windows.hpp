@@ -22,8 +22,10 @@ struct IdleGap {
   /// The part of the gap during which communication the stream waited for was in flight (rule
   /// at compute_stream_gaps); the rest is bubble.
   TimePs comm_in_flight_ps = 0;
-  /// comm_in_flight_ps by the category of what was in flight; other_comm_ps: the collectives
-  /// of an on-demand recompute (sim::Category::kRecompute).
+  /// comm_in_flight_ps by the category of what was in flight; tp_comm_ps: TP collectives and
+  /// context parallelism's ring-attention transfers (sim::Category::kCpComm), the communication
+  /// inside a layer's pass; other_comm_ps: the collectives of an on-demand recompute
+  /// (sim::Category::kRecompute).
   TimePs tp_comm_ps = 0, pp_comm_ps = 0, dp_comm_ps = 0, other_comm_ps = 0;
 };
 

@@ -23,8 +23,8 @@ namespace lynx::schedule {
 using model::Workload;
 using strategies::RecomputePlan;
 
-hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank) {
-  return stage * (p.tp * p.dp) + dp_rank * p.tp + tp_rank;
+hw_models::Rank global_rank(const ParallelSpec& p, int stage, int replica, int tp_rank) {
+  return stage * (p.tp * grad_replicas(p)) + replica * p.tp + tp_rank;
 }
 
 namespace detail {
@@ -49,7 +49,7 @@ sim::TaskId Builder::emit_tied_embedding_allreduce(sim::TaskId reduced) {
   // finished, by dependencies on the other member's tasks.
   const auto key = [this](int member_stage, int what) -> std::int64_t {
     const int side = member_stage == 0 ? 0 : 1;
-    return -1 - ((side * 2 + what) * static_cast<std::int64_t>(p_.tp * p_.dp) + dp_rank_ * p_.tp + tp_rank_);
+    return -1 - ((side * 2 + what) * static_cast<std::int64_t>(p_.tp * grad_replicas(p_)) + dp_rank_ * p_.tp + tp_rank_);
   };
   const int other = stage_ == 0 ? p_.pp - 1 : 0;
   transfers_[key(stage_, 0)] = reduced;
@@ -78,7 +78,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   // the gradient buffer for the next iteration writes its bytes for every parameter of the
   // stage (the buffer is not sharded).
   const double local = static_cast<double>(params) /
-                       (p_.distributed_optimizer ? static_cast<double>(p_.dp) : 1.0);
+                       (p_.distributed_optimizer ? static_cast<double>(grad_replicas(p_)) : 1.0);
   // Kernels launched (host cost): the fp32 gradient copy one per parameter tensor
   // (Megatron's _copy_model_grads_to_main_grads), the norm, clip, Adam and bf16 copy apex
   // multi-tensor kernels of depth 1, 2, 4, 2 (model::multi_tensor_launches; the norm adds its
@@ -91,7 +91,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
     if (vs == 0) tensors += work_.embedding_param_tensors;
     if (vs == p_.pp * p_.virtual_stages - 1) tensors += work_.head_param_tensors;
   }
-  if (p_.distributed_optimizer) tensors = (tensors + p_.dp - 1) / p_.dp;
+  if (p_.distributed_optimizer) tensors = (tensors + grad_replicas(p_) - 1) / grad_replicas(p_);
   const auto launches = [&](int depth) { return model::multi_tensor_launches(local, tensors, depth); };
   const auto kernel = [&](const char* name, double bytes_per_param, double count, sim::TaskId dep,
                           int kernels) {
@@ -121,7 +121,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   last = kernel("grad_clip", 8.0, local, last, launches(2));
   last = kernel("adam", 28.0, local, last, launches(4));
   last = kernel("param_copy_bf16", 6.0, local, last, launches(2));
-  if (p_.distributed_optimizer && p_.dp > 1 && !overlaps_param_gather())
+  if (p_.distributed_optimizer && grad_replicas(p_) > 1 && !overlaps_param_gather())
     last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
                            dp_communicator(), 2 * params, intern_name("dp_param_allgather"), {last});
   kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last, 1);
@@ -138,7 +138,7 @@ BuiltProgram Builder::build() {
   // Not with the host model: its waits for the GPU (sim::Program::host_waits) turn the
   // executor's fast-forward off, which a compressed program needs.
   if (built_pairs_ > kCutPair && !part_ && !host_model_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
-      (symmetric_ || p_.tp * p_.dp == 1)) {
+      (symmetric_ || p_.tp * grad_replicas(p_) == 1)) {
     const int first_gpu_pairs = micro_batches_ - p_.pp + 1;
     if (first_gpu_pairs > built_pairs_) {
       prog_.omitted_periods = first_gpu_pairs - built_pairs_;
@@ -166,11 +166,14 @@ BuiltProgram Builder::build() {
     if (p_.pp != 1 || p_.dp != 1)
       fail(ErrorCode::kIncompatibleSettings, "sim.comm_standin.bw: the one-GPU stand-in for communication needs pp = 1 and dp = 1, got pp {} and dp {}",
            p_.pp, p_.dp);
+    if (p_.cp != 1)
+      fail(ErrorCode::kIncompatibleSettings, "sim.comm_standin.bw: the one-GPU stand-in for communication has no context-parallel ring: it needs cp = 1, got cp {}",
+           p_.cp);
     standin_link_ = static_cast<sim::LinkId>(topo_.links().size());
   }
   BuiltProgram out;
   out.symmetric = symmetric_;
-  out.replication = symmetric_ ? p_.tp * p_.dp : 1;
+  out.replication = symmetric_ ? p_.tp * grad_replicas(p_) : 1;
 
   struct Sim {
     int stage, dp, tp;
@@ -178,13 +181,13 @@ BuiltProgram Builder::build() {
   std::vector<Sim> gpus;
   for (int s = 0; s < p_.pp; ++s) {
     if (part_ && s != part_->stage) continue;
-    for (int d = 0; d < (symmetric_ ? 1 : p_.dp); ++d)
+    for (int d = 0; d < (symmetric_ ? 1 : grad_replicas(p_)); ++d)
       for (int t = 0; t < (symmetric_ ? 1 : p_.tp); ++t) gpus.push_back({s, d, t});
   }
   if (symmetric_) {
     rank_to_rep_.resize(static_cast<size_t>(topo_.num_gpus()), -1);
     for (int s = 0; s < p_.pp; ++s)
-      for (int d = 0; d < p_.dp; ++d)
+      for (int d = 0; d < grad_replicas(p_); ++d)
         for (int t = 0; t < p_.tp; ++t)
           rank_to_rep_[static_cast<size_t>(global_rank(p_, s, d, t))] = global_rank(p_, s, 0, 0);
   }
@@ -192,8 +195,11 @@ BuiltProgram Builder::build() {
   for (size_t g = 0; g < gpus.size(); ++g) {
     gpu_ = static_cast<sim::GpuId>(g);
     sim::GpuDesc desc;
-    desc.name = fmt::format("stage{}.dp{}.tp{}", gpus[g].stage, gpus[g].dp, gpus[g].tp);
+    desc.name = p_.cp > 1 ? fmt::format("stage{}.dp{}.cp{}.tp{}", gpus[g].stage, gpus[g].dp / p_.cp,
+                                        gpus[g].dp % p_.cp, gpus[g].tp)
+                          : fmt::format("stage{}.dp{}.tp{}", gpus[g].stage, gpus[g].dp, gpus[g].tp);
     desc.stream_names = kStreamNames;
+    if (p_.cp > 1) desc.stream_names.push_back(kCpStreamName);
     desc.memory_capacity_bytes = sc_.hardware.memory_bytes;
     desc.contention_factor = sc_.hardware.contention_factor;
     desc.comm_contention = sc_.hardware.comm_contention;
@@ -272,8 +278,9 @@ int tp_overlap_chunks(const ParallelSpec& p) {
 }
 
 bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& topo) {
-  if (sc.sim.comm_standin_bw_bytes_per_s > 0) return sc.parallel.tp * sc.parallel.dp > 1;
-  return sc.sim.exploit_symmetry && sc.parallel.tp * sc.parallel.dp > 1 &&
+  const int ranks_per_stage = sc.parallel.tp * grad_replicas(sc.parallel);
+  if (sc.sim.comm_standin_bw_bytes_per_s > 0) return ranks_per_stage > 1;
+  return sc.sim.exploit_symmetry && ranks_per_stage > 1 &&
          topo.links_private_per_gpu();
 }
 

@@ -18,8 +18,10 @@
 namespace lynx::schedule {
 
 /// Stream indices of every simulated GPU (names in kStreamNames).
-enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4 };
+enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4, kCp = 5 };
 inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
+/// The ring-attention transfers' stream (kCp), which GPUs have only with parallel.cp > 1.
+inline constexpr const char* kCpStreamName = "cp";
 
 /// The tasks of one layer's backward pass on one GPU (for finding overlap windows).
 struct LayerSpan {
@@ -101,9 +103,11 @@ struct StageSteps {
   bool compact_links = false;
 };
 
-/// Global rank of (pipeline stage, data-parallel replica, tensor-parallel rank): Megatron's
-/// order, TP fastest, then DP, then PP.
-hw_models::Rank global_rank(const ParallelSpec& p, int stage, int dp_rank, int tp_rank);
+/// Global rank of (pipeline stage, replica, tensor-parallel rank), replica = dp_rank · cp +
+/// cp_rank: Megatron-Core's order tp-cp-dp-pp (parallel_state.py's default "tp-cp-ep-dp-pp",
+/// NVIDIA/Megatron-LM megatron/core/parallel_state.py at 934c8260ada361db9b155d504c5b20600731d773),
+/// TP fastest, then CP, then DP, then PP. With cp 1 the replica is the DP rank.
+hw_models::Rank global_rank(const ParallelSpec& p, int stage, int replica, int tp_rank);
 
 /// Megatron-LM's embedding group of (dp_rank, tp_rank): its first- and last-stage ranks, which
 /// all-reduce the tied word embedding's gradient before the optimizer step (pp > 1).

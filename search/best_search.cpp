@@ -66,11 +66,10 @@ bool faster(double a_s, std::uint64_t a_index, double b_s, std::uint64_t b_index
   return a_s != b_s ? a_s < b_s : a_index < b_index;
 }
 
-/// Whether some tp · pp · dp = `gpus` layout of the space passes the loader's divisibility
-/// rules: heads by tp, layers by pp · v, the global batch by micro-batch · dp. When none does,
-/// no candidate is valid; found by arithmetic on the divisors of `gpus` alone.
-bool some_layout_divides(const SearchSpace& space, const ModelSpec& model, int global_batch) {
-  const int n = space.gpus;
+/// Whether some tp · pp · dp = `n` layout (the GPUs of one context-parallel rank) passes the
+/// loader's divisibility rules: heads by tp, layers by pp · v, the global batch by
+/// micro-batch · dp.
+bool layout_divides(const SearchSpace& space, int n, const ModelSpec& model, int global_batch) {
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0 || model.heads % tp != 0) continue;
     for (int pp = 1; pp <= n / tp; ++pp) {
@@ -85,6 +84,15 @@ bool some_layout_divides(const SearchSpace& space, const ModelSpec& model, int g
       if (batch && layers) return true;
     }
   }
+  return false;
+}
+
+/// Whether some layout of the space (each cp, tp · pp · dp = gpus / cp) divides the model. When
+/// none does, no candidate is valid; found by arithmetic on the divisors of `gpus` alone.
+bool some_layout_divides(const SearchSpace& space, const ModelSpec& model, int global_batch) {
+  const std::vector<int> cps = space.context_parallel.empty() ? std::vector<int>{1} : space.context_parallel;
+  for (int cp : cps)
+    if (cp >= 1 && space.gpus % cp == 0 && layout_divides(space, space.gpus / cp, model, global_batch)) return true;
   return false;
 }
 
@@ -108,13 +116,19 @@ BestOutcome run_best(const BestRequest& request) {
   if (static_cast<std::int64_t>(base.scenario.hardware.nodes) * per_node < gpus)
     common.push_back(fmt::format("hardware.nodes={}", (gpus + per_node - 1) / per_node));
   common.push_back("sim.mode=fast");
+  // The base's layout is only a starting point: a candidate without context parallelism has
+  // cp 1 (Candidate::overrides writes parallel.cp only when > 1).
+  common.push_back("parallel.cp=1");
 
   BestOutcome out;
   out.scenario = base.scenario.name;
   out.gpus = gpus;
   out.profile = base.scenario.hardware.profile;
   out.threads = thread_count(request.threads);
-  const std::vector<Candidate> candidates = enumerate_candidates(request.space);
+  SearchSpace space = request.space;
+  if (space.context_parallel.empty())
+    space.context_parallel = default_context_parallel(gpus, base.scenario.model.seq_len);
+  const std::vector<Candidate> candidates = enumerate_candidates(space);
   out.considered = candidates.size();
   const bool bar = request.progress && is_terminal(stderr);
   /// Candidate i's scenario, read and checked by the loader (in fast mode).
@@ -131,7 +145,7 @@ BestOutcome run_best(const BestRequest& request) {
     } catch (const Error&) {
       // the candidates' loader reports it
     }
-    if (model && !some_layout_divides(request.space, *model, base.scenario.parallel.global_batch)) {
+    if (model && !some_layout_divides(space, *model, base.scenario.parallel.global_batch)) {
       std::string message;
       try {
         read_candidate(0);

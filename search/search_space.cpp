@@ -5,7 +5,7 @@
 namespace lynx::search {
 
 std::vector<std::string> Candidate::overrides() const {
-  return {
+  std::vector<std::string> sets = {
       fmt::format("parallel.tp={}", tp),
       fmt::format("parallel.pp={}", pp),
       fmt::format("parallel.dp={}", dp),
@@ -17,10 +17,13 @@ std::vector<std::string> Candidate::overrides() const {
       fmt::format("model.flash_attention={}", flash_attention),
       fmt::format("recompute.strategy={}", strategy),
   };
+  if (cp > 1) sets.push_back(fmt::format("parallel.cp={}", cp));
+  return sets;
 }
 
 std::string Candidate::layout_text() const {
-  std::string out = fmt::format("tp {} pp {} dp {}, mb {}", tp, pp, dp, micro_batch);
+  std::string out = cp > 1 ? fmt::format("tp {} cp {} pp {} dp {}, mb {}", tp, cp, pp, dp, micro_batch)
+                           : fmt::format("tp {} pp {} dp {}, mb {}", tp, pp, dp, micro_batch);
   if (virtual_stages > 1) out += fmt::format(", v {}", virtual_stages);
   if (sequence_parallel) out += ", sp";
   if (distributed_optimizer) out += ", dist-opt";
@@ -28,26 +31,42 @@ std::string Candidate::layout_text() const {
   return out;
 }
 
+std::vector<int> default_context_parallel(int gpus, int seq_len) {
+  constexpr int kLongSequence = 8192, kMinTokensPerRank = 4096;
+  std::vector<int> out = {1};
+  if (seq_len < kLongSequence) return out;
+  for (int cp = 2; cp <= gpus && seq_len / cp >= kMinTokensPerRank; ++cp)
+    if (gpus % cp == 0 && seq_len % (2 * cp) == 0) out.push_back(cp);
+  return out;
+}
+
 std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
   std::vector<Candidate> out;
-  for (int tp = 1; tp <= space.gpus; ++tp) {
-    if (space.gpus % tp != 0) continue;
-    for (int pp = 1; pp <= space.gpus / tp; ++pp) {
-      if ((space.gpus / tp) % pp != 0) continue;
-      const int dp = space.gpus / tp / pp;
-      for (int mb : space.micro_batches)
-        for (int v : space.virtual_stages) {
-          if (v > 1 && pp == 1) continue;
-          for (bool sp : space.sequence_parallel) {
-            if (sp && tp == 1) continue;
-            for (bool dopt : space.distributed_optimizer) {
-              if (dopt && dp == 1) continue;
-              for (bool flash : space.flash_attention)
-                for (const std::string& strategy : space.strategies)
-                  out.push_back({tp, pp, dp, mb, v, sp, dopt, flash, strategy});
+  const std::vector<int> cps = space.context_parallel.empty() ? std::vector<int>{1} : space.context_parallel;
+  for (int cp : cps) {
+    if (cp < 1 || space.gpus % cp != 0) continue;
+    const int ranks = space.gpus / cp;  // GPUs of one context-parallel rank's tp · pp · dp
+    for (int tp = 1; tp <= ranks; ++tp) {
+      if (ranks % tp != 0) continue;
+      for (int pp = 1; pp <= ranks / tp; ++pp) {
+        if ((ranks / tp) % pp != 0) continue;
+        const int dp = ranks / tp / pp;
+        for (int mb : space.micro_batches)
+          for (int v : space.virtual_stages) {
+            if (v > 1 && pp == 1) continue;
+            for (bool sp : space.sequence_parallel) {
+              if (sp && tp == 1) continue;
+              for (bool dopt : space.distributed_optimizer) {
+                if (dopt && dp * cp == 1) continue;
+                for (bool flash : space.flash_attention) {
+                  if (cp > 1 && !flash) continue;
+                  for (const std::string& strategy : space.strategies)
+                    out.push_back({tp, pp, dp, mb, cp, v, sp, dopt, flash, strategy});
+                }
+              }
             }
           }
-        }
+      }
     }
   }
   return out;

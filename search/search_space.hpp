@@ -12,6 +12,7 @@ namespace lynx::search {
 struct Candidate {
   int tp = 1, pp = 1, dp = 1;
   int micro_batch = 1;
+  int cp = 1;  ///< context-parallel degree (written into the scenario only when > 1)
   int virtual_stages = 1;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
@@ -33,12 +34,20 @@ struct SearchSpace {
   std::vector<bool> distributed_optimizer = {false, true};
   std::vector<bool> flash_attention = {false, true};
   std::vector<std::string> strategies = {"none", "full", "selective", "checkmate", "lynx-heu"};
+  /// Context-parallel degrees; empty: default_context_parallel of the scenario's seq_len.
+  std::vector<int> context_parallel;
 };
 
-/// Every candidate in key order: tp, pp (ascending; dp = N / (tp·pp)), micro-batch, virtual
+/// The context-parallel degrees searched by default: 1, and with seq_len >= 8192 every cp > 1
+/// dividing `gpus` with seq_len divisible by 2·cp and at least 4096 tokens per rank (shorter
+/// sequences gain nothing from splitting: their activations fit, and ring blocks get small).
+std::vector<int> default_context_parallel(int gpus, int seq_len);
+
+/// Every candidate in key order: cp, tp, pp (ascending; dp = N / (tp·cp·pp)), micro-batch, virtual
 /// stages, sp, distributed optimizer, flash attention (off before on), strategy (as listed).
 /// Knobs that change nothing are not enumerated twice: sp only with tp > 1, the distributed
-/// optimizer only with dp > 1, v > 1 only with pp > 1.
+/// optimizer only with dp·cp > 1, v > 1 only with pp > 1, cp > 1 only with flash attention
+/// (context parallelism needs it).
 std::vector<Candidate> enumerate_candidates(const SearchSpace& space);
 
 }  // namespace lynx::search

@@ -78,7 +78,8 @@ enum class TaskKind : std::uint8_t {
 
 /// What the time of a task counts as in the per-stage breakdown.
 enum class Category : std::uint8_t {
-  kCompute, kRecompute, kRecomputeOverlapped, kTpComm, kPpComm, kDpComm, kOptimizer, kOther
+  kCompute, kRecompute, kRecomputeOverlapped, kTpComm, kPpComm, kDpComm, kOptimizer, kOther,
+  kCpComm,  ///< context parallelism's ring-attention transfers
 };
 
 /// Bytes over a path of links; the path is Program::path_links[first_link, +num_links).

@@ -30,6 +30,7 @@ const char* category_name(Category category) {
     case Category::kDpComm: return "dp_comm";
     case Category::kOptimizer: return "optimizer";
     case Category::kOther: return "other";
+    case Category::kCpComm: return "cp_comm";
   }
   return "other";
 }

@@ -51,14 +51,27 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
       if (d.action(op.group) != Action::kKeep) dropped += static_cast<std::int64_t>(op.saved_bytes);
     TimePs kernels_ps = 0;
     TimePs comm_ps = 0;
+    bool needs_comm = false;
     for (int i : recompute_ops(w.layer, d)) {
       const model::Op& op = w.layer[static_cast<size_t>(i)];
-      if (op.kind != model::OpKind::kCollective) {
+      if (op.kind != model::OpKind::kCollective && op.cp_steps > 1) {
+        // Ring attention (context parallelism): cp blocks, each after the key/value block the
+        // ring brings; on an idle ring a transfer shows beyond its block's time. It needs the
+        // ring, so it is recomputed on demand only.
+        const TimePs block_ps = op_times(sc.hardware, model::ring_attention_block(op)).fwd_ps;
+        const TimePs shift_ps = hw_models::idle_collective_time_ps(
+            topo, hw_models::plan_collective(topo, sc.hardware, hw_models::Collective::kSendRecv,
+                                             hw_models::Algorithm::kRing, {0, sc.parallel.tp}, op.cp_kv_block_bytes));
+        kernels_ps += op.cp_steps * block_ps;
+        comm_ps += (op.cp_steps - 1) * std::max<TimePs>(0, shift_ps - block_ps);
+        needs_comm = true;
+      } else if (op.kind != model::OpKind::kCollective) {
         kernels_ps += op_times(sc.hardware, op).fwd_ps;
       } else if (op.collective != model::CollectiveKind::kNone && sc.parallel.tp > 1) {
         comm_ps += hw_models::idle_collective_time_ps(
             topo, hw_models::plan_collective(topo, sc.hardware, hw_models::to_collective(op.collective),
                                       hw_models::Algorithm::kRing, tp_ranks, op.collective_bytes));
+        needs_comm = true;
       }
     }
     LayerOption demand;
@@ -71,7 +84,7 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
     // Overlapped: only communication-free recomputes (a window is communication already);
     // slowed by the contention of the collective it hides behind, and its tensors live from
     // the window in the layer above until this layer's backward: two layers' worth at once.
-    if (allow_overlap && mask != 0 && comm_ps == 0) {
+    if (allow_overlap && mask != 0 && !needs_comm) {
       LayerOption overlap = demand;
       for (auto& a : overlap.decision.group)
         if (a == Action::kRecompute) a = Action::kOverlap;

@@ -20,8 +20,9 @@ namespace lynx::strategies {
 
 /// Every way to treat one layer: keep everything (index 0), or drop a non-empty subset of the
 /// op groups {post-collective tensors, attention projections, attention core, MLP} and bring it
-/// back on demand or — when the recompute needs no communication and `allow_overlap` — on the
-/// recompute stream in a window. Costs from the compute model and idle-network collectives.
+/// back on demand or — when the recompute needs no communication (no TP collective, no
+/// context-parallel ring) and `allow_overlap` — on the recompute stream in a window. Costs from
+/// the compute model and idle-network collectives (and ring transfers).
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
                                        const model::Workload& workload, bool allow_overlap);
 

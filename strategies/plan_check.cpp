@@ -176,7 +176,7 @@ const std::vector<std::string>& plan_scenario_keys() {
       "model.heads",          "model.ffn_hidden",
       "model.seq_len",        "model.vocab",
       "model.flash_attention", "parallel.tp",
-      "parallel.pp",          "parallel.dp",
+      "parallel.pp",          "parallel.dp",          "parallel.cp",
       "parallel.sequence_parallel", "parallel.micro_batch",
       "parallel.global_batch", "parallel.schedule",
       "parallel.virtual_stages", "parallel.distributed_optimizer",

@@ -1,6 +1,6 @@
 // Fast mode against exact mode on the committed agreement sets (drawn once by
 // generate_configs.py), configs.txt (NVLink clusters) and configs-pcie.txt (PCIe clusters,
-// links shared between GPUs): every iteration time within 1% (PCIe: 0.75%), peak memory equal for none /
+// links shared between GPUs), and the hand-written context-parallel set configs-cp.txt: every iteration time within 1% (PCIe: 0.75%), peak memory equal for none /
 // full / selective plans and within kFastModeMemoryBound (runner/planning.hpp) for overlapped
 // (lynx) plans, and the two modes rank the configurations alike (Kendall tau >= 0.98).
 // fast_bench reports the distributions (BENCHMARKS.md: NVLink worst 0.37%, PCIe worst 0.57%).
@@ -49,6 +49,10 @@ TEST_CASE("fast mode agrees with exact mode within 1% on the committed NVLink se
 
 TEST_CASE("fast mode agrees with exact mode within 0.75% on the committed PCIe set (memory and ranking as on NVLink)") {
   check_set("configs-pcie.txt", 0.0075, 110);
+}
+
+TEST_CASE("fast mode agrees with exact mode within 1% on the committed context-parallel set") {
+  check_set("configs-cp.txt", 0.01, 10);
 }
 
 TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {

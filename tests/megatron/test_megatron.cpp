@@ -241,7 +241,7 @@ TEST_CASE("arguments lynxsim does not model are refused, not simulated as someth
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
       "--micro-batch-size 1 ";
   for (const char* arg : {"--num-experts 8", "--squared-relu", "--position-embedding-type relative",
-                          "--max-position-embeddings 4096", "--context-parallel-size 2",
+                          "--max-position-embeddings 4096", "--context-parallel-size 2 --cp-comm-type a2a",
                           "--tokenizer-type HuggingFaceTokenizer"}) {
     CAPTURE(arg);
     const std::string message = error_of([&] { load(base + "--bf16 " + arg, 1); });
@@ -476,6 +476,35 @@ TEST_CASE("Megatron-LM's no-fusion flags map to the model's fusion keys and are 
   CHECK(option_set(scenario_to_megatron_args(none.scenario.scenario())) ==
         option_set(scenario_to_megatron_args(load(scenario_to_megatron_args(none.scenario.scenario()), 1).scenario.scenario())));
   for (const auto& [flag, member] : flags) CHECK(scenario_to_megatron_args(none.scenario.scenario()).find(flag) != std::string::npos);
+}
+
+
+TEST_CASE("--context-parallel-size maps to parallel.cp (p2p only), sizes the replica and round-trips") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 8192 "
+      "--max-position-embeddings 8192 --micro-batch-size 1 --tensor-model-parallel-size 2 "
+      "--pipeline-model-parallel-size 2 --bf16 --use-flash-attn ";
+  // 16 GPUs: a replica is tp 2 × cp 2 × pp 2 = 8 GPUs, so dp 2.
+  const MegatronScenario cp = load(base + "--context-parallel-size 2", 16);
+  CHECK(cp.scenario->parallel.cp == 2);
+  CHECK(cp.scenario->parallel.dp == 2);
+  const std::string out = scenario_to_megatron_args(cp.scenario.scenario());
+  CHECK(out.find("--context-parallel-size 2") != std::string::npos);
+  CHECK(out.find("--cp-comm-type p2p") != std::string::npos);
+  CHECK(content_of(load(out, 16).scenario.scenario()) == content_of(cp.scenario.scenario()));
+  // p2p is Megatron-Core's default and the one modelled; the others are refused by name.
+  CHECK(load(base + "--context-parallel-size 2 --cp-comm-type p2p", 16).scenario->parallel.cp == 2);
+  for (const char* kind : {"a2a", "allgather", "a2a+p2p"}) {
+    CAPTURE(kind);
+    const std::string e = error_of([&] { load(base + "--context-parallel-size 2 --cp-comm-type " + kind, 16); });
+    CHECK(e.find(std::string("--cp-comm-type ") + kind) != std::string::npos);
+    CHECK(e.find("not modelled by lynxsim yet") != std::string::npos);
+    CHECK(e.find("p2p") != std::string::npos);
+  }
+  // GPUs that do not hold whole replicas of tp × cp × pp.
+  CHECK(error_of([&] { load(base + "--context-parallel-size 2", 12); }).find("not divisible by") != std::string::npos);
+  // cp 1 writes no context-parallel argument.
+  CHECK(scenario_to_megatron_args(load(base, 8).scenario.scenario()).find("context-parallel") == std::string::npos);
 }
 
 }  // namespace lynx::megatron

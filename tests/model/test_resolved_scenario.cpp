@@ -187,3 +187,26 @@ TEST_CASE("fields each in range whose products pass 64 bits are refused at the k
   CHECK(error_of([&] { model::resolve_scenario(code, "code"); }) ==
         "code: key 'model.hidden': must be between 0 and 131072, got 1048576");
 }
+
+TEST_CASE("parallel.cp: wrong values, too many GPUs and layouts that do not fit name file, line and key") {
+  // "  cp: two": the value starts at column 7.
+  CHECK(resolve_error(kHeader + "parallel:\n  cp: two\n") ==
+        "t.yaml:4:7: key 'parallel.cp': expected an integer, got 'two'");
+  CHECK(resolve_error(kHeader + "parallel:\n  cp: 0\n").rfind("t.yaml:4:7: key 'parallel.cp':", 0) == 0);
+  CHECK(resolve_error(kHeader + "parallel:\n  cpp: 2\n").rfind("t.yaml:4:3: unknown key 'parallel.cpp'", 0) == 0);
+  // tp 8 × cp 2 = 16 GPUs on one 8-GPU node.
+  CHECK(resolve_error(kHeader + kModel + "  seq_len: 4096\n  flash_attention: true\nparallel:\n  tp: 8\n  cp: 2\n") ==
+        "t.yaml:9:7: key 'parallel': tp * cp * pp * dp = 8 * 2 * 1 * 1 needs 16 GPUs, the cluster has 8 "
+        "(hardware.nodes 1 x hardware.gpus_per_node 8)");
+  // Context parallelism needs flash attention; the error points at parallel.cp.
+  CHECK(resolve_error(kHeader + kModel + "  seq_len: 4096\nparallel:\n  cp: 2\n")
+            .rfind("t.yaml:7:7: key 'parallel.cp': parallel.cp 2 needs model.flash_attention true", 0) == 0);
+  // seq_len not divisible by 2·cp.
+  const std::string e = resolve_error(kHeader + kModel + "  seq_len: 4100\n  flash_attention: true\nparallel:\n  cp: 4\n");
+  CHECK(e.rfind("t.yaml:", 0) == 0);
+  CHECK(e.find("model.seq_len (4100) is not divisible by 2 x parallel.cp (8)") != std::string::npos);
+  // A fitting layout resolves; GPUs counted with cp.
+  const model::ResolvedScenario ok =
+      model::load_scenario_text(kHeader + kModel + "  seq_len: 4096\n  flash_attention: true\nparallel:\n  tp: 2\n  cp: 4\n", "t.yaml");
+  CHECK(gpus_used(ok->parallel) == 8);
+}

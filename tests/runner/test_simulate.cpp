@@ -7,6 +7,7 @@
 #include "model/resolved_scenario.hpp"
 #include "model/workload.hpp"
 #include "runner/simulate.hpp"
+#include "tests/runner/small_gpt.hpp"
 #include "schedule/overlap_windows.hpp"
 #include "schedule/program_builder.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -20,26 +21,9 @@
 
 using namespace lynx;
 using namespace lynx::runner;
+using lynx::test::small_gpt;
 
 namespace {
-
-/// A small GPT on one DGX A100 node: s = 512, b = 2, h = 1024, a = 16.
-Scenario small_gpt(int layers, int tp, bool sp, RecomputeKind strategy) {
-  Scenario sc = model::default_scenario().scenario();
-  sc.model = ModelSpec{};
-  sc.model.layers = layers;
-  sc.model.hidden = 1024;
-  sc.model.heads = 16;
-  sc.model.seq_len = 512;
-  sc.model.vocab = 51200;
-  sc.parallel = ParallelSpec{};
-  sc.parallel.tp = tp;
-  sc.parallel.sequence_parallel = sp;
-  sc.parallel.micro_batch = 2;
-  sc.parallel.global_batch = 2;
-  sc.recompute.strategy = strategy;
-  return sc;
-}
 
 /// Resolves a scenario built in this file (as every programmatic user must) and simulates it.
 SimRun run_scenario(const Scenario& sc, const SimOptions& options = {}) {

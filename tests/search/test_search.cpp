@@ -168,3 +168,77 @@ TEST_CASE("best: bad inputs are clean errors") {
   r.scenario_text = std::string(kBase) + "bogus: 1\n";
   CHECK(error_of([&] { run_best(r); }).find("bogus") != std::string::npos);
 }
+
+TEST_CASE("best searches context parallelism: the default cp set, cp only with flash, tp · cp · pp · dp = N") {
+  // Default: cp > 1 only from 8192 tokens, each rank keeping at least 4096 tokens, cp dividing N
+  // and seq_len divisible by 2·cp.
+  CHECK(default_context_parallel(8, 2048) == std::vector<int>{1});
+  CHECK(default_context_parallel(8, 4096) == std::vector<int>{1});
+  CHECK(default_context_parallel(8, 8192) == std::vector<int>{1, 2});
+  CHECK(default_context_parallel(8, 32768) == std::vector<int>{1, 2, 4, 8});
+  CHECK(default_context_parallel(12, 32768) == std::vector<int>{1, 2, 4});  // 3, 6: seq_len % 2cp
+  SearchSpace space;
+  space.gpus = 8;
+  space.micro_batches = {1};
+  space.virtual_stages = {1};
+  space.context_parallel = {1, 2};
+  const std::vector<Candidate> all = enumerate_candidates(space);
+  std::size_t with_cp = 0;
+  for (const Candidate& c : all) {
+    CHECK(c.tp * c.cp * c.pp * c.dp == 8);
+    if (c.cp == 1) continue;
+    ++with_cp;
+    CHECK(c.flash_attention);
+    const std::vector<std::string> sets = c.overrides();
+    CHECK(std::find(sets.begin(), sets.end(), "parallel.cp=2") != sets.end());
+    CHECK(c.layout_text().find("cp 2") != std::string::npos);
+  }
+  CHECK(with_cp > 0);
+  // Without the axis, the space is the one it was (no cp key written).
+  space.context_parallel = {};
+  for (const Candidate& c : enumerate_candidates(space)) {
+    CHECK(c.cp == 1);
+    const std::vector<std::string> sets = c.overrides();
+    CHECK(std::none_of(sets.begin(), sets.end(), [](const std::string& s) { return s.rfind("parallel.cp", 0) == 0; }));
+  }
+}
+
+TEST_CASE("best with --cp finds a valid context-parallel plan on a long sequence") {
+  BestRequest r;
+  r.scenario_text = R"(name: long
+model:
+  layers: 4
+  hidden: 1024
+  heads: 16
+  seq_len: 8192
+  vocab: 8192
+  flash_attention: true
+parallel:
+  cp: 2
+  micro_batch: 1
+  global_batch: 4
+hardware:
+  profile: dgx-a100-80gb
+)";
+  r.space.gpus = 4;
+  r.space.micro_batches = {1};
+  r.space.virtual_stages = {1};
+  r.space.sequence_parallel = {false};
+  r.space.distributed_optimizer = {false};
+  r.space.flash_attention = {true};
+  r.space.strategies = {"none"};
+  r.space.context_parallel = {1, 2, 4};
+  r.top = 20;
+  r.threads = 1;
+  const BestOutcome out = run_best(r);
+  // The base's cp 2 is only a starting point: cp 1 candidates are laid out with cp 1.
+  CHECK(out.invalid_reasons.empty());
+  bool cp_plan = false, plain_plan = false;
+  for (const auto& plan : out.top) {
+    cp_plan = cp_plan || plan.candidate.cp > 1;
+    plain_plan = plain_plan || plan.candidate.cp == 1;
+    CHECK(plan.exact.result.scenario.parallel.cp == plan.candidate.cp);
+  }
+  CHECK(cp_plan);
+  CHECK(plain_plan);
+}

@@ -265,3 +265,33 @@ TEST_CASE("interleaved balanced partition: equal chunks per GPU, the min-max spl
   // Each stage's budget counts its own chunks' layers (memory accounting per stage).
   for (int k = 0; k < 4; ++k) CHECK(out.problems[static_cast<size_t>(k)].layers == 2 * per_gpu[static_cast<size_t>(k)]);
 }
+
+TEST_CASE("context parallelism: the attention core's recompute needs the ring, so it is never overlapped") {
+  // tp 1: no TP collective, so without context parallelism every drop may be overlapped; with
+  // cp 2 a recompute that re-runs the ring attention is on demand only, at cp blocks' time.
+  Scenario sc = model::default_scenario().scenario();
+  sc.model = ModelSpec{};
+  sc.model.layers = 2;
+  sc.model.hidden = 1024;
+  sc.model.heads = 16;
+  sc.model.seq_len = 8192;
+  sc.model.vocab = 51200;
+  sc.model.flash_attention = true;
+  sc.parallel = ParallelSpec{};
+  sc.parallel.global_batch = 1;
+  for (int cp : {1, 2}) {
+    CAPTURE(cp);
+    sc.parallel.cp = cp;
+    const Scenario resolved = model::resolve_scenario(sc, "cp").scenario();
+    const hw_models::Topology topo(resolved.hardware, gpus_used(resolved.parallel));
+    const model::Workload w = model::gpt_workload(resolved.model, resolved.parallel);
+    bool core_overlapped = false, mlp_overlapped = false;
+    for (const LayerOption& o : layer_options(resolved, topo, w, true)) {
+      if (!o.overlapped) continue;
+      core_overlapped = core_overlapped || o.decision.action(model::OpGroup::kAttnCore) != Action::kKeep;
+      mlp_overlapped = mlp_overlapped || o.decision.action(model::OpGroup::kMlp) != Action::kKeep;
+    }
+    CHECK(core_overlapped == (cp == 1));
+    CHECK(mlp_overlapped);
+  }
+}
