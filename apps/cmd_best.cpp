@@ -44,6 +44,24 @@ std::vector<bool> parse_switch(const std::string& text, const std::string& optio
   fail(ErrorCode::kInvalidOption, "{} {}: expected search, on or off", option, text);
 }
 
+/// --sharding LIST (levels in the order given), unless --dist-opt on / off picks one level.
+std::vector<Sharding> parse_sharding(const std::string& text, const std::string& dist_opt) {
+  if (!dist_opt.empty() && dist_opt != "search") {
+    const std::vector<bool> on = parse_switch(dist_opt, "--dist-opt");
+    return {on.front() ? Sharding::kOptimizer : Sharding::kNone};
+  }
+  std::vector<Sharding> out;
+  for (std::string_view part : split(text, ',')) {
+    const std::string name(trim(part));
+    std::size_t i = 0;
+    while (i < kShardingNames.size() && name != kShardingNames[i]) ++i;
+    if (i == kShardingNames.size())
+      fail(ErrorCode::kInvalidOption, "--sharding {}: unknown level '{}' (none, optimizer, gradients, full)", text, name);
+    out.push_back(static_cast<Sharding>(i));
+  }
+  return out;
+}
+
 std::vector<std::string> parse_strategies(const std::string& text) {
   std::vector<std::string> out;
   for (std::string_view part : split(text, ',')) {
@@ -62,7 +80,7 @@ std::vector<std::string> parse_strategies(const std::string& text) {
 int cmd_best(const std::vector<std::string>& argv) {
   ScenarioArgs args;
   std::string gpus_text, top_text = "5", threads_text, scenario_out, plan_out;
-  std::string micro_text = "1-8", virtual_text = "1-4", sp_text = "search", dopt_text = "search",
+  std::string micro_text = "1-8", virtual_text = "1-4", sp_text = "search", dopt_text, sharding_text = "none,optimizer,full",
               flash_text = "search", strategies_text = "none,full,selective,checkmate,lynx-heu";
   bool as_megatron_args = false;
   po::options_description desc("best options");
@@ -76,7 +94,8 @@ int cmd_best(const std::vector<std::string>& argv) {
       "micro-batches", po::value(&micro_text), "micro-batch sizes searched (default 1-8)")(
       "virtual-stages", po::value(&virtual_text), "virtual stages searched (default 1-4; > 1 interleaves)")(
       "sp", po::value(&sp_text), "sequence parallelism: search (default), on or off")(
-      "dist-opt", po::value(&dopt_text), "distributed optimizer: search (default), on or off")(
+      "sharding", po::value(&sharding_text), "sharding levels searched (default none,optimizer,full; also gradients)")(
+      "dist-opt", po::value(&dopt_text), "on: search sharding optimizer only; off: none only (overrides --sharding)")(
       "flash", po::value(&flash_text), "flash attention: search (default), on or off")(
       "strategies", po::value(&strategies_text),
       "recompute strategies searched (default none,full,selective,checkmate,lynx-heu)");
@@ -84,7 +103,7 @@ int cmd_best(const std::vector<std::string>& argv) {
                      "usage: lynxsim best SCENARIO.yaml --gpus N [--top K] [--threads N] "
                      "[--write-scenario F.yaml] [--write-plan F.yaml] [--as-megatron-args]\n"
                      "Searches tp, pp, dp (tp·pp·dp = N), micro-batch, virtual stages, sequence "
-                     "parallelism, distributed optimizer, flash attention and the recompute strategy "
+                     "parallelism, sharding level, flash attention and the recompute strategy "
                      "for the fastest plan that fits: bounds prune, fast mode ranks, exact mode "
                      "confirms the top K (docs/best.md)."))
     return 0;
@@ -99,7 +118,7 @@ int cmd_best(const std::vector<std::string>& argv) {
   request.space.micro_batches = parse_int_list(micro_text, "--micro-batches");
   request.space.virtual_stages = parse_int_list(virtual_text, "--virtual-stages");
   request.space.sequence_parallel = parse_switch(sp_text, "--sp");
-  request.space.distributed_optimizer = parse_switch(dopt_text, "--dist-opt");
+  request.space.sharding = parse_sharding(sharding_text, dopt_text);
   request.space.flash_attention = parse_switch(flash_text, "--flash");
   request.space.strategies = parse_strategies(strategies_text);
   request.progress = true;

@@ -18,8 +18,11 @@
 namespace lynx::schedule {
 
 /// Stream indices of every simulated GPU (names in kStreamNames).
-enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4 };
+enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4, kDpGather = 5 };
 inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
+/// The stream of full sharding's parameter all-gathers (FSDP2's all-gather stream), appended to
+/// kStreamNames on GPUs that shard parameters (parallel.sharding full).
+inline constexpr const char* kDpGatherStreamName = "dp_gather";
 
 /// The tasks of one layer's backward pass on one GPU (for finding overlap windows).
 struct LayerSpan {
