@@ -343,6 +343,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       const Sharding level = model::sharding_level(p);
       key.param_gathers = st.forward && st.micro_batch == 0 && p.overlap_param_gather && p.dp > 1 &&
                           (level == Sharding::kOptimizer || level == Sharding::kGradients);
+      if (level == Sharding::kFull && i + 1 < steps.size()) {
+        key.next_forward = steps[i + 1].forward;
+        key.next_virtual_stage = steps[i + 1].chunk * p.pp + s;
+      }
       if (after_previous && i > 0) {
         key.after_previous = true;
         key.prev_forward = k[i - 1].forward;

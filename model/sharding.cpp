@@ -53,8 +53,9 @@ void check_sharding(const Scenario& s, const KeyOrigins& origins) {
     // Megatron-LM's validate_args: "--overlap-param-gather only supported with distributed
     // optimizer"; full sharding gathers each layer's parameters itself.
     refuse(ErrorCode::kIncompatibleSettings, {"parallel.overlap_param_gather", "parallel.sharding", "parallel.distributed_optimizer"},
-           fmt::format("parallel.overlap_param_gather needs parallel.sharding optimizer or gradients (the "
-                       "parameter all-gather after the optimizer step), got {}",
+           fmt::format("parallel.overlap_param_gather needs parallel.distributed_optimizer: true (or "
+                       "parallel.sharding optimizer or gradients: only they all-gather parameters after "
+                       "the optimizer step), got sharding {}",
                        name));
   if (level >= Sharding::kGradients && p.dp_overlap == DpOverlap::kEnd)
     refuse(ErrorCode::kIncompatibleSettings, {"parallel.dp_overlap", "parallel.sharding"},

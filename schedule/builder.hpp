@@ -312,6 +312,9 @@ class Builder {
   /// A step's FSDP units (embedding, layers, head; in the step's compute order) start: their
   /// parameter counts; the first unit's all-gather is issued.
   void fsdp_begin_step(const StepInfo& step, bool backward);
+  /// A part built alone (fast mode) with a sharded following step: holds the following step's
+  /// first unit's gathered parameters from when the whole iteration allocates them to `tail`.
+  void fsdp_hold_following(sim::TaskId tail);
   /// Before unit k of the step computes: issues unit k + 1's all-gather (the prefetch) and
   /// returns a task after `after` that waits for unit k's.
   sim::TaskId fsdp_enter_unit(int k, sim::TaskId after);
@@ -329,6 +332,8 @@ class Builder {
     bool backward = false;
     int layers = 0, layer_unit0 = 0;
   };
+  /// The FSDP units of a step, in its compute order (none issued).
+  FsdpStep fsdp_units(const StepInfo& step, bool backward) const;
   FsdpStep fsdp_;
   /// The current GPU's gathered-parameter releases, in all-gather order: all-gather j waits for
   /// release j − 2 (two units resident: the one computing and the one prefetched).

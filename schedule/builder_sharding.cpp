@@ -59,21 +59,46 @@ sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after, 
   return last;
 }
 
-void Builder::fsdp_begin_step(const StepInfo& step, bool backward) {
+Builder::FsdpStep Builder::fsdp_units(const StepInfo& step, bool backward) const {
   const int last_vs = p_.pp * p_.virtual_stages - 1;
-  fsdp_.params.clear();
-  fsdp_.gathers.clear();
-  fsdp_.backward = backward;
-  fsdp_.layers = static_cast<int>(step.sp.layers.size());
+  FsdpStep units;
+  units.backward = backward;
+  units.layers = static_cast<int>(step.sp.layers.size());
   const bool first = step.vs == 0, last = step.vs == last_vs;
   // Compute order: forward embedding, layers, head; backward the reverse.
-  if (first && !backward) fsdp_.params.push_back(work_.embedding_params);
-  if (last && backward) fsdp_.params.push_back(work_.head_params);
-  fsdp_.layer_unit0 = static_cast<int>(fsdp_.params.size());
-  for (int l = 0; l < fsdp_.layers; ++l) fsdp_.params.push_back(work_.layer_params);
-  if (last && !backward) fsdp_.params.push_back(work_.head_params);
-  if (first && backward) fsdp_.params.push_back(work_.embedding_params);
+  if (first && !backward) units.params.push_back(work_.embedding_params);
+  if (last && backward) units.params.push_back(work_.head_params);
+  units.layer_unit0 = static_cast<int>(units.params.size());
+  for (int l = 0; l < units.layers; ++l) units.params.push_back(work_.layer_params);
+  if (last && !backward) units.params.push_back(work_.head_params);
+  if (first && backward) units.params.push_back(work_.embedding_params);
+  return units;
+}
+
+void Builder::fsdp_begin_step(const StepInfo& step, bool backward) {
+  fsdp_ = fsdp_units(step, backward);
   if (!fsdp_.params.empty()) fsdp_gather(0);
+}
+
+void Builder::fsdp_hold_following(sim::TaskId tail) {
+  // A step built alone (fast mode): in the whole iteration the following step's first unit is
+  // allocated for its all-gather once this step's second-to-last unit is freed, while this
+  // step's last unit computes. Its memory is held here as then (freed at the step's end, where
+  // the following step, built alone, allocates it again), so that the step's peak is the one
+  // it has in the iteration; the all-gather itself runs in the following step.
+  const StepInfo next = step_info(part_->sharded_following);
+  const FsdpStep units = fsdp_units(next, !next.st.forward);
+  if (units.params.empty()) return;
+  const auto bytes = static_cast<std::int64_t>(2 * units.params.front());
+  TaskArgs held;
+  held.stream = kDpGather;
+  held.kind = sim::TaskKind::kMarker;
+  held.name = intern_name("param_unshard");
+  const sim::TaskId alloc = add_task(held, {fsdp_issued_ >= 2 ? fsdp_releases_[fsdp_issued_ - 2] : -1});
+  add_mem(alloc, bytes, gathered_tag_, false);
+  held.name = intern_name("param_prefetch_held");
+  const sim::TaskId freed = add_task(held, {tail, alloc});
+  add_mem(freed, -bytes, gathered_tag_, false);
 }
 
 sim::TaskId Builder::fsdp_gather(int k) {

@@ -398,6 +398,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     }
   }
   if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
+  if (part_ && part_->has_sharded_following && shards_params()) fsdp_hold_following(g.compute_tail);
   if (part_ && !part_->with_tail) return;
   std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
   for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);

@@ -87,6 +87,11 @@ struct StageSteps {
   /// last step are issued for it); none when the last step is the stage's last.
   bool has_following = false;
   PipeStep following;
+  /// Full sharding: the step after the last one in the real order, whose first unit's
+  /// gathered parameters the last step's end holds (schedule/builder_sharding.cpp); none when
+  /// the last step is the stage's last.
+  bool has_sharded_following = false;
+  PipeStep sharded_following;
   /// After the last step: the gradient all-reduce of the stage's parameters not reduced in
   /// these steps' buckets (every parameter with dp_overlap end), and the optimizer step.
   bool with_tail = false;

@@ -51,6 +51,10 @@ TEST_CASE("fast mode agrees with exact mode within 0.75% on the committed PCIe s
   check_set("configs-pcie.txt", 0.0075, 110);
 }
 
+TEST_CASE("fast mode agrees with exact mode within 1% on the committed sharded set (ZeRO-1/2/3, hybrid)") {
+  check_set("configs-sharded.txt", 0.01, 8);
+}
+
 TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {
   const std::string base = "model.preset=gpt-2.7b hardware.profile=dgx-a100-80gb hardware.nodes=1 ";
   for (const std::string& config : {
