@@ -207,6 +207,11 @@ class Overrides {
     out_.sources[key + "=" + value] = source;
   }
   MegatronArgs& out() { return out_; }
+  /// The value set for `key`, or empty.
+  std::string value_of(const std::string& key) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? std::string() : it->second.first;
+  }
 
  private:
   std::map<std::string, std::pair<std::string, std::string>> values_;
@@ -381,8 +386,9 @@ void map_model(const Options& o, Overrides& set, int tp) {
 /// "is not supported with pipeline parallelism", "... with MCore's distributed optimizer",
 /// "... with gradient accumulation fusion", "requires --untie-embeddings-and-output-weights",
 /// "not supported with fp16 yet"). Sets parallel.sharding only when one of them is given;
-/// returns whether parameters are sharded.
-bool map_sharding(const Options& o, Overrides& set, int pp) {
+/// returns the option that sharded gradients (they are then reduce-scattered as each backward
+/// produces them, whatever --overlap-grad-reduce says), or null.
+const Given* map_sharding(const Options& o, Overrides& set, int pp) {
   const Given* torch_fsdp = o.get("--use-torch-fsdp2");
   const Given* megatron_fsdp = o.get("--use-megatron-fsdp");
   if (megatron_fsdp == nullptr) megatron_fsdp = o.get("--use-custom-fsdp");
@@ -402,13 +408,13 @@ bool map_sharding(const Options& o, Overrides& set, int pp) {
     if (!o.get("--untie-embeddings-and-output-weights")) refuse("requires --untie-embeddings-and-output-weights");
     if (o.get("--fp16")) refuse("is not supported with --fp16 yet");
     set.set("parallel.sharding", "full", torch_fsdp, "");
-    return true;
+    return torch_fsdp;
   }
   if (!megatron_fsdp) {
     if (strategy)
       fail(ErrorCode::kIncompatibleSettings, "{}: --data-parallel-sharding-strategy {} needs --use-megatron-fsdp "
            "(or --use-custom-fsdp): without it Megatron-LM does not shard by it", strategy->origin, strategy->value.value_or(""));
-    return false;
+    return nullptr;
   }
   const std::string name = strategy ? strategy->value.value_or("") : "optim_grads_params";
   const std::map<std::string, std::string> levels = {
@@ -419,8 +425,9 @@ bool map_sharding(const Options& o, Overrides& set, int pp) {
          "optim_grads_params", strategy->origin, name);
   // Megatron-FSDP v1 turns the distributed optimizer on itself: its level is the strategy's.
   set.set("parallel.distributed_optimizer", "false", megatron_fsdp, "");
-  set.set("parallel.sharding", level->second, strategy ? strategy : megatron_fsdp, "");
-  return level->second == "full";
+  const Given* source = strategy ? strategy : megatron_fsdp;
+  set.set("parallel.sharding", level->second, source, "");
+  return level->second == "gradients" || level->second == "full" ? source : nullptr;
 }
 
 void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& notes) {
@@ -499,10 +506,11 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
   if (!fsdp)
     set.set("parallel.distributed_optimizer", dist ? "true" : "false", dist,
             o.label() + ": no --use-distributed-optimizer");
-  const Given* overlap = o.get("--overlap-grad-reduce");
+  const Given* sharded_grads = map_sharding(o, set, out.pp);
+  const bool shards_params = sharded_grads && set.value_of("parallel.sharding") == "full";
+  const Given* overlap = sharded_grads ? sharded_grads : o.get("--overlap-grad-reduce");
   set.set("parallel.dp_overlap", overlap ? "bucketed" : "end", overlap,
           o.label() + ": no --overlap-grad-reduce (gradients all-reduced after the backward pass)");
-  const bool shards_params = map_sharding(o, set, out.pp);
   for (const auto& [option, key] : {std::pair{"--tp-comm-overlap", "parallel.tp_comm_overlap"},
                                      std::pair{"--overlap-param-gather", "parallel.overlap_param_gather"}}) {
     const Given* flag = o.get(option);
