@@ -44,6 +44,24 @@ std::vector<bool> parse_switch(const std::string& text, const std::string& optio
   fail(ErrorCode::kInvalidOption, "{} {}: expected search, on or off", option, text);
 }
 
+/// --sharding LIST (levels in the order given), unless --dist-opt on / off picks one level.
+std::vector<Sharding> parse_sharding(const std::string& text, const std::string& dist_opt) {
+  if (!dist_opt.empty() && dist_opt != "search") {
+    const std::vector<bool> on = parse_switch(dist_opt, "--dist-opt");
+    return {on.front() ? Sharding::kOptimizer : Sharding::kNone};
+  }
+  std::vector<Sharding> out;
+  for (std::string_view part : split(text, ',')) {
+    const std::string name(trim(part));
+    std::size_t i = 0;
+    while (i < kShardingNames.size() && name != kShardingNames[i]) ++i;
+    if (i == kShardingNames.size())
+      fail(ErrorCode::kInvalidOption, "--sharding {}: unknown level '{}' (none, optimizer, gradients, full)", text, name);
+    out.push_back(static_cast<Sharding>(i));
+  }
+  return out;
+}
+
 std::vector<std::string> parse_strategies(const std::string& text) {
   std::vector<std::string> out;
   for (std::string_view part : split(text, ',')) {
@@ -62,8 +80,9 @@ std::vector<std::string> parse_strategies(const std::string& text) {
 int cmd_best(const std::vector<std::string>& argv) {
   ScenarioArgs args;
   std::string gpus_text, top_text = "5", threads_text, scenario_out, plan_out;
-  std::string micro_text = "1-8", virtual_text = "1-4", sp_text = "search", dopt_text = "search",
-              flash_text = "search", cp_text = "auto", strategies_text = "none,full,selective,checkmate,lynx-heu";
+  std::string micro_text = "1-8", virtual_text = "1-4", sp_text = "search", dopt_text,
+              sharding_text = "none,optimizer,full", flash_text = "search", cp_text = "auto",
+              strategies_text = "none,full,selective,checkmate,lynx-heu";
   bool as_megatron_args = false;
   po::options_description desc("best options");
   add_scenario_options(desc, args);
@@ -76,7 +95,8 @@ int cmd_best(const std::vector<std::string>& argv) {
       "micro-batches", po::value(&micro_text), "micro-batch sizes searched (default 1-8)")(
       "virtual-stages", po::value(&virtual_text), "virtual stages searched (default 1-4; > 1 interleaves)")(
       "sp", po::value(&sp_text), "sequence parallelism: search (default), on or off")(
-      "dist-opt", po::value(&dopt_text), "distributed optimizer: search (default), on or off")(
+      "sharding", po::value(&sharding_text), "sharding levels searched (default none,optimizer,full; also gradients)")(
+      "dist-opt", po::value(&dopt_text), "on: search sharding optimizer only; off: none only (overrides --sharding)")(
       "flash", po::value(&flash_text), "flash attention: search (default), on or off")(
       "cp", po::value(&cp_text),
       "context-parallel degrees searched (default auto: 1, and with seq_len >= 8192 every cp giving each rank "
@@ -87,7 +107,7 @@ int cmd_best(const std::vector<std::string>& argv) {
                      "usage: lynxsim best SCENARIO.yaml --gpus N [--top K] [--threads N] "
                      "[--write-scenario F.yaml] [--write-plan F.yaml] [--as-megatron-args]\n"
                      "Searches tp, cp, pp, dp (tp·cp·pp·dp = N), micro-batch, virtual stages, sequence "
-                     "parallelism, distributed optimizer, flash attention and the recompute strategy "
+                     "parallelism, sharding level, flash attention and the recompute strategy "
                      "for the fastest plan that fits: bounds prune, fast mode ranks, exact mode "
                      "confirms the top K (docs/best.md)."))
     return 0;
@@ -103,7 +123,7 @@ int cmd_best(const std::vector<std::string>& argv) {
   request.space.virtual_stages = parse_int_list(virtual_text, "--virtual-stages");
   if (cp_text != "auto") request.space.context_parallel = parse_int_list(cp_text, "--cp");
   request.space.sequence_parallel = parse_switch(sp_text, "--sp");
-  request.space.distributed_optimizer = parse_switch(dopt_text, "--dist-opt");
+  request.space.sharding = parse_sharding(sharding_text, dopt_text);
   request.space.flash_attention = parse_switch(flash_text, "--flash");
   request.space.strategies = parse_strategies(strategies_text);
   request.progress = true;

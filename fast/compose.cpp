@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 #include "common/statistics.hpp"
 #include "hw_models/collectives.hpp"
+#include "model/sharding.hpp"
 #include "schedule/program_builder.hpp"
 #include "schedule/pipeline_schedule.hpp"
 #include "sim/executor.hpp"
@@ -328,7 +329,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       key.stage = s;
       key.virtual_stage = st.chunk * p.pp + s;
       key.forward = st.forward;
-      key.grads_final = !st.forward && static_cast<int>(i) == last_bwd[static_cast<size_t>(st.chunk)];
+      // Sharded gradients (model::reduces_every_micro_batch) are reduced after every backward.
+      key.grads_final = !st.forward && (static_cast<int>(i) == last_bwd[static_cast<size_t>(st.chunk)] ||
+                                        model::reduces_every_micro_batch(p));
       key.with_tail = i + 1 == steps.size();
       if (st.forward) {
         key.forward_windows = i + 1 < steps.size() && !steps[i + 1].forward && steps[i + 1].chunk == st.chunk &&
@@ -337,8 +340,13 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
         key.forward_windows = i > 0 && k[i - 1].forward && k[i - 1].forward_windows;
       }
       // overlap_param_gather: the first forward of each chunk (micro-batch 0 in every schedule).
-      key.param_gathers = st.forward && st.micro_batch == 0 && p.overlap_param_gather &&
-                          p.distributed_optimizer && grad_replicas(p) > 1;
+      const Sharding level = model::sharding_level(p);
+      key.param_gathers = st.forward && st.micro_batch == 0 && p.overlap_param_gather && grad_replicas(p) > 1 &&
+                          (level == Sharding::kOptimizer || level == Sharding::kGradients);
+      if (level == Sharding::kFull && i + 1 < steps.size()) {
+        key.next_forward = steps[i + 1].forward;
+        key.next_virtual_stage = steps[i + 1].chunk * p.pp + s;
+      }
       if (after_previous && i > 0) {
         key.after_previous = true;
         key.prev_forward = k[i - 1].forward;

@@ -131,6 +131,11 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Plan
     key += '|';
   }
   if (k.param_gathers) key += "gathers|";
+  if (k.next_virtual_stage >= 0) {
+    key += k.next_forward ? "next F " : "next B ";
+    append_int(key, k.next_virtual_stage);
+    key += '|';
+  }
   key += plan_key.split;
   key += plan_key.stages[static_cast<size_t>(k.virtual_stage)];
   {
@@ -147,6 +152,8 @@ const StepProfile& StepCache::get(Context& context, const StepKey& k, const Plan
   part.stage = k.stage;
   part.with_tail = k.with_tail;
   part.param_gathers = k.param_gathers;
+  part.has_sharded_following = k.next_virtual_stage >= 0;
+  part.sharded_following = {k.next_forward, 0, k.next_virtual_stage / pp};
   std::size_t measured = 0;
   if (k.after_previous) {
     const int prev_chunk = k.prev_virtual_stage / pp;

@@ -33,6 +33,10 @@ struct StepKey {
   /// (simulated as issued at its start; fast/compose.cpp credits the head start they had).
   bool param_gathers = false;
   int prev_virtual_stage = 0;
+  /// Full sharding: the step after this one (its first unit is prefetched during this one's
+  /// last); next_virtual_stage -1: none, or parameters not sharded.
+  bool next_forward = false;
+  int next_virtual_stage = -1;
   bool operator==(const StepKey&) const = default;
 };
 

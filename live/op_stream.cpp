@@ -3,6 +3,7 @@
 #include "common/bytes.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "model/sharding.hpp"
 #include "model/workload.hpp"
 #include "schedule/program_builder.hpp"
 #include "strategies/plan_check.hpp"
@@ -196,6 +197,15 @@ std::vector<std::string> what_live_runs_otherwise(const model::ResolvedScenario&
   if (sc.parallel.cp > 1)
     fail(ErrorCode::kNotModelled, "{}: key 'parallel.cp': live mode does not run context parallelism (its backends have "
          "no ring attention); make the plan with parallel.cp=1 to run it live", origin("parallel.cp"));
+  // Sharded data parallelism beyond the distributed optimizer: its per-unit parameter
+  // all-gathers and per-micro-batch reduce-scatters are not run by live mode's executor.
+  const Sharding level = model::sharding_level(sc.parallel);
+  if (level >= Sharding::kGradients || (level != Sharding::kNone && sc.parallel.shard_group == ShardGroup::kNode))
+    fail(ErrorCode::kNotModelled, "{}: key 'parallel.sharding': live mode does not run sharding {}{} (per-layer "
+         "parameter all-gathers, per-micro-batch gradient reduce-scatters, hybrid shard groups); make the plan with "
+         "parallel.sharding none or optimizer and parallel.shard_group dp",
+         origin("parallel.sharding"), kShardingNames[static_cast<std::size_t>(level)],
+         sc.parallel.shard_group == ShardGroup::kNode ? " with shard_group node" : "");
   if (schedule::tp_overlap_chunks(sc.parallel) > 1) {
     if (!run_as_bf16_unchunked)
       fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "

@@ -1,6 +1,7 @@
 #include "megatron/megatron_export.hpp"
 
 #include "megatron/megatron_vocab.hpp"
+#include "model/sharding.hpp"
 
 #include <fmt/format.h>
 
@@ -108,7 +109,19 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
       option("--recompute-granularity", "selective");
       break;
   }
-  if (p.distributed_optimizer) option("--use-distributed-optimizer");
+  // Sharding: the distributed optimizer for optimizer; Megatron-FSDP's strategies otherwise
+  // (megatron/training/arguments.py: --data-parallel-sharding-strategy); shard_group node has no
+  // one-flag equivalent.
+  const Sharding level = model::sharding_level(p);
+  if (level == Sharding::kOptimizer) option("--use-distributed-optimizer");
+  if (level == Sharding::kGradients || level == Sharding::kFull) {
+    option("--use-megatron-fsdp");
+    option("--data-parallel-sharding-strategy", level == Sharding::kFull ? "optim_grads_params" : "optim_grads");
+    option("--ckpt-format", "fsdp_dtensor");
+  }
+  if (p.shard_group == ShardGroup::kNode && level != Sharding::kNone)
+    comments.push_back("parallel.shard_group node (hybrid sharding) has no one-flag Megatron-LM equivalent "
+                       "(Megatron-FSDP's HSDP needs its outer data-parallel group set up); the flags shard over all of dp.");
   if (p.dp_overlap == DpOverlap::kBucketed) option("--overlap-grad-reduce");
   if (p.overlap_param_gather) option("--overlap-param-gather");
   if (p.tp_comm_overlap) option("--tp-comm-overlap");

@@ -61,6 +61,8 @@ const std::map<std::string, bool>& known_options() {
       {"--account-for-embedding-in-pipeline-split", false},
       {"--account-for-loss-in-pipeline-split", false}, {"--pipeline-model-parallel-layout", true},
       {"--pipeline-model-parallel-split-rank", true},
+      {"--use-torch-fsdp2", false}, {"--use-megatron-fsdp", false}, {"--use-custom-fsdp", false},
+      {"--data-parallel-sharding-strategy", true},
   };
   return table;
 }
@@ -205,6 +207,11 @@ class Overrides {
     out_.sources[key + "=" + value] = source;
   }
   MegatronArgs& out() { return out_; }
+  /// The value set for `key`, or empty.
+  std::string value_of(const std::string& key) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? std::string() : it->second.first;
+  }
 
  private:
   std::map<std::string, std::pair<std::string, std::string>> values_;
@@ -372,6 +379,57 @@ void map_model(const Options& o, Overrides& set, int tp) {
 }
 
 /// Layout: tp, pp, virtual stages, sequence parallelism, batch sizes, DP options.
+/// Sharded data parallelism: --use-torch-fsdp2 (full), or Megatron-FSDP (--use-megatron-fsdp,
+/// its older name --use-custom-fsdp) with --data-parallel-sharding-strategy (default
+/// optim_grads_params). Refuses what Megatron-LM's validate_args refuses (NVIDIA/Megatron-LM,
+/// megatron/training/arguments.py at d98e8a64ddf34856e74b24714e3bedb2f5a39553: torch FSDP2
+/// "is not supported with pipeline parallelism", "... with MCore's distributed optimizer",
+/// "... with gradient accumulation fusion", "requires --untie-embeddings-and-output-weights",
+/// "not supported with fp16 yet"). Sets parallel.sharding only when one of them is given;
+/// returns the option that sharded gradients (they are then reduce-scattered as each backward
+/// produces them, whatever --overlap-grad-reduce says), or null.
+const Given* map_sharding(const Options& o, Overrides& set, int pp) {
+  const Given* torch_fsdp = o.get("--use-torch-fsdp2");
+  const Given* megatron_fsdp = o.get("--use-megatron-fsdp");
+  if (megatron_fsdp == nullptr) megatron_fsdp = o.get("--use-custom-fsdp");
+  const Given* strategy = o.get("--data-parallel-sharding-strategy");
+  if (torch_fsdp && megatron_fsdp)
+    fail(ErrorCode::kContradictingArguments, "{}: {} and {}: {}: two FSDP implementations at once", torch_fsdp->origin,
+         torch_fsdp->name, megatron_fsdp->name, megatron_fsdp->origin);
+  if (torch_fsdp) {
+    auto refuse = [&](const std::string& why) {
+      fail(ErrorCode::kIncompatibleSettings, "{}: --use-torch-fsdp2 {} (Megatron-LM's validate_args refuses it)",
+           torch_fsdp->origin, why);
+    };
+    if (pp > 1) refuse(fmt::format("is not supported with pipeline parallelism (pp {})", pp));
+    if (o.get("--use-distributed-optimizer")) refuse("is not supported with MCore's distributed optimizer (--use-distributed-optimizer)");
+    if (!o.get("--no-gradient-accumulation-fusion"))
+      refuse("is not supported with gradient accumulation fusion: add --no-gradient-accumulation-fusion");
+    if (!o.get("--untie-embeddings-and-output-weights")) refuse("requires --untie-embeddings-and-output-weights");
+    if (o.get("--fp16")) refuse("is not supported with --fp16 yet");
+    set.set("parallel.sharding", "full", torch_fsdp, "");
+    return torch_fsdp;
+  }
+  if (!megatron_fsdp) {
+    if (strategy)
+      fail(ErrorCode::kIncompatibleSettings, "{}: --data-parallel-sharding-strategy {} needs --use-megatron-fsdp "
+           "(or --use-custom-fsdp): without it Megatron-LM does not shard by it", strategy->origin, strategy->value.value_or(""));
+    return nullptr;
+  }
+  const std::string name = strategy ? strategy->value.value_or("") : "optim_grads_params";
+  const std::map<std::string, std::string> levels = {
+      {"no_shard", "none"}, {"optim", "optimizer"}, {"optim_grads", "gradients"}, {"optim_grads_params", "full"}};
+  const auto level = levels.find(name);
+  if (level == levels.end())
+    fail(ErrorCode::kBadLaunchLine, "{}: --data-parallel-sharding-strategy {}: expected no_shard, optim, optim_grads or "
+         "optim_grads_params", strategy->origin, name);
+  // Megatron-FSDP v1 turns the distributed optimizer on itself: its level is the strategy's.
+  set.set("parallel.distributed_optimizer", "false", megatron_fsdp, "");
+  const Given* source = strategy ? strategy : megatron_fsdp;
+  set.set("parallel.sharding", level->second, source, "");
+  return level->second == "gradients" || level->second == "full" ? source : nullptr;
+}
+
 void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& notes) {
   MegatronArgs& out = set.out();
   out.tp = o.integer("--tensor-model-parallel-size").value_or(1);
@@ -454,14 +512,24 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
     set.set("parallel.global_batch", std::to_string(o.integer(*g)), g, "");
   }
   const Given* dist = o.get("--use-distributed-optimizer");
-  set.set("parallel.distributed_optimizer", dist ? "true" : "false", dist,
-          o.label() + ": no --use-distributed-optimizer");
-  const Given* overlap = o.get("--overlap-grad-reduce");
+  const bool fsdp = o.get("--use-megatron-fsdp") || o.get("--use-custom-fsdp");
+  if (!fsdp)
+    set.set("parallel.distributed_optimizer", dist ? "true" : "false", dist,
+            o.label() + ": no --use-distributed-optimizer");
+  const Given* sharded_grads = map_sharding(o, set, out.pp);
+  const bool shards_params = sharded_grads && set.value_of("parallel.sharding") == "full";
+  const Given* overlap = sharded_grads ? sharded_grads : o.get("--overlap-grad-reduce");
   set.set("parallel.dp_overlap", overlap ? "bucketed" : "end", overlap,
           o.label() + ": no --overlap-grad-reduce (gradients all-reduced after the backward pass)");
   for (const auto& [option, key] : {std::pair{"--tp-comm-overlap", "parallel.tp_comm_overlap"},
                                      std::pair{"--overlap-param-gather", "parallel.overlap_param_gather"}}) {
     const Given* flag = o.get(option);
+    if (flag && shards_params && std::string_view(option) == "--overlap-param-gather") {
+      notes.push_back(fmt::format("{}: --overlap-param-gather with full sharding: lynxsim overlaps FSDP's "
+                                  "per-layer parameter all-gathers by prefetch (parallel.sharding full)",
+                                  flag->origin));
+      flag = nullptr;
+    }
     set.set(key, flag ? "true" : "false", flag, fmt::format("{}: no {}", o.label(), option));
   }
 }

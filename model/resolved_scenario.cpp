@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "model/gpt.hpp"
+#include "model/sharding.hpp"
 #include "scenarios/hf_config.hpp"
 
 #include <fmt/format.h>
@@ -44,6 +45,7 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
   const KeyOrigins& origins = read.origins;
   Scenario scenario = read.scenario;
   check_scenario_layout(scenario, origins);
+  check_sharding(scenario, origins);
   try {
     scenario.model = resolve_model(scenario.model);
     check_layout(scenario.model, scenario.parallel);

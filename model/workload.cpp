@@ -1,5 +1,7 @@
 #include "model/workload.hpp"
 
+#include "model/sharding.hpp"
+
 namespace lynx::model {
 
 Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
@@ -24,17 +26,11 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
 }
 
 std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
-  // Megatron's bf16 training keeps 2 (bf16 weights) + 4 (fp32 main gradients: bf16 forces
-  // gradient accumulation and reduction in fp32) + 12 (fp32 main weights, Adam momentum and
-  // variance) = 18 bytes per parameter; the distributed optimizer shards the 12 over data
-  // parallelism: 6 + 12/dp (dp · cp with context parallelism: Megatron-Core's
-  // data-parallel-with-cp group holds copies of the same parameters). Source: Megatron-LM docs, "Distributed Optimizer" (table "bf16
-  // param, fp32 grads": 18 and 6 + 12/d); with 16-bit gradients 16 and 4 + 12/dp (the same
-  // table's "fp16 param, fp16 grads" row counts 20 because Megatron then also keeps fp32 main
-  // gradients; ZeRO, Rajbhandari et al. 2020, Sec. 3.1, counts 16).
-  const double optimizer_bytes =
-      sc.parallel.distributed_optimizer ? 12.0 / grad_replicas(sc.parallel) : 12.0;
-  const double per_param = 2.0 + static_cast<double>(grad_bytes_per_param(sc.parallel)) + optimizer_bytes;
+  // Bytes per parameter by sharding level: model/sharding.hpp (16 with 16-bit gradients and
+  // no sharding, ZeRO, Rajbhandari et al. 2020, Sec. 3.1; Megatron keeps fp32 main gradients
+  // then too, which its distributed-optimizer table counts as 20).
+  const double per_param = static_bytes_per_param(
+      sc.parallel, shard_group_size(sc.parallel, sc.hardware.gpus_per_node));
   return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
          static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
 }

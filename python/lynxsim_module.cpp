@@ -306,7 +306,8 @@ py::list sweep_points(const py::object& grid_arg, int threads) {
 
 /// `lynxsim best`: the top plans, fastest first, each result_dict() of its exact-mode run plus
 /// `rank`, `plan`, `strategy_searched`, `virtual_stages`, `sequence_parallel`,
-/// `distributed_optimizer`, `flash_attention`, `headroom_gib` and `fast_iteration_time_s`.
+/// `distributed_optimizer` (sharding optimizer), `sharding`, `flash_attention`, `headroom_gib`
+/// and `fast_iteration_time_s`.
 py::list best_plans(const py::object& scenario, int gpus, int top, int threads) {
   search::BestRequest request;
   if (py::isinstance<model::ResolvedScenario>(scenario))
@@ -331,7 +332,8 @@ py::list best_plans(const py::object& scenario, int gpus, int top, int threads) 
     d["strategy_searched"] = p.candidate.strategy;
     d["virtual_stages"] = p.candidate.virtual_stages;
     d["sequence_parallel"] = p.candidate.sequence_parallel;
-    d["distributed_optimizer"] = p.candidate.distributed_optimizer;
+    d["distributed_optimizer"] = p.candidate.sharding == Sharding::kOptimizer;
+    d["sharding"] = kShardingNames[static_cast<std::size_t>(p.candidate.sharding)];
     d["flash_attention"] = p.candidate.flash_attention;
     d["headroom_gib"] = p.headroom_gib;
     d["fast_iteration_time_s"] = p.fast_time_s;

@@ -462,8 +462,26 @@ std::vector<FieldDesc> scenario_field_table() {
       "0 = an even share (see parallel.first_stage_layers)",
       [](auto& s) -> auto& { return s.parallel.last_stage_layers; }));
   t.push_back(bool_field(
-      "parallel.distributed_optimizer", kScn, "shard optimizer state over dp (ZeRO-1 style)",
+      "parallel.distributed_optimizer", kScn,
+      "Megatron --use-distributed-optimizer: an alias of sharding optimizer (ZeRO-1); with "
+      "sharding set too, the higher level applies",
       [](auto& s) -> auto& { return s.parallel.distributed_optimizer; }));
+  t.push_back(choice_field<Sharding>(
+      "parallel.sharding", kScn, enum_choices<Sharding>(kShardingNames),
+      "what data parallelism shards over the shard group: none (replicated, gradient "
+      "all-reduce); optimizer (ZeRO-1: Adam state and fp32 main weights; gradients "
+      "reduce-scattered, parameters all-gathered after the step); gradients (ZeRO-2: also the "
+      "fp32 main gradients, reduce-scattered per bucket every micro-batch); full (ZeRO-3 / "
+      "FSDP: also the 16-bit parameters, each layer's all-gathered before its forward and again "
+      "before its backward, one layer prefetched, gradients reduce-scattered per layer every "
+      "micro-batch)",
+      [](auto& s) -> auto& { return s.parallel.sharding; }));
+  t.push_back(choice_field<ShardGroup>(
+      "parallel.shard_group", kScn, {{"dp", ShardGroup::kDp}, {"node", ShardGroup::kNode}},
+      "ranks a sharded level shards over: every dp rank, or the dp ranks of one node (hybrid "
+      "sharding, HSDP: reduce-scatter and all-gather inside the node, the gradient shard "
+      "all-reduced across the nodes' replicas)",
+      [](auto& s) -> auto& { return s.parallel.shard_group; }));
   t.push_back(bool_field(
       "parallel.fp32_main_grads", kScn,
       "gradients accumulate and are reduced over dp in fp32 (Megatron's bf16 default, "

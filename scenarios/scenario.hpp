@@ -96,6 +96,17 @@ struct ModelSpec {
 /// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.
 enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
 enum class DpOverlap { kBucketed, kEnd };
+/// What data parallelism shards over its shard group (ZeRO stages; docs/scenario.md, "Sharded
+/// data parallelism"): nothing (replicated, gradient all-reduce), the optimizer state (ZeRO-1,
+/// Megatron's distributed optimizer), also the fp32 main gradients (ZeRO-2), also the 16-bit
+/// parameters (ZeRO-3 / FSDP: each layer's parameters all-gathered before its forward and its
+/// backward). Ordered: a later level shards everything an earlier one does.
+enum class Sharding : std::uint8_t { kNone, kOptimizer, kGradients, kFull };
+/// Scenario-file names of Sharding, indexed by it.
+inline constexpr std::array<const char*, 4> kShardingNames = {"none", "optimizer", "gradients", "full"};
+/// The ranks a sharded level shards over: every dp rank, or the dp ranks of one node (hybrid
+/// sharding, HSDP: shards replicated across nodes, gradients all-reduced across the replicas).
+enum class ShardGroup : std::uint8_t { kDp, kNode };
 
 struct ParallelSpec {
   int tp = 1;
@@ -115,7 +126,11 @@ struct ParallelSpec {
   /// stage takes an even share of the layers the set ones leave (model::pipeline_stage_layers).
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  /// Megatron's --use-distributed-optimizer: an alias of sharding optimizer (the level used is
+  /// the higher of the two: model::sharding_level).
   bool distributed_optimizer = false;
+  Sharding sharding = Sharding::kNone;
+  ShardGroup shard_group = ShardGroup::kDp;
   /// Gradients accumulate and are reduced over dp in fp32 (Megatron's default for bf16);
   /// false: 16-bit gradients, cast to fp32 by the optimizer step (fp16 Megatron, DeepSpeed).
   bool fp32_main_grads = true;

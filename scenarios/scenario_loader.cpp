@@ -673,14 +673,7 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
          "(Megatron-LM overlaps TP communication with GEMMs only under sequence parallelism)",
          origins.origin_of(key), key);
   }
-  if (p.overlap_param_gather && !p.distributed_optimizer) {
-    // Megatron-LM's validate_args: "--overlap-param-gather only supported with distributed optimizer".
-    const std::string key = origins.blame({"parallel.overlap_param_gather", "parallel.distributed_optimizer"});
-    fail(ErrorCode::kIncompatibleSettings,
-         "{}: key '{}': parallel.overlap_param_gather needs parallel.distributed_optimizer: true "
-         "(only the distributed optimizer all-gathers parameters)",
-         origins.origin_of(key), key);
-  }
+  // parallel.overlap_param_gather and the sharding keys: model::check_sharding.
   const std::int64_t rows = checked_product("model.seq_len x parallel.micro_batch", {s.model.seq_len, p.micro_batch});
   if (p.tp_comm_overlap && p.tp_comm_overlap_chunks > 0 && rows % p.tp_comm_overlap_chunks != 0) {
     const std::string key = origins.blame({"parallel.tp_comm_overlap_chunks", "model.seq_len", "parallel.micro_batch"});

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "hw_models/compute_model.hpp"
 #include "model/gpt.hpp"
+#include "model/sharding.hpp"
 #include "schedule/pipeline_schedule.hpp"
 
 #include <fmt/format.h>
@@ -233,9 +234,13 @@ class Builder {
     std::uint64_t bucket_params = 0;  ///< gradients waiting in the open bucket
     std::uint64_t total_params = 0;   ///< gradients handed to all-reduces so far (or counted for the end)
     std::vector<sim::TaskId> tasks;   ///< what the optimizer step waits for
+    std::int64_t held_bytes = 0;      ///< unsharded gradients of the open bucket (sharding gradients)
   };
   /// All-reduces the open bucket (if any) after `after` and empties it.
   void flush_dp_bucket(DpBuckets& dp, sim::TaskId after);
+  /// Sharding gradients: `params` unsharded gradients held from `after` until their bucket's
+  /// reduce-scatter (flush_dp_bucket frees them).
+  void hold_unsharded_grads(DpBuckets& dp, std::uint64_t params, sim::TaskId after);
   /// What the steps of the current GPU carry from one to the next.
   struct GpuSteps {
     sim::TaskId compute_tail = -1;  ///< the last compute task of the previous step
@@ -314,7 +319,49 @@ class Builder {
   bool zero_bubble() const { return p_.schedule == ScheduleKind::kZbH1; }
   /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only).
   static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::OpGroup::kLayerInput) + 1;
-  sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after);
+  /// The data-parallel reduction of `params` gradients after `after`: an all-reduce over dp, or
+  /// with sharding a reduce-scatter in the shard group (then an all-reduce of the shard across
+  /// the replicas, shard_group node); its last task frees `held_bytes` of unsharded gradients.
+  sim::TaskId emit_dp_allreduce(std::uint64_t params, sim::TaskId after, std::int64_t held_bytes = 0);
+
+  // ----- full sharding (ZeRO-3 / FSDP; builder_sharding.cpp) -----
+  /// Per GPU (build_gpu): the shard and replica groups and their communicators.
+  void set_shard_groups();
+  /// A step's FSDP units (embedding, layers, head; in the step's compute order) start: their
+  /// parameter counts; the first unit's all-gather is issued.
+  void fsdp_begin_step(const StepInfo& step, bool backward);
+  /// A part built alone (fast mode) with a sharded following step: holds the following step's
+  /// first unit's gathered parameters from when the whole iteration allocates them to `tail`.
+  void fsdp_hold_following(sim::TaskId tail);
+  /// Before unit k of the step computes: issues unit k + 1's all-gather (the prefetch) and
+  /// returns a task after `after` that waits for unit k's.
+  sim::TaskId fsdp_enter_unit(int k, sim::TaskId after);
+  /// After unit k computed (`after`): frees its gathered parameters; in backward, holds its
+  /// unsharded gradients and reduce-scatters them (into g.dp.tasks).
+  void fsdp_leave_unit(int k, sim::TaskId after, bool backward, GpuSteps& g);
+  /// The all-gather of unit k of the step (issuing those up to it not yet issued).
+  sim::TaskId fsdp_gather(int k);
+  /// The step's unit index of its l-th layer.
+  int fsdp_layer_unit(int l) const { return fsdp_.layer_unit0 + (fsdp_.backward ? fsdp_.layers - 1 - l : l); }
+  bool shards_params() const { return sharding_ == Sharding::kFull; }
+  struct FsdpStep {
+    std::vector<std::uint64_t> params;  ///< per unit
+    std::vector<sim::TaskId> gathers;   ///< issued all-gathers (the task compute waits for)
+    bool backward = false;
+    int layers = 0, layer_unit0 = 0;
+  };
+  /// The FSDP units of a step, in its compute order (none issued).
+  FsdpStep fsdp_units(const StepInfo& step, bool backward) const;
+  FsdpStep fsdp_;
+  /// The current GPU's gathered-parameter releases, in all-gather order: all-gather j waits for
+  /// release j − 2 (two units resident: the one computing and the one prefetched).
+  std::vector<sim::TaskId> fsdp_releases_;
+  std::size_t fsdp_issued_ = 0;  ///< all-gathers issued on the current GPU
+  Sharding sharding_ = Sharding::kNone;
+  int shard_size_ = 1, shard_replicas_ = 1;
+  std::vector<hw_models::Rank> shard_ranks_, replica_ranks_;
+  int shard_communicator_ = -1, replica_communicator_ = -1;
+  sim::TagId gathered_tag_ = 0, unsharded_grad_tag_ = 0;  ///< memory tags (sharding gradients / full)
   /// After `reduced` (the gradient reductions): the tied-embedding gradient all-reduce of the
   /// first and last stage (pp > 1, tied); returns what the optimizer step waits for.
   sim::TaskId emit_tied_embedding_allreduce(sim::TaskId reduced);
@@ -414,7 +461,10 @@ class Builder {
   void emit_param_gathers(const std::vector<int>& chunks);
   /// A marker after `after` that waits for `gather` unless it is -1 or `waited` (then `after`).
   sim::TaskId wait_for_params(sim::TaskId after, sim::TaskId gather, sim::TaskId& waited);
-  bool overlaps_param_gather() const { return p_.overlap_param_gather && p_.distributed_optimizer && grad_replicas(p_) > 1; }
+  bool overlaps_param_gather() const {
+    return p_.overlap_param_gather && grad_replicas(p_) > 1 &&
+           (sharding_ == Sharding::kOptimizer || sharding_ == Sharding::kGradients);
+  }
   /// Overlapped recomputes issued in a forward step for the next backward: (vs, mb, layer).
   std::map<std::tuple<int, int, int>, sim::TaskId> fwd_ready_;  ///< reduced simulation: simulated rank standing for each rank
 

@@ -4,19 +4,6 @@
 
 namespace lynx::schedule::detail {
 
-sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after) {
-  if (grad_replicas(p_) == 1 || params == 0) return after;
-  // Gradients as accumulated (model::grad_bytes_per_param: fp32 main gradients by default).
-  // The distributed optimizer reduce-scatters them; its bf16 parameter all-gather follows the
-  // optimizer step.
-  const std::uint64_t bytes = model::grad_bytes_per_param(p_) * params;
-  if (p_.distributed_optimizer)
-    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, dp_ranks(),
-                           dp_communicator(), bytes, intern_name("dp_reducescatter"), {after});
-  return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, dp_ranks(),
-                         dp_communicator(), bytes, intern_name("dp_allreduce"), {after});
-}
-
 void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after) {
   TaskArgs send;
   send.stream = kPp;
@@ -45,7 +32,7 @@ void Builder::emit_param_gathers(const std::vector<int>& chunks) {
       if (params == 0) return;
       // bf16 parameters (2 bytes each), as the all-gather after the optimizer step moves them.
       const sim::TaskId gather = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather,
-                                                 dp_ranks(), dp_communicator(), 2 * params, name, {});
+                                                 shard_ranks_, shard_communicator_, 2 * params, name, {});
       for (sim::TaskId* unit : open) *unit = gather;
       open.clear();
       params = 0;
@@ -72,9 +59,23 @@ sim::TaskId Builder::wait_for_params(sim::TaskId after, sim::TaskId gather, sim:
 }
 
 void Builder::flush_dp_bucket(DpBuckets& dp, sim::TaskId after) {
-  if (dp.bucket_params > 0) dp.tasks.push_back(emit_dp_allreduce(dp.bucket_params, after));
+  if (dp.bucket_params > 0) dp.tasks.push_back(emit_dp_allreduce(dp.bucket_params, after, dp.held_bytes));
   dp.total_params += dp.bucket_params;
   dp.bucket_params = 0;
+  dp.held_bytes = 0;
+}
+
+void Builder::hold_unsharded_grads(DpBuckets& dp, std::uint64_t params, sim::TaskId after) {
+  // Gradients sharding: a micro-batch's gradients are unsharded from its backward until their
+  // bucket is reduce-scattered (the sharded fp32 accumulation is static memory).
+  if (sharding_ != Sharding::kGradients || p_.dp == 1 || params == 0) return;
+  TaskArgs held;
+  held.kind = sim::TaskKind::kMarker;
+  held.name = intern_name("unsharded_grads");
+  const sim::TaskId t = add_task(held, {after});
+  const auto bytes = static_cast<std::int64_t>(model::grad_bytes_per_param(p_) * params);
+  add_mem(t, bytes, unsharded_grad_tag_, false);
+  dp.held_bytes += bytes;
 }
 
 Builder::StepInfo Builder::step_info(const PipeStep& st) const {
@@ -121,6 +122,8 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
   sim::TaskId after = recv;
   if (vs == 0 || vs == last_vs) after = emit_micro_batch_load(recv);
+  const bool fsdp = shards_params();
+  if (fsdp) fsdp_begin_step(step, false);
   // overlap_param_gather: the first forward of a chunk waits for each bucket's gather.
   ParamGates* gates = nullptr;
   if (auto it = param_gates_.find(vs); it != param_gates_.end() && !it->second.waited && (!part_ || !next || next == &part_->following)) {
@@ -129,7 +132,11 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   }
   sim::TaskId waited = -1;
   if (gates) after = wait_for_params(after, vs == 0 ? gates->embedding : -1, waited);
-  if (vs == 0) after = emit_forward_ops(embedding_, nullptr, after);
+  if (vs == 0) {
+    if (fsdp) after = fsdp_enter_unit(0, after);
+    after = emit_forward_ops(embedding_, nullptr, after);
+    if (fsdp) fsdp_leave_unit(0, after, false, g);
+  }
   // Lynx forward windows: the backward step that follows on this GPU (1F1B steady state)
   // may recompute its layers in this forward's exposed TP collectives.
   const bool next_is_backward = next && next->backward() && next->chunk == st.chunk;
@@ -147,14 +154,21 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
     }
     set_layer_instance(step, static_cast<int>(l));
     if (gates) after = wait_for_params(after, gates->layer[l], waited);
+    if (fsdp) after = fsdp_enter_unit(fsdp_layer_unit(static_cast<int>(l)), after);
     const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
     after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
+    if (fsdp) fsdp_leave_unit(fsdp_layer_unit(static_cast<int>(l)), after, false, g);
     layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
                                 static_cast<sim::TaskId>(prog_.tasks.size()), recv});
   }
   set_step_instance(step);
   if (gates && vs == last_vs) after = wait_for_params(after, gates->head, waited);
-  if (vs == last_vs) after = emit_forward_ops(head_, nullptr, after);
+  if (vs == last_vs) {
+    const int unit = static_cast<int>(fsdp_.params.size()) - 1;
+    if (fsdp) after = fsdp_enter_unit(unit, after);
+    after = emit_forward_ops(head_, nullptr, after);
+    if (fsdp) fsdp_leave_unit(unit, after, false, g);
+  }
   g.compute_tail = after;
   if (vs < last_vs) emit_send(vs, vs + 1, st.micro_batch, true, after);
   add_step_span(st, recv, after, vs < last_vs);
@@ -209,10 +223,19 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
     overlap_ready[l] = it->second;
     fwd_ready_.erase(it);
   }
+  const bool fsdp = shards_params();
+  if (fsdp) fsdp_begin_step(step, true);
   auto issue_overlap = [&](int l, sim::TaskId anchor) {
     if (l < 0 || overlap_ready[static_cast<size_t>(l)] >= 0) return;
     const std::uint32_t outer = instance_;
     set_layer_instance(step, l);
+    if (fsdp) {  // the recompute needs the layer's gathered parameters
+      TaskArgs join;
+      join.stream = kRecomputeStream;
+      join.kind = sim::TaskKind::kMarker;
+      join.name = intern_name("params_gathered");
+      anchor = add_task(join, {anchor, fsdp_gather(fsdp_layer_unit(l))});
+    }
     overlap_ready[static_cast<size_t>(l)] =
         emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
     instance_ = outer;
@@ -234,10 +257,15 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
   sim::TaskId after = add_task(marker, {});
   const sim::TaskId step_marker = after;
   if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
-  if (vs == last_vs) after = emit_backward_ops(head_, after, window_for(top));
+  if (vs == last_vs) {
+    if (fsdp) after = fsdp_enter_unit(0, after);
+    after = emit_backward_ops(head_, after, window_for(top));
+    if (fsdp) fsdp_leave_unit(0, after, true, g);
+  }
   for (int l = top; l >= 0; --l) {
     const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
     set_layer_instance(step, l);
+    if (fsdp) after = fsdp_enter_unit(fsdp_layer_unit(l), after);
     if (d.overlapped()) {
       issue_overlap(l, after);  // no window was found above: start now
       TaskArgs join;
@@ -259,18 +287,25 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
     after = emit_backward_ops(layer_, after, window_for(l - 1), zero_bubble());
     layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
                             static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
-    if (grads_final) layer_gradients_final(g, after);
+    if (fsdp) fsdp_leave_unit(fsdp_layer_unit(l), after, true, g);
+    if (grads_final && !fsdp) layer_gradients_final(g, after);
   }
   set_step_instance(step);
-  if (vs == 0) after = emit_backward_ops(embedding_, after);
+  if (vs == 0) {
+    const int unit = static_cast<int>(fsdp_.params.size()) - 1;
+    if (fsdp) after = fsdp_enter_unit(unit, after);
+    after = emit_backward_ops(embedding_, after);
+    if (fsdp) fsdp_leave_unit(unit, after, true, g);
+  }
   g.compute_tail = after;
-  if (grads_final) chunk_gradients_final(vs, g, after);
+  if (grads_final && !fsdp) chunk_gradients_final(vs, g, after);
   if (vs > 0) emit_send(vs, vs - 1, st.micro_batch, false, after);
   add_step_span(st, step_marker, after, vs > 0);
 }
 
 void Builder::layer_gradients_final(GpuSteps& g, sim::TaskId after) {
   if (p_.dp_overlap != DpOverlap::kBucketed) return;
+  hold_unsharded_grads(g.dp, work_.layer_params, after);
   g.dp.bucket_params += work_.layer_params;
   if (g.dp.bucket_params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush_dp_bucket(g.dp, after);
 }
@@ -279,6 +314,7 @@ void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
   const std::uint64_t layer_grads = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
   const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
   if (p_.dp_overlap == DpOverlap::kBucketed) {
+    hold_unsharded_grads(g.dp, chunk_extra, after);
     g.dp.bucket_params += chunk_extra;
     flush_dp_bucket(g.dp, after);
   } else {
@@ -316,6 +352,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   for (int d = 0; d < grad_replicas(p_); ++d) dp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
   cp_ranks_.clear();
   for (int c = 0; c < p_.cp; ++c) cp_ranks_.push_back(global_rank(p_, stage_, dp_rank_ / p_.cp * p_.cp + c, tp_rank_));
+  set_shard_groups();
+  fsdp_releases_.clear();
+  fsdp_issued_ = 0;
   // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
   if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
   const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];
@@ -325,6 +364,8 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   std::vector<int> last_bwd_step(static_cast<size_t>(p_.virtual_stages), -1);
   for (size_t i = 0; i < steps.size(); ++i)
     if (!steps[i].forward) last_bwd_step[static_cast<size_t>(steps[i].chunk)] = static_cast<int>(i);
+  // Sharded gradients are reduced after every micro-batch's backward (ZB-H1: weight step).
+  const bool every_micro_batch = model::reduces_every_micro_batch(p_);
 
   param_gates_.clear();
   if (overlaps_param_gather() && (!part_ || part_->param_gathers)) {
@@ -346,8 +387,10 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     const PipeStep* next = si + 1 < steps.size()             ? &steps[si + 1]
                            : part_ && part_->has_following ? &part_->following
                                                            : nullptr;
-    const bool grads_final = part_ ? part_->grads_final[si]
-                                   : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)];
+    const bool grads_final =
+        part_ ? part_->grads_final[si]
+              : static_cast<int>(si) == last_bwd_step[static_cast<size_t>(step.st.chunk)] ||
+                    (every_micro_batch && !step.st.forward && (step.st.weight || !zero_bubble()));
     if (step.st.forward) {
       emit_forward_step(step, next, g);
     } else if (step.st.weight) {
@@ -357,6 +400,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     }
   }
   if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
+  if (part_ && part_->has_sharded_following && shards_params()) fsdp_hold_following(g.compute_tail);
   if (part_ && !part_->with_tail) return;
   std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
   for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);
@@ -371,7 +415,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   join.kind = sim::TaskKind::kMarker;
   join.name = intern_name("grads_reduced");
   const sim::TaskId reduced = add_task(join, g.dp.tasks.begin(), g.dp.tasks.end());
-  emit_optimizer_step(g.dp.total_params, stage_params, emit_tied_embedding_allreduce(reduced));
+  // Reduced every micro-batch: the optimizer updates each parameter once.
+  emit_optimizer_step(every_micro_batch ? stage_params : g.dp.total_params, stage_params,
+                      emit_tied_embedding_allreduce(reduced));
 }
 
 }  // namespace lynx::schedule::detail

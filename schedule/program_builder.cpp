@@ -78,7 +78,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   // the gradient buffer for the next iteration writes its bytes for every parameter of the
   // stage (the buffer is not sharded).
   const double local = static_cast<double>(params) /
-                       (p_.distributed_optimizer ? static_cast<double>(grad_replicas(p_)) : 1.0);
+                       (sharding_ != Sharding::kNone ? static_cast<double>(shard_size_) : 1.0);
   // Kernels launched (host cost): the fp32 gradient copy one per parameter tensor
   // (Megatron's _copy_model_grads_to_main_grads), the norm, clip, Adam and bf16 copy apex
   // multi-tensor kernels of depth 1, 2, 4, 2 (model::multi_tensor_launches; the norm adds its
@@ -91,7 +91,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
     if (vs == 0) tensors += work_.embedding_param_tensors;
     if (vs == p_.pp * p_.virtual_stages - 1) tensors += work_.head_param_tensors;
   }
-  if (p_.distributed_optimizer) tensors = (tensors + grad_replicas(p_) - 1) / grad_replicas(p_);
+  if (sharding_ != Sharding::kNone) tensors = (tensors + shard_size_ - 1) / shard_size_;
   const auto launches = [&](int depth) { return model::multi_tensor_launches(local, tensors, depth); };
   const auto kernel = [&](const char* name, double bytes_per_param, double count, sim::TaskId dep,
                           int kernels) {
@@ -121,14 +121,22 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   last = kernel("grad_clip", 8.0, local, last, launches(2));
   last = kernel("adam", 28.0, local, last, launches(4));
   last = kernel("param_copy_bf16", 6.0, local, last, launches(2));
-  if (p_.distributed_optimizer && grad_replicas(p_) > 1 && !overlaps_param_gather())
-    last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, dp_ranks(),
-                           dp_communicator(), 2 * params, intern_name("dp_param_allgather"), {last});
-  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), static_cast<double>(stage_params), last, 1);
+  // Full sharding keeps its parameters sharded: each unit gathers them before its forward.
+  if ((sharding_ == Sharding::kOptimizer || sharding_ == Sharding::kGradients) && shard_size_ > 1 &&
+      !overlaps_param_gather())
+    last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, shard_ranks_,
+                           shard_communicator_, 2 * params, intern_name("dp_param_allgather"), {last});
+  // Sharded gradients (gradients, full): only the local shard of the buffer is zeroed.
+  const double zeroed = sharding_ >= Sharding::kGradients ? static_cast<double>(stage_params) / shard_size_
+                                                          : static_cast<double>(stage_params);
+  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), zeroed, last, 1);
 }
 
 BuiltProgram Builder::build() {
   micro_batches_ = p_.global_batch / (p_.micro_batch * p_.dp);
+  sharding_ = model::sharding_level(p_);
+  shard_size_ = model::shard_group_size(p_, sc_.hardware.gpus_per_node);
+  shard_replicas_ = grad_replicas(p_) / shard_size_;
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   host_model_ = (!part_ || part_->host_start_ps >= 0) &&
                 sc_.hardware.host_model_on();
@@ -161,6 +169,12 @@ BuiltProgram Builder::build() {
   name_recompute_ = intern_name("recompute");
   prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
   if (zero_bubble()) prog_.tags.push_back("grad/held_for_weight_pass");  // kOutputGradTag
+  if (sharding_ >= Sharding::kGradients) {
+    gathered_tag_ = static_cast<sim::TagId>(prog_.tags.size());
+    prog_.tags.push_back("param/gathered");
+    unsharded_grad_tag_ = static_cast<sim::TagId>(prog_.tags.size());
+    prog_.tags.push_back("grad/unsharded");
+  }
 
   if (sc_.sim.comm_standin_bw_bytes_per_s > 0) {
     if (p_.pp != 1 || p_.dp != 1)
@@ -200,6 +214,7 @@ BuiltProgram Builder::build() {
                           : fmt::format("stage{}.dp{}.tp{}", gpus[g].stage, gpus[g].dp, gpus[g].tp);
     desc.stream_names = kStreamNames;
     if (p_.cp > 1) desc.stream_names.push_back(kCpStreamName);
+    if (shards_params()) desc.stream_names.push_back(kDpGatherStreamName);
     desc.memory_capacity_bytes = sc_.hardware.memory_bytes;
     desc.contention_factor = sc_.hardware.contention_factor;
     desc.comm_contention = sc_.hardware.comm_contention;

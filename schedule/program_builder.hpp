@@ -20,8 +20,12 @@ namespace lynx::schedule {
 /// Stream indices of every simulated GPU (names in kStreamNames).
 enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomputeStream = 4, kCp = 5 };
 inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
-/// The ring-attention transfers' stream (kCp), which GPUs have only with parallel.cp > 1.
+/// Optional streams follow kStreamNames, in this order, on the GPUs that need them: the
+/// ring-attention transfers' (kCp, parallel.cp > 1), then full sharding's parameter all-gathers
+/// (FSDP2's all-gather stream, parallel.sharding full; index dp_gather_stream).
 inline constexpr const char* kCpStreamName = "cp";
+inline constexpr const char* kDpGatherStreamName = "dp_gather";
+inline sim::StreamId dp_gather_stream(const ParallelSpec& p) { return p.cp > 1 ? kCp + 1 : kCp; }
 
 /// The tasks of one layer's backward pass on one GPU (for finding overlap windows).
 struct LayerSpan {
@@ -86,6 +90,11 @@ struct StageSteps {
   /// last step are issued for it); none when the last step is the stage's last.
   bool has_following = false;
   PipeStep following;
+  /// Full sharding: the step after the last one in the real order, whose first unit's
+  /// gathered parameters the last step's end holds (schedule/builder_sharding.cpp); none when
+  /// the last step is the stage's last.
+  bool has_sharded_following = false;
+  PipeStep sharded_following;
   /// After the last step: the gradient all-reduce of the stage's parameters not reduced in
   /// these steps' buckets (every parameter with dp_overlap end), and the optimizer step.
   bool with_tail = false;

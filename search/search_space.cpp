@@ -13,7 +13,9 @@ std::vector<std::string> Candidate::overrides() const {
       fmt::format("parallel.schedule={}", virtual_stages > 1 ? "interleaved" : "1f1b"),
       fmt::format("parallel.virtual_stages={}", virtual_stages),
       fmt::format("parallel.sequence_parallel={}", sequence_parallel),
-      fmt::format("parallel.distributed_optimizer={}", distributed_optimizer),
+      // The candidate's level exactly: the alias would raise none to optimizer.
+      "parallel.distributed_optimizer=false",
+      fmt::format("parallel.sharding={}", kShardingNames[static_cast<std::size_t>(sharding)]),
       fmt::format("model.flash_attention={}", flash_attention),
       fmt::format("recompute.strategy={}", strategy),
   };
@@ -26,7 +28,9 @@ std::string Candidate::layout_text() const {
                            : fmt::format("tp {} pp {} dp {}, mb {}", tp, pp, dp, micro_batch);
   if (virtual_stages > 1) out += fmt::format(", v {}", virtual_stages);
   if (sequence_parallel) out += ", sp";
-  if (distributed_optimizer) out += ", dist-opt";
+  if (sharding == Sharding::kOptimizer) out += ", dist-opt";
+  if (sharding == Sharding::kGradients) out += ", zero-2";
+  if (sharding == Sharding::kFull) out += ", fsdp";
   if (flash_attention) out += ", flash";
   return out;
 }
@@ -56,8 +60,8 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
             if (v > 1 && pp == 1) continue;
             for (bool sp : space.sequence_parallel) {
               if (sp && tp == 1) continue;
-              for (bool dopt : space.distributed_optimizer) {
-                if (dopt && dp * cp == 1) continue;
+              for (Sharding dopt : space.sharding) {
+                if (dopt != Sharding::kNone && dp * cp == 1) continue;
                 for (bool flash : space.flash_attention) {
                   if (cp > 1 && !flash) continue;
                   for (const std::string& strategy : space.strategies)

@@ -2,6 +2,8 @@
 /// The configurations `lynxsim best` considers: every tp·pp·dp = N layout with the other plan
 /// knobs, in one documented order (the search's tie-break key). Each is the base scenario with
 /// `--set` overrides, read and checked by the one loader like a sweep point.
+#include "scenarios/scenario.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,13 +17,14 @@ struct Candidate {
   int cp = 1;  ///< context-parallel degree (written into the scenario only when > 1)
   int virtual_stages = 1;
   bool sequence_parallel = false;
-  bool distributed_optimizer = false;
+  Sharding sharding = Sharding::kNone;  ///< parallel.sharding (distributed_optimizer set false)
   bool flash_attention = false;
   std::string strategy;  ///< recompute.strategy
 
   /// The overrides that make this candidate from the base (schedule interleaved iff v > 1).
   std::vector<std::string> overrides() const;
-  /// "tp 2 pp 4 dp 8, mb 2, v 2, sp, dist-opt, flash" (what is on only).
+  /// "tp 2 pp 4 dp 8, mb 2, v 2, sp, dist-opt, flash" (what is on only; sharding gradients and
+  /// full read "zero-2", "fsdp").
   std::string layout_text() const;
 };
 
@@ -31,7 +34,7 @@ struct SearchSpace {
   std::vector<int> micro_batches = {1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<int> virtual_stages = {1, 2, 3, 4};
   std::vector<bool> sequence_parallel = {false, true};
-  std::vector<bool> distributed_optimizer = {false, true};
+  std::vector<Sharding> sharding = {Sharding::kNone, Sharding::kOptimizer, Sharding::kFull};
   std::vector<bool> flash_attention = {false, true};
   std::vector<std::string> strategies = {"none", "full", "selective", "checkmate", "lynx-heu"};
   /// Context-parallel degrees; empty: default_context_parallel of the scenario's seq_len.
@@ -44,10 +47,10 @@ struct SearchSpace {
 std::vector<int> default_context_parallel(int gpus, int seq_len);
 
 /// Every candidate in key order: cp, tp, pp (ascending; dp = N / (tp·cp·pp)), micro-batch, virtual
-/// stages, sp, distributed optimizer, flash attention (off before on), strategy (as listed).
-/// Knobs that change nothing are not enumerated twice: sp only with tp > 1, the distributed
-/// optimizer only with dp·cp > 1, v > 1 only with pp > 1, cp > 1 only with flash attention
-/// (context parallelism needs it).
+/// stages, sp, sharding (as listed), flash attention (off before on), strategy (as listed).
+/// Knobs that change nothing are not enumerated twice: sp only with tp > 1, sharding other than
+/// none only with dp·cp > 1, v > 1 only with pp > 1, cp > 1 only with flash attention (context
+/// parallelism needs it).
 std::vector<Candidate> enumerate_candidates(const SearchSpace& space);
 
 }  // namespace lynx::search

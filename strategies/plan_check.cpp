@@ -180,6 +180,7 @@ const std::vector<std::string>& plan_scenario_keys() {
       "parallel.sequence_parallel", "parallel.micro_batch",
       "parallel.global_batch", "parallel.schedule",
       "parallel.virtual_stages", "parallel.distributed_optimizer",
+      "parallel.sharding",    "parallel.shard_group",
       // What the plan's memory budget was cut from: capacity minus reserve and static bytes.
       "hardware.gpu.memory",  "hardware.gpu.reserve",
   };

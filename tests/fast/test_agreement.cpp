@@ -17,7 +17,8 @@ using namespace lynx::runner;
 
 namespace {
 
-void check_set(const std::string& file, double time_bound, std::size_t at_least) {
+/// `check_memory` false: peak memory is reported, not checked (the sharded set, see there).
+void check_set(const std::string& file, double time_bound, std::size_t at_least, bool check_memory = true) {
   const auto configs = read_agreement_set(std::string(LYNXSIM_SOURCE_DIR) + "/tests/fast/" + file);
   REQUIRE(configs.size() >= at_least);
   std::vector<double> exact, fast;
@@ -27,8 +28,11 @@ void check_set(const std::string& file, double time_bound, std::size_t at_least)
     exact.push_back(c.exact.iteration_time_s);
     fast.push_back(c.fast.iteration_time_s);
     const bool time_ok = std::abs(c.time_error()) <= time_bound;
-    const bool memory_ok = c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal();
-    const bool oom_ok = c.overlapped || c.exact.oom == c.fast.oom;
+    const bool memory_ok =
+        !check_memory || (c.overlapped ? c.memory_error() <= kFastModeMemoryBound : c.memory_equal());
+    const bool oom_ok = !check_memory || c.overlapped || c.exact.oom == c.fast.oom;
+    if (!check_memory)
+      MESSAGE(fmt::format("{}: time {:+.3f}% memory {:+.4f}% (not checked)", config, 100 * c.time_error(), 100 * c.memory_error()));
     if (!time_ok || !memory_ok || !oom_ok) {
       ++failures;
       MESSAGE(fmt::format("{}: time {:+.3f}% memory {:+.4f}% oom {}/{}", config, 100 * c.time_error(),
@@ -53,6 +57,14 @@ TEST_CASE("fast mode agrees with exact mode within 0.75% on the committed PCIe s
 
 TEST_CASE("fast mode agrees with exact mode within 1% on the committed context-parallel set") {
   check_set("configs-cp.txt", 0.01, 10);
+}
+
+TEST_CASE("fast mode agrees with exact mode within 1% on the committed sharded set (ZeRO-1/2/3, hybrid)") {
+  // Iteration time only: a step simulated alone frees its unsharded gradients when its own
+  // reduce-scatters end, while in the iteration they may still be in flight when the next
+  // step peaks (slow reductions, e.g. across nodes), so fast mode's peak can be lower with
+  // sharding gradients / full (a known gap: docs/scenario.md, "Sharded data parallelism").
+  check_set("configs-sharded.txt", 0.01, 10, /*check_memory=*/false);
 }
 
 TEST_CASE("fast mode agrees with exact mode within 1% with Megatron's TP-comm and parameter-gather overlaps") {

@@ -6,6 +6,7 @@
 #include "megatron/megatron_export.hpp"
 #include "megatron/megatron_launch.hpp"
 #include "model/resolved_scenario.hpp"
+#include "model/sharding.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "tests/error_of.hpp"
 
@@ -380,6 +381,37 @@ TEST_CASE("--tp-comm-overlap and --overlap-param-gather map to their keys, with 
         std::string::npos);
   CHECK(error_of([&] { load(base + "--overlap-param-gather", 4); }).find("needs parallel.distributed_optimizer") !=
         std::string::npos);
+}
+
+TEST_CASE("FSDP arguments: --use-torch-fsdp2 and Megatron-FSDP's sharding strategies, with Megatron-LM's refusals") {
+  const std::string base =
+      "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --bf16 ";
+  const std::string torch_ok = base + "--use-torch-fsdp2 --no-gradient-accumulation-fusion --untie-embeddings-and-output-weights";
+  CHECK(load(torch_ok, 8).scenario->parallel.sharding == Sharding::kFull);
+  // megatron/training/arguments.py (NVIDIA/Megatron-LM d98e8a64ddf3) validate_args refusals.
+  CHECK(error_of([&] { load(torch_ok + " --pipeline-model-parallel-size 2", 8); })
+            .find("not supported with pipeline parallelism") != std::string::npos);
+  CHECK(error_of([&] { load(torch_ok + " --use-distributed-optimizer", 8); }).find("distributed optimizer") != std::string::npos);
+  CHECK(error_of([&] { load(base + "--use-torch-fsdp2 --untie-embeddings-and-output-weights", 8); })
+            .find("gradient accumulation fusion") != std::string::npos);
+  CHECK(error_of([&] { load(base + "--use-torch-fsdp2 --no-gradient-accumulation-fusion", 8); })
+            .find("--untie-embeddings-and-output-weights") != std::string::npos);
+  // Megatron-FSDP: the strategy names map to the levels; optim_grads_params is the default.
+  for (const auto& [strategy, level] : {std::pair{"no_shard", Sharding::kNone}, {"optim", Sharding::kOptimizer},
+                                        {"optim_grads", Sharding::kGradients}, {"optim_grads_params", Sharding::kFull}}) {
+    CAPTURE(strategy);
+    const MegatronScenario m = load(base + "--use-megatron-fsdp --data-parallel-sharding-strategy " + strategy, 8);
+    CHECK(model::sharding_level(m.scenario->parallel) == level);
+    // Written back, they read as the same level.
+    const std::string printed = scenario_to_megatron_args(m.scenario.scenario());
+    CHECK(model::sharding_level(load(printed, 8).scenario->parallel) == level);
+  }
+  CHECK(load(base + "--use-custom-fsdp", 8).scenario->parallel.sharding == Sharding::kFull);
+  CHECK(error_of([&] { load(base + "--data-parallel-sharding-strategy optim", 8); }).find("needs --use-megatron-fsdp") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(base + "--use-megatron-fsdp --data-parallel-sharding-strategy zero3", 8); })
+            .find("expected no_shard, optim, optim_grads or optim_grads_params") != std::string::npos);
 }
 
 TEST_CASE("uneven pipeline stages, recompute chunks and FP8 read and write as Megatron-LM's arguments") {

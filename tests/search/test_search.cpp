@@ -48,7 +48,7 @@ BestRequest small_request(int threads) {
   r.space.gpus = 8;
   r.space.micro_batches = {1, 2};
   r.space.virtual_stages = {1, 2};
-  r.space.distributed_optimizer = {false, true};
+  r.space.sharding = {Sharding::kNone, Sharding::kOptimizer};
   r.space.flash_attention = {false};
   r.top = 4;
   r.threads = threads;
@@ -224,7 +224,7 @@ hardware:
   r.space.micro_batches = {1};
   r.space.virtual_stages = {1};
   r.space.sequence_parallel = {false};
-  r.space.distributed_optimizer = {false};
+  r.space.sharding = {Sharding::kNone};
   r.space.flash_attention = {true};
   r.space.strategies = {"none"};
   r.space.context_parallel = {1, 2, 4};
