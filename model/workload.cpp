@@ -12,6 +12,7 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
                      static_cast<std::uint64_t>(model.hidden) /
                      (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull);
   w.layer_params = layer_parameter_count_per_gpu(model, parallel);
+  w.layer_expert_params = layer_expert_parameter_count_per_gpu(model, parallel);
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);
   w.head_params = head_parameter_count_per_gpu(model, parallel);
   w.tied_embedding_params = tied_embedding_parameter_count_per_gpu(model, parallel);
@@ -21,7 +22,8 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   return w;
 }
 
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
+std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,
+                          std::uint64_t expert_parameters_per_gpu) {
   // Megatron's bf16 training keeps 2 (bf16 weights) + 4 (fp32 main gradients: bf16 forces
   // gradient accumulation and reduction in fp32) + 12 (fp32 main weights, Adam momentum and
   // variance) = 18 bytes per parameter; the distributed optimizer shards the 12 over data
@@ -32,8 +34,15 @@ std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) 
   const double optimizer_bytes =
       sc.parallel.distributed_optimizer ? 12.0 / sc.parallel.dp : 12.0;
   const double per_param = 2.0 + static_cast<double>(grad_bytes_per_param(sc.parallel)) + optimizer_bytes;
-  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
-         static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
+  const std::int64_t reserve = static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
+  if (expert_parameters_per_gpu == 0)
+    return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) + reserve;
+  const double expert_dp = static_cast<double>(sc.parallel.dp / sc.parallel.ep);
+  const double expert_per_param = 2.0 + static_cast<double>(grad_bytes_per_param(sc.parallel)) +
+                                  (sc.parallel.distributed_optimizer ? 12.0 / expert_dp : 12.0);
+  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu) +
+                                   expert_per_param * static_cast<double>(expert_parameters_per_gpu)) +
+         reserve;
 }
 
 }  // namespace lynx::model

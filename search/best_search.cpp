@@ -114,7 +114,12 @@ BestOutcome run_best(const BestRequest& request) {
   out.gpus = gpus;
   out.profile = base.scenario.hardware.profile;
   out.threads = thread_count(request.threads);
-  const std::vector<Candidate> candidates = enumerate_candidates(request.space);
+  SearchSpace space = request.space;
+  try {  // a MoE base: ep is searched too (a base that does not resolve is reported below)
+    space.num_experts = model::resolve_model(base.scenario.model).moe.num_experts;
+  } catch (const Error&) {
+  }
+  const std::vector<Candidate> candidates = enumerate_candidates(space);
   out.considered = candidates.size();
   const bool bar = request.progress && is_terminal(stderr);
   /// Candidate i's scenario, read and checked by the loader (in fast mode).

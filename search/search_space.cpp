@@ -5,7 +5,7 @@
 namespace lynx::search {
 
 std::vector<std::string> Candidate::overrides() const {
-  return {
+  std::vector<std::string> sets = {
       fmt::format("parallel.tp={}", tp),
       fmt::format("parallel.pp={}", pp),
       fmt::format("parallel.dp={}", dp),
@@ -17,10 +17,13 @@ std::vector<std::string> Candidate::overrides() const {
       fmt::format("model.flash_attention={}", flash_attention),
       fmt::format("recompute.strategy={}", strategy),
   };
+  if (moe) sets.push_back(fmt::format("parallel.ep={}", ep));
+  return sets;
 }
 
 std::string Candidate::layout_text() const {
   std::string out = fmt::format("tp {} pp {} dp {}, mb {}", tp, pp, dp, micro_batch);
+  if (ep > 1) out += fmt::format(", ep {}", ep);
   if (virtual_stages > 1) out += fmt::format(", v {}", virtual_stages);
   if (sequence_parallel) out += ", sp";
   if (distributed_optimizer) out += ", dist-opt";
@@ -35,6 +38,8 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
     for (int pp = 1; pp <= space.gpus / tp; ++pp) {
       if ((space.gpus / tp) % pp != 0) continue;
       const int dp = space.gpus / tp / pp;
+      for (int ep = 1; ep <= dp; ++ep) {
+        if (dp % ep != 0 || (space.num_experts > 0 ? space.num_experts % ep != 0 : ep > 1)) continue;
       for (int mb : space.micro_batches)
         for (int v : space.virtual_stages) {
           if (v > 1 && pp == 1) continue;
@@ -44,10 +49,11 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
               if (dopt && dp == 1) continue;
               for (bool flash : space.flash_attention)
                 for (const std::string& strategy : space.strategies)
-                  out.push_back({tp, pp, dp, mb, v, sp, dopt, flash, strategy});
+                  out.push_back({tp, pp, dp, ep, space.num_experts > 0, mb, v, sp, dopt, flash, strategy});
             }
           }
         }
+      }
     }
   }
   return out;

@@ -11,6 +11,8 @@ namespace lynx::search {
 /// One point of the search space (the plan knobs it sets on the base scenario).
 struct Candidate {
   int tp = 1, pp = 1, dp = 1;
+  int ep = 1;            ///< expert parallelism (a divisor of dp and of the experts)
+  bool moe = false;      ///< the model has experts: parallel.ep is one of the overrides
   int micro_batch = 1;
   int virtual_stages = 1;
   bool sequence_parallel = false;
@@ -33,9 +35,12 @@ struct SearchSpace {
   std::vector<bool> distributed_optimizer = {false, true};
   std::vector<bool> flash_attention = {false, true};
   std::vector<std::string> strategies = {"none", "full", "selective", "checkmate", "lynx-heu"};
+  /// The base model's routed experts (0: dense): ep takes every divisor of dp that divides it.
+  int num_experts = 0;
 };
 
-/// Every candidate in key order: tp, pp (ascending; dp = N / (tp·pp)), micro-batch, virtual
+/// Every candidate in key order: tp, pp (ascending; dp = N / (tp·pp)), ep (ascending; MoE
+/// models only), micro-batch, virtual
 /// stages, sp, distributed optimizer, flash attention (off before on), strategy (as listed).
 /// Knobs that change nothing are not enumerated twice: sp only with tp > 1, the distributed
 /// optimizer only with dp > 1, v > 1 only with pp > 1.
