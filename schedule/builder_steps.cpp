@@ -394,7 +394,9 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   }
   if (p_.dp_overlap == DpOverlap::kEnd) {
     g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
-    g.dp.tasks.push_back(emit_expert_grad_reduction(g.dp.expert_total_params, g.compute_tail));
+    if (const sim::TaskId experts = emit_expert_grad_reduction(g.dp.expert_total_params, g.compute_tail);
+        experts != g.compute_tail)
+      g.dp.tasks.push_back(experts);
   }
   if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
 

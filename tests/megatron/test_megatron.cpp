@@ -5,6 +5,7 @@
 #include "megatron/launch_words.hpp"
 #include "megatron/megatron_export.hpp"
 #include "megatron/megatron_launch.hpp"
+#include "model/gpt.hpp"
 #include "model/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "tests/error_of.hpp"
@@ -384,7 +385,9 @@ hardware: {profile: dgx-a100-80gb, nodes: 2}
             .find("model.moe.first_dense_layers 3 / layer_freq 1") != std::string::npos);
   CHECK(load(kMixtral + " --moe-shared-expert-intermediate-size 4096", 16).scenario->model.moe.shared_ffn_hidden == 4096);
   // Options lynxsim does not model, and MoE options without experts, are refused.
-  CHECK(error_of([&] { load(kMixtral + " --moe-token-dispatcher-type allgather", 16); }).find("not modelled") !=
+  std::string allgather = kMixtral;
+  allgather.replace(allgather.find("alltoall"), 8, "allgather");
+  CHECK(error_of([&] { load(allgather, 16); }).find("--moe-token-dispatcher-type allgather: not modelled") !=
         std::string::npos);
   std::string dense = kMixtral;
   dense.replace(dense.find("--num-experts 8 "), 16, "");
