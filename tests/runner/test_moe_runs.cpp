@@ -141,7 +141,7 @@ TEST_CASE("MoE training runs: dispatch and combine on the ep group, expert gradi
         static_cast<std::int64_t>(18 * (params + 4 * w.layer_expert_params) + resolved->hardware.memory_reserve_bytes));
 }
 
-TEST_CASE("MoE: expert parallelism halves the experts' static memory; imbalance slows the step") {
+TEST_CASE("MoE: expert parallelism cuts the experts' static memory, imbalance slows the step") {
   const std::string base = "hardware.nodes=1 parallel.tp=1 parallel.pp=1 parallel.dp=8 parallel.micro_batch=1 parallel.global_batch=16 ";
   const SimResult ep1 = run(moe_config(base + "parallel.ep=1")).result;
   const SimResult ep2 = run(moe_config(base + "parallel.ep=2")).result;
