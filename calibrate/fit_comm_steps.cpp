@@ -74,7 +74,7 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
   const std::string link_field = pcie_nodes ? "node.pcie" : "node.nvlink";
   const std::string step_name = pcie_nodes ? "step_pcie" : "step_nvlink";
   struct Row {
-    double steps, wire, buffer, time;  ///< buffer: the bytes of the call's buffer pass (0: send/recv)
+    double steps, wire, buffer, time;  ///< buffer: the bytes of the call's buffer pass (ring_cost's buffer_share)
   };
   std::vector<Row> rows;
   for (const auto& [key, group] : groups)
@@ -82,7 +82,7 @@ LinkFit fit_nccl_intra(FitState& st, const CollectiveGroups& groups) {
       if (row->scope != "intra") continue;
       const RingCost cost = ring_cost(row->name, row->ranks);
       rows.push_back({static_cast<double>(cost.steps), cost.wire_factor * static_cast<double>(row->bytes),
-                      row->name == "send_recv" ? 0.0 : static_cast<double>(row->bytes), row->time_us_median / kUsPerS});
+                      cost.buffer_share * static_cast<double>(row->bytes), row->time_us_median / kUsPerS});
     }
   LinkFit out;
   if (rows.size() < 2 || base.gpus_per_node < 2) {

@@ -1,6 +1,7 @@
 // calibrate::detail: fits of one model to measurements: launch overhead, efficiency curves,
 // collective alpha-beta, link bandwidth and latency.
 #include "calibrate/fit_steps.hpp"
+#include "hw_models/collectives.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -156,9 +157,12 @@ CurveFit fit_efficiency_curve(const std::vector<CurvePoint>& points, double peak
 
 RingCost ring_cost(const std::string& collective, int n) {
   const double nd = n;
-  if (collective == "all_reduce") return {2.0 * (nd - 1.0) / nd, 2 * (n - 1)};
-  if (collective == "all_gather" || collective == "reduce_scatter") return {(nd - 1.0) / nd, n - 1};
-  if (collective == "send_recv") return {1.0, 1};
+  using hw_models::buffer_pass_share;
+  using hw_models::Collective;
+  if (collective == "all_reduce") return {2.0 * (nd - 1.0) / nd, 2 * (n - 1), buffer_pass_share(Collective::kAllReduce)};
+  if (collective == "all_gather") return {(nd - 1.0) / nd, n - 1, buffer_pass_share(Collective::kAllGather)};
+  if (collective == "reduce_scatter") return {(nd - 1.0) / nd, n - 1, buffer_pass_share(Collective::kReduceScatter)};
+  if (collective == "send_recv") return {1.0, 1, buffer_pass_share(Collective::kSendRecv)};
   fail(ErrorCode::kBadCsvRow, "unknown collective '{}' in the raw CSV (all_reduce, all_gather, reduce_scatter, "
        "send_recv)",
        collective);

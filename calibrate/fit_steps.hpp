@@ -102,6 +102,7 @@ CurveFit fit_efficiency_curve(const std::vector<CurvePoint>& points, double peak
 struct RingCost {
   double wire_factor = 0.0;  ///< wire bytes / S
   int steps = 0;
+  double buffer_share = 0.0;  ///< the call's buffer pass / S (hw_models::buffer_pass_share)
 };
 
 RingCost ring_cost(const std::string& collective, int n);

@@ -1,10 +1,13 @@
 #include "hw_models/collectives.hpp"
 
+#include <cmath>
+
 #include "hw_models/rounding.hpp"
 #include "common/error.hpp"
 #include "sim/time.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_set>
 
@@ -187,11 +190,14 @@ std::vector<Phase> plan_collective(const Topology& topo, const HardwareSpec& hw,
     return plan_phases(Planner{topo, hw.collective_efficiency}, kind, algo, ranks, bytes);
   // NCCL picks the protocol with the least modelled time for each call; so do we (ties go to
   // the protocol listed first: Simple, LL128, LL). The call's base latency is paid once.
-  // The call's one pass over its buffer (nccl.buffer_bw), the same on every protocol.
+  // The call's pass over its buffer (nccl.buffer_bw, buffer_pass_share), the same on every protocol.
   constexpr std::string_view kBufferWhat = "a collective's buffer pass (hardware nccl.buffer_bw)";
-  const TimePs buffer_ps = kind != Collective::kSendRecv && hw.nccl.buffer_bw_bytes_per_s > 0
-                               ? transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s)
-                               : 0;
+  const double pass_share = buffer_pass_share(kind);
+  const TimePs buffer_ps =
+      pass_share > 0.0 && hw.nccl.buffer_bw_bytes_per_s > 0
+          ? transfer_time_ps(static_cast<std::uint64_t>(std::ceil(pass_share * static_cast<double>(bytes))),
+                             hw.nccl.buffer_bw_bytes_per_s)
+          : 0;
   std::vector<Phase> best;
   TimePs best_ps = 0;
   for (const NcclProtocol* proto : {&hw.nccl.simple, &hw.nccl.ll128, &hw.nccl.ll}) {

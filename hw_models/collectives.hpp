@@ -15,6 +15,29 @@ namespace lynx::hw_models {
 enum class Collective : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll };
 enum class Algorithm : std::uint8_t { kRing, kTree };
 
+/// Share of a call's buffer S that its non-overlapped pass (S · share / nccl.buffer_bw) covers:
+/// half per ring phase, so an all-reduce (a reduce-scatter phase then an all-gather phase) pays
+/// S and a one-phase call (all-gather, reduce-scatter, broadcast) S / 2; send/recv none. The
+/// pass is fitted on all-reduce tables only (docs/calibration.md, "NCCL tables"); per phase, it
+/// keeps an all-gather's and a reduce-scatter's bus bandwidth equal to the all-reduce's at every
+/// ring size, as NCCL's tuning model has it (src/graph/tuning.cc, commit
+/// 5067397c2676d5aed50042fc39e5c8ee96eb0027: one busBw per algorithm and protocol for every
+/// ring collective) and as nccl-tests show on H100 (NVIDIA/nccl issue 1281: reduce-scatter
+/// 360 GB/s, all-gather 350 GB/s bus bandwidth). A whole-buffer pass per call would make
+/// sequence parallelism's four one-phase calls per layer cost two passes more than the two
+/// all-reduces they replace, which Korthikanti et al. 2022 Table 4 does not show (sequence
+/// parallelism takes 0.5 ms off a 22B layer's forward: what its memory-bound ops save).
+constexpr double buffer_pass_share(Collective kind) {
+  switch (kind) {
+    case Collective::kAllReduce: return 1.0;
+    case Collective::kSendRecv: return 0.0;
+    case Collective::kReduceScatter:
+    case Collective::kAllGather:
+    case Collective::kBroadcast: return 0.5;
+  }
+  return 1.0;
+}
+
 /// One phase of a collective: every member sends `bytes` to its successor along its path,
 /// all flows concurrently, then the phase pays `latency_ps` (step latencies).
 /// Timing contract with the executor: a flow over path(src, dst) already pays that path's
@@ -26,14 +49,14 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 /// has latency_ps = steps · nccl.p.step_<scope> (+ nccl.p.base on the call's first phase), where
 /// scope is net when a flow crosses nodes, else pcie on PCIe nodes, else nvlink; its flows
 /// carry bytes / (collective_efficiency · nccl.p.bw_fraction) and still pay their one path
-/// latency (pipeline fill); the call's first phase also pays bytes / nccl.buffer_bw (one pass
-/// over the buffer, every collective but send/recv; 0: none), the same on every protocol.
+/// latency (pipeline fill); the call's first phase also pays buffer_pass_share · bytes /
+/// nccl.buffer_bw (0: none), the same on every protocol.
 /// The protocol with the least idle time is used for each call (ties:
 /// Simple, LL128, LL), as NCCL's tuner picks one, so the achieved bus bandwidth grows with the
 /// message size: latency-bound LL for small messages, LL128, then Simple at the full ring rate.
 /// Sequence parallelism's reduce-scatter + all-gather then costs more than one all-reduce of the
-/// same bytes: the same wire bytes and ring steps, but two calls (two base and path latencies),
-/// each half-size call lower on that curve.
+/// same bytes: the same wire bytes, ring steps and buffer pass, but two calls (two base and path
+/// latencies), each half-size call lower on that curve.
 struct FlowSpec {
   Rank src = 0;
   Rank dst = 0;

@@ -290,6 +290,42 @@ TEST_CASE("nccl model: sequence parallelism's reduce-scatter + all-gather is slo
   }
 }
 
+TEST_CASE("nccl model: the buffer pass is half the buffer per ring phase") {
+  // An all-reduce (reduce-scatter phase + all-gather phase) pays S / buffer_bw, a one-phase
+  // call S / 2 / buffer_bw, send/recv nothing: all-gather and reduce-scatter keep the
+  // all-reduce's bus bandwidth (tuning.cc's one busBw per ring collective). Simple only, so the
+  // protocol choice cannot hide the pass.
+  HardwareSpec hw = nccl_cluster(1);
+  hw.nccl.ll = {};
+  hw.nccl.ll128 = {};
+  hw.nccl.buffer_bw_bytes_per_s = 500'000'000'000;  // 500 GB/s
+  HardwareSpec no_pass = hw;
+  no_pass.nccl.buffer_bw_bytes_per_s = 0;
+  const hw_models::Topology topo(hw);
+  const std::uint64_t bytes = 100ULL << 20;
+  const auto pass_ps = [&](Collective kind) {
+    const int n = kind == Collective::kSendRecv ? 2 : 8;
+    const auto with = hw_models::plan_collective(topo, hw, kind, Algorithm::kRing, first_ranks(n), bytes);
+    const auto without = hw_models::plan_collective(topo, no_pass, kind, Algorithm::kRing, first_ranks(n), bytes);
+    REQUIRE(with.size() == without.size());
+    return with.front().latency_ps - without.front().latency_ps;
+  };
+  CHECK(pass_ps(Collective::kAllReduce) == transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s));
+  CHECK(pass_ps(Collective::kAllGather) == transfer_time_ps(bytes / 2, hw.nccl.buffer_bw_bytes_per_s));
+  CHECK(pass_ps(Collective::kReduceScatter) == transfer_time_ps(bytes / 2, hw.nccl.buffer_bw_bytes_per_s));
+  CHECK(pass_ps(Collective::kBroadcast) == transfer_time_ps(bytes / 2, hw.nccl.buffer_bw_bytes_per_s));
+  CHECK(pass_ps(Collective::kSendRecv) == 0);
+  // Idle times: an all-gather costs half an all-reduce's wire time and pass, plus its own
+  // base, step latencies (7 steps instead of 14) and one path latency.
+  const TimePs ar = hw_models::idle_collective_time_ps(
+      topo, hw_models::plan_collective(topo, hw, Collective::kAllReduce, Algorithm::kRing, first_ranks(8), bytes));
+  const TimePs ag = hw_models::idle_collective_time_ps(
+      topo, hw_models::plan_collective(topo, hw, Collective::kAllGather, Algorithm::kRing, first_ranks(8), bytes));
+  const TimePs fixed = hw.nccl.simple.base_ps + topo.path_latency_ps(0, 1);
+  const TimePs step = hw.nccl.simple.step_nvlink_ps;
+  CHECK(std::llabs((ar - fixed - 14 * step) - 2 * (ag - fixed - 7 * step)) <= 2);
+}
+
 TEST_CASE("nccl model: step latency by scope, base paid once per call") {
   const HardwareSpec hw = nccl_cluster(2);
   const hw_models::Topology topo(hw);
@@ -324,7 +360,7 @@ TEST_CASE("nccl model: a dp 48 reduce-scatter across 48 nodes (tp 8) costs NCCL'
   // local index, one per node, so NCCL runs one ring of 48 ranks (reduce-scatter is ring-only;
   // src/graph/tuning.cc: nsteps = nRanks - 1, all of them inter-node steps). Each rank sends
   // 47/48 of the buffer to its successor through its own rail NIC, the 8 groups on 8 rails:
-  // bytes per NIC = ceil(47·S/48), 47 network steps, one call's base and buffer pass.
+  // bytes per NIC = ceil(47·S/48), 47 network steps, one call's base and half-buffer pass.
   HardwareSpec hw = nccl_cluster(48);
   hw.nccl.buffer_bw_bytes_per_s = 600'000'000'000;  // 600 GB/s
   const hw_models::Topology topo(hw);
@@ -338,8 +374,9 @@ TEST_CASE("nccl model: a dp 48 reduce-scatter across 48 nodes (tp 8) costs NCCL'
     CHECK(all_flows_carry(phases[0], per_nic));
     CHECK(phases[0].flows.size() == 48);
     CHECK(phases[0].steps == 47);
-    // Simple wins at 1 GiB: base 8 us + 47 × step_net 14 us + 1 GiB / 600 GB/s.
-    const TimePs buffer_ps = transfer_time_ps(bytes, hw.nccl.buffer_bw_bytes_per_s);
+    // Simple wins at 1 GiB: base 8 us + 47 × step_net 14 us + a one-phase call's pass over
+    // half the buffer, 0.5 GiB / 600 GB/s.
+    const TimePs buffer_ps = transfer_time_ps(bytes / 2, hw.nccl.buffer_bw_bytes_per_s);
     CHECK(phases[0].latency_ps == 8'000'000 + 47 * 14'000'000 + buffer_ps);
     // Each flow leaves through the NIC of its rail and enters the next node's NIC of that rail:
     // GPU -> PCIe -> NIC -> fabric -> NIC -> PCIe -> GPU, the 25 GB/s NIC the narrowest link.

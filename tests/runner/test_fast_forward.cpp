@@ -26,14 +26,17 @@ using namespace lynx::runner;
 
 namespace {
 
-/// pp 8 over two DGX A100 nodes, with the collective numbers the cases below were written for
-/// (NCCL's tuning.cc defaults, before dgx-a100-80gb was fitted to measured all-reduce tables):
-/// the micro-batch load's two-period cycle and the pair from which selective repeats depend on them.
+/// pp 8 over two DGX A100 nodes, with the collective and memory-bound numbers the cases below
+/// were written for (NCCL's tuning.cc defaults, before dgx-a100-80gb was fitted to measured
+/// all-reduce tables; memory-bound kernels at 0.85 of HBM bandwidth, before Korthikanti Table 4
+/// set 0.69): the micro-batch load's two-period cycle and the pair from which selective repeats
+/// depend on them.
 const std::vector<std::string> kPp8 = {
     "parallel.pp=8", "parallel.micro_batch=1", "parallel.global_batch=64", "model.preset=gpt-1.3b",
     "hardware.nodes=2", "hardware.collective_efficiency=0.8", "hardware.nccl.buffer_bw=0GB/s",
     "hardware.nccl.simple.base=8.4us", "hardware.nccl.simple.step_nvlink=3.4us", "hardware.nccl.ll128.base=14us",
-    "hardware.nccl.ll128.step_nvlink=1.9us", "hardware.nccl.ll.base=6.6us"};
+    "hardware.nccl.ll128.step_nvlink=1.9us", "hardware.nccl.ll.base=6.6us",
+    "hardware.gpu.memory_bound_efficiency.max=0.85"};
 
 const std::filesystem::path kScenarios = std::filesystem::path(LYNXSIM_SOURCE_DIR) / "tests" / "golden" / "scenarios";
 

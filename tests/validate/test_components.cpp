@@ -103,10 +103,11 @@ TEST_CASE("Korthikanti et al. 2022 Table 4: one 22B layer per variant on the A10
   write_components_report(std::cout, rows, "Korthikanti Table 4 on dgx-a100-80gb");
   for (const ComponentRow& r : rows) {
     CAPTURE(r.run.line);
-    // Regression guard at today's accuracy (VALIDATION.md: up to 8.8% too fast, every
-    // variant; the aim is 5%). The structure must hold exactly as the paper measured it:
-    CHECK(std::abs(r.forward_error_percent) <= 10.0);
-    CHECK(std::abs(r.backward_error_percent) <= 10.0);
+    // The aim, 5% per variant (VALIDATION.md: within 1.6% today; the memory-bound efficiency
+    // comes from this table's selective increment, the other numbers do not). The structure
+    // must hold exactly as the paper measured it:
+    CHECK(std::abs(r.forward_error_percent) <= 5.0);
+    CHECK(std::abs(r.backward_error_percent) <= 5.0);
   }
   // Full recompute re-runs the layer forward inside the backward; selective only the
   // attention core; sequence parallelism shortens the forward (the paper: 7.7 -> 7.2 ms).
