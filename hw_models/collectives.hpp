@@ -30,7 +30,8 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 constexpr double buffer_pass_share(Collective kind) {
   switch (kind) {
     case Collective::kAllReduce: return 1.0;
-    case Collective::kSendRecv: return 0.0;
+    case Collective::kSendRecv:
+    case Collective::kAllToAll: return 0.0;  // NCCL runs it as grouped sends and receives
     case Collective::kReduceScatter:
     case Collective::kAllGather:
     case Collective::kBroadcast: return 0.5;
