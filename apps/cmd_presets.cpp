@@ -1,4 +1,4 @@
-// `lynxsim presets`: the GPT and Llama presets model.preset accepts, with their shapes and parameter
+// `lynxsim presets`: the GPT, Llama and mixture-of-experts presets model.preset accepts, with their shapes and parameter
 // counts (model/gpt_presets.cpp's table, read through resolve_model).
 #include "apps/cli.hpp"
 #include "model/gpt.hpp"
@@ -26,6 +26,21 @@ int cmd_presets(const std::vector<std::string>& argv) {
                architecture_name(m.position_embedding), architecture_name(m.embeddings),
                architecture_name(m.linear_bias), model::parameter_count(m) / 1e9);
   }
+  fmt::print("\n{:<16} {:>7} {:>4} {:>10} {:>10} {:>11} {:>11}\n", "mixture of experts", "experts", "topk",
+             "expert_ffn", "shared_ffn", "first_dense", "active");
+  for (const std::string& name : model::preset_names()) {
+    ModelSpec spec = defaults;
+    spec.preset = name;
+    const ModelSpec m = model::resolve_model(spec);
+    if (!model::is_moe(m)) continue;
+    fmt::print("{:<16} {:>7} {:>4} {:>10} {:>10} {:>11} {:>10.2f}B\n", name, m.moe.num_experts, m.moe.router_topk,
+               m.moe.expert_ffn_hidden, m.moe.shared_ffn_hidden, m.moe.first_dense_layers,
+               model::active_parameter_count(m) / 1e9);
+  }
+  fmt::print(
+      "\nMixtures of experts (model.moe.*): parameters count every expert; active ones a token\n"
+      "passes (topk routed experts). deepseek-v3's attention is multi-head attention standing in\n"
+      "for its multi-head latent attention (docs/models.md).\n");
   fmt::print(
       "\nA preset fixes layers, hidden, heads, kv (key/value heads), ffn, vocab and the\n"
       "architecture (model.mlp, model.norm, model.position_embedding, model.embeddings,\n"

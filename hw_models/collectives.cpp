@@ -149,6 +149,7 @@ const char* collective_name(Collective kind) {
     case Collective::kAllGather: return "all-gather";
     case Collective::kBroadcast: return "broadcast";
     case Collective::kSendRecv: return "send/recv";
+    case Collective::kAllToAll: return "all-to-all";
   }
   return "?";
 }
@@ -165,6 +166,7 @@ Collective to_collective(model::CollectiveKind kind) {
     case model::CollectiveKind::kReduceScatter: return Collective::kReduceScatter;
     case model::CollectiveKind::kAllGather: return Collective::kAllGather;
     case model::CollectiveKind::kBroadcast: return Collective::kBroadcast;
+    case model::CollectiveKind::kAllToAll: return Collective::kAllToAll;
     case model::CollectiveKind::kNone: break;
   }
   fail(ErrorCode::kInternal, "to_collective: an op without a collective (kNone) has nothing to plan");
@@ -247,6 +249,16 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
     phases.push_back(planner.broadcast_chain(ranks, bytes));
     return phases;
   }
+  if (kind == Collective::kAllToAll) {
+    Phase phase;
+    const std::uint64_t share = scaled_share(bytes, 1, ranks.size());
+    for (Rank src : ranks)
+      for (Rank dst : ranks)
+        if (src != dst) planner.add_flow(phase, src, dst, share);
+    planner.finish(phase, 1);
+    phases.push_back(std::move(phase));
+    return phases;
+  }
 
   // Group by NVLink domain (a node, or the nodes of hardware.node.nvlink_domain_gpus) in order
   // of first appearance; members keep their given order.
@@ -296,6 +308,7 @@ std::vector<Phase> plan_phases(const Planner& planner, Collective kind, Algorith
       break;
     case Collective::kBroadcast:
     case Collective::kSendRecv:
+    case Collective::kAllToAll:
       LYNX_CHECK(false, "{} handled above", name);
   }
   return phases;

@@ -12,7 +12,7 @@
 
 namespace lynx::hw_models {
 
-enum class Collective : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv };
+enum class Collective : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll };
 enum class Algorithm : std::uint8_t { kRing, kTree };
 
 /// Share of a call's buffer S that its non-overlapped pass (S · share / nccl.buffer_bw) covers:
@@ -30,7 +30,8 @@ enum class Algorithm : std::uint8_t { kRing, kTree };
 constexpr double buffer_pass_share(Collective kind) {
   switch (kind) {
     case Collective::kAllReduce: return 1.0;
-    case Collective::kSendRecv: return 0.0;
+    case Collective::kSendRecv:
+    case Collective::kAllToAll: return 0.0;  // NCCL runs it as grouped sends and receives
     case Collective::kReduceScatter:
     case Collective::kAllGather:
     case Collective::kBroadcast: return 0.5;
@@ -83,7 +84,12 @@ struct Phase {
 /// binary tree in heap order over `ranks` (root ranks[0], children of i at 2i+1, 2i+2), one
 /// phase per level of full-size flows — reduce leaves-to-root, then broadcast root-to-leaves
 /// (not pipelined, unlike NCCL's double binary tree: an upper bound for large messages).
-/// Send/recv: one phase, one flow, one step. One rank: no phases.
+/// Send/recv: one phase, one flow, one step. All-to-all (`bytes`: what each member sends, its
+/// own share included, as NCCL's all-to-all sendcount x n): one phase in which every member
+/// sends ceil(bytes / n) to every other member directly, all n·(n−1) flows at once, one step
+/// (NCCL runs it as grouped point-to-point sends; the flows share the links they cross, so on
+/// one node a GPU's NVLink carries (n−1)/n of `bytes` each way, and across nodes its NIC
+/// carries the shares for the other nodes). One rank: no phases.
 /// Throws lynx::Error for an empty rank list, duplicate or out-of-range ranks, send/recv
 /// without exactly two ranks, tree for RS/AG, collective_efficiency outside (0, 1], an nccl
 /// bw_fraction above 1 or no usable protocol.

@@ -52,6 +52,7 @@ const char* collective_name(model::CollectiveKind kind) {
     case model::CollectiveKind::kReduceScatter: return "reduce_scatter";
     case model::CollectiveKind::kAllGather: return "all_gather";
     case model::CollectiveKind::kBroadcast: return "broadcast";
+    case model::CollectiveKind::kAllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -206,6 +207,9 @@ std::vector<std::string> what_live_runs_otherwise(const model::ResolvedScenario&
          "parallel.sharding none or optimizer and parallel.shard_group dp",
          origin("parallel.sharding"), kShardingNames[static_cast<std::size_t>(level)],
          sc.parallel.shard_group == ShardGroup::kNode ? " with shard_group node" : "");
+  if (model::is_moe(sc.model))
+    fail(ErrorCode::kNotModelled, "{}: key 'model.moe.num_experts': live mode does not run mixture-of-experts layers "
+         "(no token dispatch or grouped GEMMs on GPUs); simulate the plan instead", origin("model.moe.num_experts"));
   if (schedule::tp_overlap_chunks(sc.parallel) > 1) {
     if (!run_as_bf16_unchunked)
       fail(ErrorCode::kNotModelled, "{}: key 'parallel.tp_comm_overlap': live mode runs each TP collective and GEMM whole, "

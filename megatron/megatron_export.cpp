@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -43,6 +45,7 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
     option("--group-query-attention");
     option("--num-query-groups", std::to_string(m.kv_heads));
   }
+  if (m.head_dim != 0 && m.head_dim * m.heads != m.hidden) option("--kv-channels", std::to_string(m.head_dim));
   if (m.mlp == MlpKind::kSwiglu) option("--swiglu");
   if (m.norm == NormKind::kRmsNorm) option("--normalization", "RMSNorm");
   if (m.position_embedding == PositionKind::kRotary) option("--position-embedding-type", "rope");
@@ -86,6 +89,28 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
     comments.push_back("parallel.schedule gpipe has no Megatron-LM equivalent; closest: its 1F1B "
                        "schedule (the default, printed here).");
   if (p.sequence_parallel && p.tp > 1) option("--sequence-parallel");
+  if (m.moe.num_experts > 0) {
+    const MoeSpec& e = m.moe;
+    option("--num-experts", std::to_string(e.num_experts));
+    option("--moe-router-topk", std::to_string(e.router_topk > 0 ? e.router_topk : 2));
+    if (e.expert_ffn_hidden != 0 && e.expert_ffn_hidden != m.ffn_hidden)
+      option("--moe-ffn-hidden-size", std::to_string(e.expert_ffn_hidden));
+    if (e.shared_ffn_hidden > 0) option("--moe-shared-expert-intermediate-size", std::to_string(e.shared_ffn_hidden));
+    const int first_dense = std::max(0, e.first_dense_layers);
+    if (first_dense > 0)  // Megatron-Core evaluates the list expression
+      option("--moe-layer-freq", fmt::format("\"([0]*{}+[1]*{})\"", first_dense, m.layers - first_dense));
+    else if (e.layer_freq != 1)
+      option("--moe-layer-freq", std::to_string(e.layer_freq));
+    if (e.capacity_factor > 0) option("--moe-expert-capacity-factor", fmt::format("{}", e.capacity_factor));
+    option("--moe-grouped-gemm");
+    option("--moe-token-dispatcher-type", "alltoall");
+    option("--expert-model-parallel-size", std::to_string(p.ep));
+    option("--expert-tensor-parallel-size", std::to_string(p.etp > 0 ? p.etp : p.tp));
+    if (e.expert_imbalance != 1.0)
+      comments.push_back(fmt::format("model.moe.expert_imbalance {} has no Megatron-LM argument (it describes the "
+                                     "routing, which the router's load balancing decides).",
+                                     e.expert_imbalance));
+  }
 
   switch (r.strategy) {
     case RecomputeKind::kNone:

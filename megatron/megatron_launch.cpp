@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <algorithm>
 #include <array>
@@ -54,6 +55,9 @@ const std::map<std::string, bool>& known_options() {
       {"--disable-bias-linear", false}, {"--tp-comm-overlap", false}, {"--overlap-param-gather", false},
       {"--no-gradient-accumulation-fusion", false}, {"--no-bias-gelu-fusion", false},
       {"--no-bias-dropout-fusion", false}, {"--no-masked-softmax-fusion", false},
+      {"--kv-channels", true}, {"--moe-router-topk", true}, {"--expert-tensor-parallel-size", true}, {"--moe-ffn-hidden-size", true},
+      {"--moe-shared-expert-intermediate-size", true}, {"--moe-layer-freq", true},
+      {"--moe-expert-capacity-factor", true}, {"--moe-grouped-gemm", false}, {"--moe-token-dispatcher-type", true},
       // Refused whenever given: lynxsim has no model for them (reason below).
       {"--squared-relu", false}, {"--distribute-saved-activations", false},
       {"--fp8-format", true}, {"--multi-latent-attention", false},
@@ -223,7 +227,7 @@ class Overrides {
 std::string preset_of(const ModelSpec& mapped) {
   const auto architecture = [](const ModelSpec& m) {
     return std::tie(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.mlp, m.norm,
-                    m.position_embedding, m.embeddings, m.linear_bias, m.dropout);
+                    m.position_embedding, m.embeddings, m.linear_bias, m.dropout, m.head_dim, m.moe.num_experts);
   };
   std::string first;
   for (const std::string& name : model::preset_names()) {
@@ -285,6 +289,61 @@ void map_dropout(const Options& o, Overrides& set, ModelSpec& mapped) {
              hidden ? hidden : attention,
              o.label() + ": Megatron-LM's default --attention-dropout 0.1 --hidden-dropout 0.1",
              mapped.dropout);
+}
+
+/// Mixture of experts (Megatron-Core's --num-experts and --moe-* options) into model.moe.*;
+/// `mapped.moe.num_experts` says whether the model is one (for the preset it may be).
+void map_experts(const Options& o, Overrides& set, ModelSpec& mapped) {
+  const Given* experts = o.get("--num-experts");
+  if (experts == nullptr) {
+    for (const char* name : {"--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size",
+                             "--moe-layer-freq", "--moe-expert-capacity-factor", "--moe-grouped-gemm",
+                             "--moe-token-dispatcher-type", "--expert-model-parallel-size",
+                             "--expert-tensor-parallel-size"})
+      if (const Given* g = o.get(name); g && std::string_view(name).rfind("--expert-", 0) != 0)
+        fail(ErrorCode::kIncompatibleSettings, "{}: {} needs --num-experts (Megatron-LM builds a dense model without)",
+             g->origin, g->name);
+    return;
+  }
+  mapped.moe.num_experts = o.integer(*experts);
+  set.set("model.moe.num_experts", std::to_string(mapped.moe.num_experts), experts, "");
+  const std::string none = o.label() + ": no ";
+  set.set("model.moe.router_topk", std::to_string(o.integer("--moe-router-topk").value_or(2)), o.get("--moe-router-topk"),
+          none + "--moe-router-topk (Megatron-LM's default 2)");
+  set.set("model.moe.expert_ffn_hidden", std::to_string(o.integer("--moe-ffn-hidden-size").value_or(0)),
+          o.get("--moe-ffn-hidden-size"), none + "--moe-ffn-hidden-size (--ffn-hidden-size, Megatron-LM's default)");
+  set.set("model.moe.shared_ffn_hidden", std::to_string(o.integer("--moe-shared-expert-intermediate-size").value_or(0)),
+          o.get("--moe-shared-expert-intermediate-size"), none + "--moe-shared-expert-intermediate-size (no shared experts)");
+  // --moe-layer-freq: an integer k (every k-th layer), or a Python list expression that
+  // Megatron-Core evaluates, e.g. "([0]*3+[1]*58)": read here as first_dense_layers when it is
+  // dense layers then MoE layers.
+  std::string freq = "1", first_dense = "0";
+  const Given* freq_arg = o.get("--moe-layer-freq");
+  if (freq_arg != nullptr) {
+    const std::string text = o.text(*freq_arg);
+    int dense = 0, sparse = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "([0]*%d+[1]*%d)%c", &dense, &sparse, &tail) == 2 && dense >= 0 && sparse > 0) {
+      first_dense = std::to_string(dense);
+    } else {
+      freq = std::to_string(o.integer(*freq_arg));  // a positive integer, or refused there
+    }
+  }
+  set.set("model.moe.layer_freq", freq, freq_arg, none + "--moe-layer-freq (Megatron-LM's default 1: every layer)");
+  set.set("model.moe.first_dense_layers", first_dense, freq_arg, none + "--moe-layer-freq (no dense layers)");
+  std::string capacity = "0";
+  const Given* capacity_arg = o.get("--moe-expert-capacity-factor");
+  if (capacity_arg != nullptr) {
+    capacity = o.text(*capacity_arg);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(capacity.data(), capacity.data() + capacity.size(), value);
+    if (ec != std::errc() || end != capacity.data() + capacity.size() || !(value > 0))
+      fail(ErrorCode::kWrongType, "{}: {} {}: expected a positive number", capacity_arg->origin, capacity_arg->name, capacity);
+  }
+  set.set("model.moe.capacity_factor", capacity, capacity_arg,
+          none + "--moe-expert-capacity-factor (dropless, Megatron-LM's default)");
+  if (const Given* g = o.get("--moe-token-dispatcher-type"); g && o.text(*g) != "alltoall")
+    refuse_not_modelled(*g, "lynxsim models the alltoall token dispatcher");
 }
 
 /// Model shape: layers, hidden, heads, ffn, sequence, vocabulary, architecture (GQA, SwiGLU,
@@ -352,8 +411,15 @@ void map_model(const Options& o, Overrides& set, int tp) {
   set_choice(set, "model.position_embedding", position, position_arg,
              none + "--position-embedding-type (learned_absolute)", mapped.position_embedding);
 
+  if (const Given* g = o.get("--kv-channels")) {
+    mapped.head_dim = o.integer(*g);
+    // Megatron-LM's default is hidden / heads: only a different head size is a key of its own.
+    if (mapped.head_dim * heads != hidden) set.set("model.head_dim", std::to_string(mapped.head_dim), g, "");
+    else mapped.head_dim = 0;
+  }
   mapped.vocab = map_vocab(o, set, tp);
   map_dropout(o, set, mapped);
+  map_experts(o, set, mapped);
   const std::string preset = preset_of(mapped);
   if (!preset.empty()) set.set("model.preset", preset, nullptr, "the shape of preset " + preset);
   set.set("model.layers", std::to_string(layers), o.get("--num-layers"), "");
@@ -374,8 +440,6 @@ void map_model(const Options& o, Overrides& set, int tp) {
                                           "sequence length; give --max-position-embeddings {}",
                                           seq));
   }
-  if (const Given* g = o.get("--num-experts"))
-    refuse_not_modelled(*g, "lynxsim models dense GPT, not mixture of experts");
 }
 
 /// Layout: tp, pp, virtual stages, sequence parallelism, batch sizes, DP options.
@@ -441,8 +505,6 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
                                   pp_arg ? pp_arg->origin : "Megatron-LM's default");
   set.set("parallel.tp", std::to_string(out.tp), tp_arg, o.label() + ": Megatron-LM's default tp 1");
   set.set("parallel.pp", std::to_string(out.pp), pp_arg, o.label() + ": Megatron-LM's default pp 1");
-  if (const Given* g = o.get("--expert-model-parallel-size"); g && o.integer(*g) > 1)
-    refuse_not_modelled(*g, "lynxsim parallelises over tp, cp, pp and dp only");
   // Context parallelism: Megatron-Core's ring attention over p2p send/recv (--cp-comm-type
   // p2p, its default); the all-to-all and all-gather variants and hierarchical a2a+p2p are not
   // modelled.
@@ -454,6 +516,17 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
                             "hierarchical a2a+p2p variants");
   set.set("parallel.cp", std::to_string(out.cp), cp_arg, o.label() + ": Megatron-LM's default cp 1");
   if (out.cp > 1 && cp_arg) out.layout_source += fmt::format(" x cp {} ({})", out.cp, cp_arg->origin);
+  if (o.has("--num-experts")) {
+    const Given* ep = o.get("--expert-model-parallel-size");
+    set.set("parallel.ep", std::to_string(o.integer("--expert-model-parallel-size").value_or(1)), ep,
+            o.label() + ": Megatron-LM's default --expert-model-parallel-size 1");
+    const Given* etp = o.get("--expert-tensor-parallel-size");
+    set.set("parallel.etp", std::to_string(o.integer("--expert-tensor-parallel-size").value_or(out.tp)), etp,
+            o.label() + ": Megatron-LM's default --expert-tensor-parallel-size (= tp)");
+  } else if (const Given* g = o.get("--expert-model-parallel-size"); g && o.integer(*g) > 1) {
+    fail(ErrorCode::kIncompatibleSettings, "{}: {} {} needs --num-experts (a dense model has no experts to split)",
+         g->origin, g->name, o.integer(*g));
+  }
 
   // Uneven pipeline stages (Megatron-Core): layers on the first / last stage.
   const Given* uneven = nullptr;

@@ -102,7 +102,12 @@ constexpr const char* op_group_name(OpGroup group) {
 
 /// kBroadcast: no layer op has it; the micro-batch load's broadcasts (schedule/program_builder.hpp
 /// micro_batch_load_bytes) are collectives live mode launches as one.
-enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+/// kAllToAll: the MoE token dispatch and combine over the expert-parallel group.
+enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
+
+/// The GPUs a layer op's collective runs over: the tensor-parallel group, or the
+/// expert-parallel group (ep ranks of the data-parallel group, one per TP rank).
+enum class CommGroup : std::uint8_t { kTp, kEp };
 
 /// Which tensors an op's saved_bytes are: what it reads (its input, the previous op's output),
 /// what it writes, or both. Ops of a layer form a chain (op i reads op i−1's output; op 0 reads
@@ -128,6 +133,8 @@ struct Op {
   CollectiveKind collective = CollectiveKind::kNone;  ///< forward collective
   CollectiveKind bwd_collective = CollectiveKind::kNone;  ///< its mirror in backward
   std::uint64_t collective_bytes = 0;  ///< full (unsharded) tensor size of the collective
+                                       ///< (all-to-all: what one rank sends, its own share included)
+  CommGroup comm_group = CommGroup::kTp;  ///< the group the collective runs over
   /// Sequence parallelism: this GEMM saved its input sharded (1/t) and all-gathers it again
   /// (this many bytes, full tensor) before its wgrad (Korthikanti et al. 2022, Sec. 4.2.2).
   std::uint64_t bwd_input_allgather_bytes = 0;
@@ -152,6 +159,10 @@ struct Op {
   std::uint64_t cp_kv_block_bytes = 0;
 };
 
+/// Whether a collective op's forward (`backward` false) or backward collective moves data under
+/// `p`: it has one, and its group (tp, or ep for the MoE all-to-alls) has more than one GPU.
+bool communicates(const Op& op, const ParallelSpec& p, bool backward = false);
+
 /// Forward ops of one transformer layer in execution order (Megatron-LM's GPT layer, as the
 /// README's "What is modelled" lists it); the backward runs them in reverse. With tp > 1 there are four TP ops per layer:
 ///   no SP: tp_copy_{attn,mlp} (before QKV / FC1: forward nothing, backward all-reduce) and
@@ -174,6 +185,24 @@ Op ring_attention_block(const Op& attention);
 std::vector<Op> embedding_ops(const ModelSpec& m, const ParallelSpec& p);
 /// Final LayerNorm, LM head GEMM and vocab-parallel cross-entropy on the last stage.
 std::vector<Op> head_ops(const ModelSpec& m, const ParallelSpec& p);
+
+/// Mixture of experts (model/gpt_moe.cpp). Whether `m` has MoE layers (model.moe.num_experts > 0).
+bool is_moe(const ModelSpec& m);
+/// Whether layer `layer` (0-based) is an MoE layer: from model.moe.first_dense_layers on,
+/// every model.moe.layer_freq-th one.
+bool is_moe_layer(const ModelSpec& m, int layer);
+/// MoE layers of `m` (0 for a dense model).
+int moe_layer_count(const ModelSpec& m);
+/// `m` with its MoE turned off: the dense layers of a MoE model (ffn_hidden MLP).
+ModelSpec dense_layer_model(const ModelSpec& m);
+/// Parameters of one MoE layer's routed experts per GPU: E/ep experts, each FC1 (gates·h·f_e,
+/// SwiGLU gates 2) and FC2 (f_e·h) sharded over the expert tensor-parallel degree (= tp);
+/// 0 for a dense model. The router and the shared experts are counted with the layer.
+std::uint64_t layer_expert_parameter_count_per_gpu(const ModelSpec& m, const ParallelSpec& p);
+/// Parameters one token passes through (attention, norms, router, top-k routed experts, shared
+/// experts, embedding and output layer): the "active" count MoE papers publish; for a dense
+/// model, parameter_count.
+double active_parameter_count(const ModelSpec& m);
 
 /// Parameters (elements, not bytes) of one layer per GPU, for static memory:
 /// QKV (3h²+3h)/t, out-proj h²/t + h, FC1 (hf+f)/t, FC2 fh/t + h, two LayerNorms 4h; with GQA

@@ -47,8 +47,9 @@ Dims dims_of(const ModelSpec& m, const ParallelSpec& p) {
   d.v = m.vocab;
   d.t = p.tp;
   d.kv = kv_heads_of(m);
-  d.head_dim = d.h / d.a;
-  d.qkv_width = d.h + 2 * d.kv * d.head_dim;
+  d.head_dim = m.head_dim > 0 ? m.head_dim : d.h / d.a;
+  d.q_width = d.a * d.head_dim;
+  d.qkv_width = d.q_width + 2 * d.kv * d.head_dim;
   d.sp = p.sequence_parallel && p.tp > 1;
   // kDefault (a spec built in code, not resolved) is GPT's choice.
   d.swiglu = m.mlp == MlpKind::kSwiglu;

@@ -20,8 +20,9 @@ namespace lynx::model::detail {
 struct Dims {
   std::int64_t s, b, h, a, f, v, t;
   std::int64_t kv;            ///< key/value heads
-  std::int64_t head_dim;      ///< h / a
-  std::int64_t qkv_width;     ///< QKV GEMM output: h + 2·kv·head_dim (3h without GQA)
+  std::int64_t head_dim;      ///< model.head_dim, else h / a
+  std::int64_t q_width;       ///< Q (and the attention output): a·head_dim (h unless head_dim is set)
+  std::int64_t qkv_width;     ///< QKV GEMM output: q_width + 2·kv·head_dim (3h without GQA)
   bool sp;
   bool swiglu, rmsnorm, rotary, untied, bias, dropout;
   /// Megatron's fusion switches (ModelSpec); fused_softmax: the switch and the kernel's shape

@@ -1,6 +1,7 @@
 // model: closed-form counts: parameters, model FLOPs per iteration (Narayanan et al. 2021,
 // Korthikanti et al. 2022), parameters and tensors per GPU, multi-tensor launches.
 #include "model/gpt_dims.hpp"
+#include "model/gpt_moe.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,10 +21,27 @@ double parameter_count(const ModelSpec& m) {
   // Per layer (layer_parameter_count_per_gpu at tp 1): GPT's 4h² + 2hf + 9h + f, which is
   // 12h² + 13h for f = 4h (Narayanan et al. 2021, Eq. 2). Word embedding V·h, once more for an
   // untied output layer; a learned position table s·h. The final norm is left out, as in Eq. 2.
-  const double per_layer = dbl(static_cast<std::int64_t>(layer_parameter_count_per_gpu(m, one)));
+  // A MoE model's layers: its dense ones, and its MoE ones with every routed expert.
+  const double moe_layers = moe_layer_count(m);
+  const double dense_layers = dbl(m.layers) - moe_layers;
+  const double dense_layer = dbl(static_cast<std::int64_t>(layer_parameter_count_per_gpu(dense_layer_model(m), one)));
+  const double moe_layer = moe_layers > 0 ? dbl(static_cast<std::int64_t>(layer_parameter_count_per_gpu(m, one) +
+                                                                          layer_expert_parameter_count_per_gpu(m, one)))
+                                          : 0.0;
   const double position = d.rotary ? 0.0 : dbl(d.s) * dbl(d.h);
   const double word = dbl(d.v) * dbl(d.h) * (d.untied ? 2.0 : 1.0);
-  return dbl(m.layers) * per_layer + word + position;
+  return dense_layers * dense_layer + moe_layers * moe_layer + word + position;
+}
+
+double active_parameter_count(const ModelSpec& m) {
+  const double total = parameter_count(m);
+  if (!is_moe(m)) return total;
+  // Of each MoE layer's routed experts a token passes topk.
+  const ParallelSpec one;
+  const Dims d = dims_of(m, one);
+  const MoeDims e = moe_dims_of(m, one, d);
+  const double experts = dbl(static_cast<std::int64_t>(layer_expert_parameter_count_per_gpu(m, one)));
+  return total - moe_layer_count(m) * experts * dbl(e.experts - e.topk) / dbl(e.experts);
 }
 
 double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) {
@@ -39,7 +57,14 @@ double model_flops_per_iteration(const ModelSpec& m, std::int64_t global_batch) 
     for (const Op& op : ops) sum += op.fwd_flops + op.bwd_dgrad_flops + op.bwd_wgrad_flops;
     return sum;
   };
-  const double per_sequence = dbl(m.layers) * fwd_bwd(layer_ops(math, one)) +
+  // MoE layers at their active FLOPs: uniform routing, no token dropped (model work, not the
+  // busiest rank's); dense layers of a MoE model with their own MLP.
+  math.moe.expert_imbalance = 1.0;
+  math.moe.capacity_factor = 0.0;
+  const double moe_layers = moe_layer_count(m);
+  const double dense_layers = dbl(m.layers) - moe_layers;
+  const double per_sequence = dense_layers * fwd_bwd(layer_ops(dense_layer_model(math), one)) +
+                              (moe_layers > 0 ? moe_layers * fwd_bwd(layer_ops(math, one)) : 0.0) +
                               fwd_bwd(embedding_ops(math, one)) + fwd_bwd(head_ops(math, one));
   return dbl(global_batch) * per_sequence;
 }
@@ -68,10 +93,13 @@ std::uint64_t layer_parameter_count_per_gpu(const ModelSpec& spec, const Paralle
   const std::int64_t bias = d.bias ? 1 : 0;
   const std::int64_t gates = d.swiglu ? 2 : 1;  // SwiGLU: gate and up in FC1
   const std::int64_t qkv = (h * d.qkv_width + bias * d.qkv_width) / t;
-  const std::int64_t out_proj = h * h / t + bias * h;  // row-parallel: bias replicated
+  const std::int64_t out_proj = d.q_width * h / t + bias * h;  // row-parallel: bias replicated
+  const std::int64_t norms = 2 * norm_parameters(d);
+  // An MoE layer: its router and shared experts here, its routed experts in
+  // layer_expert_parameter_count_per_gpu.
+  if (is_moe(spec)) return u64(qkv + out_proj + moe_dense_part_parameters(d, moe_dims_of(spec, p, d)) + norms);
   const std::int64_t fc1 = (gates * h * f + bias * gates * f) / t;
   const std::int64_t fc2 = f * h / t + bias * h;       // row-parallel: bias replicated
-  const std::int64_t norms = 2 * norm_parameters(d);
   return u64(qkv + out_proj + fc1 + fc2 + norms);
 }
 
@@ -97,6 +125,12 @@ std::int64_t layer_parameter_tensors(const ModelSpec& spec) {
   const ParallelSpec one;
   const Dims d = dims_of(spec, one);
   // QKV, out-projection, FC1 (gate and up in one with SwiGLU), FC2; their biases; two norms.
+  // An MoE layer: the router, the local experts' FC1 and FC2 as one tensor each (Megatron-Core's
+  // GroupedMLP weight1 / weight2), the shared experts' FC1 and FC2 (with their biases).
+  if (is_moe(spec)) {
+    const bool shared = spec.moe.shared_ffn_hidden > 0;
+    return 2 + (d.bias ? 2 : 0) + 1 + (d.bias ? 2 : 0) + 2 + (shared ? (d.bias ? 4 : 2) : 0) + 2 * (d.rmsnorm ? 1 : 2);
+  }
   return 4 + (d.bias ? 4 : 0) + 2 * (d.rmsnorm ? 1 : 2);
 }
 

@@ -1,6 +1,8 @@
 // model: the checks of a model shape against a parallel layout, and the layers of each
 // pipeline stage.
 #include "model/gpt_dims.hpp"
+#include "model/gpt_moe.hpp"
+#include "model/sharding.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,7 +26,9 @@ constexpr std::int64_t kSizeHeadroom = 64;
 /// (the fields' ranges admit such products: s² · a · b reaches 2^68).
 void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
   const std::int64_t s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads;  // a > 0
-  const std::int64_t widest = std::max<std::int64_t>({h, m.ffn_hidden, m.vocab});
+  const std::int64_t widest = std::max<std::int64_t>(
+      {h, m.ffn_hidden, m.vocab, std::int64_t{a} * m.head_dim, std::int64_t{m.moe.num_experts},
+       std::int64_t{m.moe.expert_ffn_hidden} * std::max(1, m.moe.router_topk), m.moe.shared_ffn_hidden});
   auto require = [](std::optional<std::int64_t> product, std::vector<std::string> keys,
                     std::string_view what, std::string_view formula) {
     if (!product)
@@ -55,6 +59,85 @@ void check_sizes_fit(const ModelSpec& m, const ParallelSpec& p) {
           "the activations one GPU holds",
           fmt::format("seq_len {} x micro_batch {} x {} per token x {} layers x {} micro-batches in "
                       "flight", s, b, per_token, m.layers, in_flight));
+}
+
+/// Model.moe against itself and the parallel layout (Megatron-Core's constraints).
+void check_moe_layout(const ModelSpec& m, const ParallelSpec& p) {
+  const MoeSpec& e = m.moe;
+  const int topk = e.router_topk > 0 ? e.router_topk : 2;
+  if (topk > e.num_experts)
+    fail_layout(ErrorCode::kOutOfRange, {"model.moe.router_topk", "model.moe.num_experts"},
+                "model.moe.router_topk ({}) exceeds model.moe.num_experts ({}): a token cannot use "
+                "more experts than there are",
+                topk, e.num_experts);
+  if (!(e.expert_imbalance >= 1.0))
+    fail_layout(ErrorCode::kOutOfRange, {"model.moe.expert_imbalance"},
+                "model.moe.expert_imbalance must be >= 1 (the busiest rank's tokens over the uniform "
+                "share), got {}",
+                e.expert_imbalance);
+  if (m.moe.first_dense_layers >= m.layers)
+    fail_layout(ErrorCode::kOutOfRange, {"model.moe.first_dense_layers", "model.layers"},
+                "model.moe.first_dense_layers ({}) leaves no MoE layer of model.layers ({}); set "
+                "model.moe.num_experts 0 for a dense model",
+                m.moe.first_dense_layers, m.layers);
+  if (e.num_experts % p.ep != 0)
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.moe.num_experts", "parallel.ep"},
+                "model.moe.num_experts ({}) is not divisible by parallel.ep ({}): every "
+                "expert-parallel rank holds the same number of experts",
+                e.num_experts, p.ep);
+  if (p.etp != 0 && p.etp != p.tp)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.etp", "parallel.tp"},
+                "parallel.etp {} differs from parallel.tp {}: only expert tensor parallelism equal "
+                "to tp is modelled (set parallel.etp 0 or {})",
+                p.etp, p.tp, p.tp);
+  const int expert_ffn = e.expert_ffn_hidden > 0 ? e.expert_ffn_hidden : m.ffn_hidden;
+  if (expert_ffn % p.tp != 0 || e.shared_ffn_hidden % p.tp != 0)
+    fail_layout(ErrorCode::kIndivisibleLayout,
+                {expert_ffn % p.tp != 0 ? "model.moe.expert_ffn_hidden" : "model.moe.shared_ffn_hidden",
+                 "parallel.tp"},
+                "model.moe.expert_ffn_hidden ({}) and model.moe.shared_ffn_hidden ({}) must be "
+                "divisible by parallel.tp ({}): the experts are sharded over the tensor-parallel ranks",
+                expert_ffn, e.shared_ffn_hidden, p.tp);
+  // Megatron-LM's validate_args: "When using expert parallelism and tensor parallelism,
+  // sequence parallelism must be used" (the token dispatcher works on sequence-sharded tokens).
+  if (p.tp > 1 && !p.sequence_parallel)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.sequence_parallel", "parallel.tp", "model.moe.num_experts"},
+                "a mixture-of-experts model with parallel.tp {} needs parallel.sequence_parallel "
+                "true (Megatron-LM requires it)",
+                p.tp);
+}
+
+/// What a simulation of a MoE model needs beyond its shape: identical layers (every layer MoE),
+/// expert parallelism inside data parallelism, and none of the features not modelled with it.
+void check_moe_simulation(const ModelSpec& m, const ParallelSpec& p) {
+  if (m.moe.first_dense_layers != 0 || m.moe.layer_freq != 1)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"model.moe.first_dense_layers", "model.moe.layer_freq"},
+                "model.moe.first_dense_layers {} / layer_freq {}: the simulation runs identical "
+                "layers, so every layer must be an MoE layer (first_dense_layers 0, layer_freq 1); "
+                "parameter counts and model FLOPs of mixed models are exact (`lynxsim presets`)",
+                m.moe.first_dense_layers, m.moe.layer_freq);
+  if (grad_replicas(p) % p.ep != 0)
+    fail_layout(ErrorCode::kIndivisibleLayout, {"parallel.ep", "parallel.dp", "parallel.cp"},
+                "parallel.ep ({}) does not divide parallel.dp · parallel.cp ({} · {}): the expert-parallel "
+                "ranks are data- and context-parallel ranks (Megatron-Core)",
+                p.ep, p.dp, p.cp);
+  // The expert gradients and optimizer states follow the expert-data-parallel group; the
+  // simulation shards them with the distributed optimizer only (Megatron-Core's MoE path).
+  if (sharding_level(p) > Sharding::kOptimizer)
+    fail_layout(ErrorCode::kNotModelled, {"parallel.sharding", "model.moe.num_experts"},
+                "parallel.sharding {} is not modelled for mixture-of-experts models (experts would be "
+                "gathered per layer over the expert-data-parallel group); use none or optimizer",
+                kShardingNames[static_cast<std::size_t>(sharding_level(p))]);
+  if (sharding_level(p) != Sharding::kNone && p.shard_group == ShardGroup::kNode)
+    fail_layout(ErrorCode::kNotModelled, {"parallel.shard_group", "model.moe.num_experts"},
+                "parallel.shard_group node is not modelled for mixture-of-experts models (the expert "
+                "shards follow the expert-data-parallel group); use shard_group dp");
+  if (p.tp_comm_overlap)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.tp_comm_overlap", "model.moe.num_experts"},
+                "parallel.tp_comm_overlap is not modelled for mixture-of-experts layers");
+  if (p.overlap_param_gather)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.overlap_param_gather", "model.moe.num_experts"},
+                "parallel.overlap_param_gather is not modelled for mixture-of-experts models");
 }
 
 }  // namespace
@@ -94,6 +177,7 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
                 m.vocab, p.tp);
   check_sizes_fit(m, p);
   check_context_parallel_layout(m, p);
+  if (is_moe(m)) check_moe_layout(m, p);
   if (p.sequence_parallel && p.cp == 1 && m.seq_len % p.tp != 0)
     fail_layout(ErrorCode::kIndivisibleLayout, {"model.seq_len", "parallel.tp", "parallel.sequence_parallel"},
                 "model.seq_len ({}) is not divisible by parallel.tp ({}), which sequence "
@@ -106,6 +190,10 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
 
 void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
+  if (is_moe(m)) check_moe_simulation(m, p);
+  if (!is_moe(m) && p.ep != 1)
+    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.ep", "model.moe.num_experts"},
+                "parallel.ep {} needs a mixture-of-experts model (model.moe.num_experts > 0)", p.ep);
   if (p.pp < 1) fail_layout(ErrorCode::kOutOfRange, {"parallel.pp"}, "parallel.pp must be >= 1, got {}", p.pp);
   if (p.virtual_stages < 1)
     fail_layout(ErrorCode::kOutOfRange, {"parallel.virtual_stages"}, "parallel.virtual_stages must be >= 1, got {}",

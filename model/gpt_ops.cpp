@@ -1,6 +1,7 @@
 // model: the per-layer op graph (FLOPs, HBM bytes, saved activations, TP/SP collectives) of
 // one GPU: a transformer layer, the embedding and the head.
-#include "model/gpt_dims.hpp"
+#include "model/gpt_op_builders.hpp"
+#include "model/gpt_moe.hpp"
 
 #include "common/bytes.hpp"
 #include "model/workload.hpp"
@@ -15,18 +16,7 @@ namespace lynx::model {
 
 using namespace detail;
 
-namespace {
-
-/// fp32 statistics and loss-side tensors.
-constexpr std::int64_t kFp32Bytes = 4;
-/// Token ids / targets are int64 tensors in Megatron-LM.
-constexpr std::int64_t kTokenIdBytes = 8;
-/// Dao et al. 2022 (FlashAttention, Sec. 3.1 / App. B.2): the backward pass runs 5 matmuls
-/// (recomputed S = QK^T, dV, dP, dQ, dK) against the forward's 2, i.e. 2.5x the forward FLOPs.
-constexpr double kFlashBackwardFlopsRatio = 2.5;
-/// Elementwise kernels: the backward reads the saved tensor and the incoming gradient and
-/// writes the outgoing gradient — about twice the forward's traffic.
-constexpr double kElementwiseBackwardBytesRatio = 2.0;
+namespace detail {
 
 /// One GEMM C[m×n] = A[m×k]·B[k×n] with a weight B: forward 2mnk; dgrad (dA = dC·Bᵀ) and
 /// wgrad (dB = Aᵀ·dC) 2mnk each; each of the three touches the same three matrices once.
@@ -145,6 +135,10 @@ void mark_sharded_input(const Dims& d, Op& gemm) {
   if (d.sp) gemm.bwd_input_allgather_bytes = u64(kBytesPerElement * d.tokens * d.h);
 }
 
+}  // namespace detail
+
+namespace {
+
 /// LayerNorm or RMSNorm over the local tokens: read x, write y, read its parameters; saves its
 /// input (the fp32 per-row statistics, 4–8 bytes per token, are left out as in Korthikanti).
 /// `number`: "1", "2" (the layer's two) or "final".
@@ -197,7 +191,7 @@ Op dropout_residual_op(const Dims& d, std::string name, OpGroup group) {
 /// rotated Q, K, and V passed through — is what the attention core reads, saved here (Q, K, V are
 /// then not saved on qkv_gemm).
 Op rotary_op(const Dims& d) {
-  const std::int64_t qk = kBytesPerElement * d.tokens * (d.h + d.kv * d.head_dim) / d.t;
+  const std::int64_t qk = kBytesPerElement * d.tokens * (d.q_width + d.kv * d.head_dim) / d.t;
   const std::int64_t qkv = kBytesPerElement * d.tokens * d.qkv_width / d.t;
   Op op = elementwise_op("rotary", OpGroup::kAttnProjInput, 2 * qk + kFp32Bytes * d.seq_local * d.head_dim,
                          qkv);
@@ -218,7 +212,7 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
   const std::int64_t heads_local = d.a / d.t;
   const std::int64_t head_dim = d.head_dim;
   const std::int64_t batch = d.b * heads_local;
-  const std::int64_t q_one = kBytesPerElement * d.tokens * d.h / d.t;  // Q or O
+  const std::int64_t q_one = kBytesPerElement * d.tokens * d.q_width / d.t;  // Q or O
   const std::int64_t kv_one = kBytesPerElement * d.tokens * d.kv * head_dim / d.t;  // K or V
 
   if (flash) {
@@ -311,6 +305,13 @@ void append_attention_core(const Dims& d, bool flash, std::vector<Op>& ops) {
 
 }  // namespace
 
+namespace {
+/// The dense MLP after LN2: (SP all-gather) FC1, GeLU or SwiGLU, FC2, TP all-reduce or reduce-scatter.
+void append_dense_mlp(const Dims& d, std::vector<Op>& ops);
+/// FP8 GEMMs for the layer's linear layers (model.gemm_precision fp8).
+void to_fp8(std::vector<Op>& ops);
+}  // namespace
+
 std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   const Dims d = dims_of(spec, p);
   const bool flash = spec.flash_attention;
@@ -341,14 +342,28 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
 
   append_attention_core(d, flash, ops);
 
-  Op out_proj = gemm_op("out_proj_gemm", OpGroup::kAttnProjInput, d.tokens, d.h, d.h / d.t);
-  out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.h / d.t);
+  Op out_proj = gemm_op("out_proj_gemm", OpGroup::kAttnProjInput, d.tokens, d.h, d.q_width / d.t);
+  out_proj.saved_bytes = u64(kBytesPerElement * d.tokens * d.q_width / d.t);
   unfused_grad_accumulation(d, out_proj);
   ops.push_back(std::move(out_proj));
   if (tp) ops.push_back(tp_region_exit(d, "attn", OpGroup::kAttnProjInput));
   ops.push_back(dropout_residual_op(d, "attn_dropout_residual", OpGroup::kPost));
 
   ops.push_back(norm_op(d, "2", OpGroup::kPost));
+  if (is_moe(spec)) {
+    append_moe_mlp(d, moe_dims_of(spec, p, d), ops);
+  } else {
+    append_dense_mlp(d, ops);
+  }
+  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kPost));
+  if (spec.gemm_precision == GemmPrecision::kFp8) to_fp8(ops);
+  return ops;
+}
+
+namespace {
+
+void append_dense_mlp(const Dims& d, std::vector<Op>& ops) {
+  const bool tp = d.t > 1;
   if (tp) ops.push_back(tp_region_entry(d, "mlp", OpGroup::kMlp));
 
   // SwiGLU (Shazeer 2020): gate and up projections of width f each, run as one column-parallel
@@ -394,23 +409,29 @@ std::vector<Op> layer_ops(const ModelSpec& spec, const ParallelSpec& p) {
   unfused_grad_accumulation(d, fc2);
   ops.push_back(std::move(fc2));
   if (tp) ops.push_back(tp_region_exit(d, "mlp", OpGroup::kMlp));
-  ops.push_back(dropout_residual_op(d, "mlp_dropout_residual", OpGroup::kPost));
+}
+
+void to_fp8(std::vector<Op>& ops) {
   // FP8 (Transformer Engine, which Megatron-Core's layers use for --fp8-format): the linear
   // layers' GEMMs run in FP8; the attention core (TE DotProductAttention, 16-bit unless
   // --fp8-dot-product-attention) and the LM head (Megatron-Core's own ColumnParallelLinear, not
   // a TE module) stay 16-bit.
   // FP8 GEMMs read 1-byte operands and write a 16-bit result (cuBLASLt FP8 GEMMs as TE calls
   // them; dgrad and wgrad counted like the forward, as gemm_op does).
-  if (spec.gemm_precision == GemmPrecision::kFp8)
-    for (Op& op : ops) {
-      if (op.kind != OpKind::kGemm) continue;
-      op.fp8 = true;
-      op.fwd_bytes = dbl(op.gemm_m * op.gemm_k + op.gemm_k * op.gemm_n + kBytesPerElement * op.gemm_m * op.gemm_n);
-      op.bwd_dgrad_bytes = op.fwd_bytes;
-      op.bwd_wgrad_bytes = op.fwd_bytes;
-    }
-  return ops;
+  // The MoE router is a plain PyTorch linear layer in Megatron-Core (TopKRouter), not a TE
+  // module: 16-bit. Grouped expert GEMMs read every local expert's weight: the weight elements
+  // are what the 16-bit bytes hold beyond the two activations.
+  for (Op& op : ops) {
+    if (op.kind != OpKind::kGemm || op.name == "router_gemm") continue;
+    op.fp8 = true;
+    const double weight = op.fwd_bytes / kBytesPerElement - dbl(op.gemm_m * op.gemm_k) - dbl(op.gemm_m * op.gemm_n);
+    op.fwd_bytes = dbl(op.gemm_m * op.gemm_k) + weight + dbl(kBytesPerElement * op.gemm_m * op.gemm_n);
+    op.bwd_dgrad_bytes = op.fwd_bytes;
+    op.bwd_wgrad_bytes = op.fwd_bytes;
+  }
 }
+
+}  // namespace
 
 Op gemm_row_chunk(const Op& gemm, std::int64_t chunks) {
   LYNX_CHECK(gemm.kind == OpKind::kGemm && chunks >= 1 && gemm.gemm_m % chunks == 0,

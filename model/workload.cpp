@@ -16,6 +16,7 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
                      (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull) /
                      static_cast<std::uint64_t>(parallel.cp);
   w.layer_params = layer_parameter_count_per_gpu(model, parallel);
+  w.layer_expert_params = layer_expert_parameter_count_per_gpu(model, parallel);
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);
   w.head_params = head_parameter_count_per_gpu(model, parallel);
   w.tied_embedding_params = tied_embedding_parameter_count_per_gpu(model, parallel);
@@ -25,13 +26,18 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   return w;
 }
 
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu) {
+std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,
+                          std::uint64_t expert_parameters_per_gpu) {
   // Bytes per parameter by sharding level: model/sharding.hpp (16 with 16-bit gradients and
   // no sharding, ZeRO, Rajbhandari et al. 2020, Sec. 3.1; Megatron keeps fp32 main gradients
-  // then too, which its distributed-optimizer table counts as 20).
-  const double per_param = static_bytes_per_param(
-      sc.parallel, shard_group_size(sc.parallel, sc.hardware.gpus_per_node));
-  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu)) +
+  // then too, which its distributed-optimizer table counts as 20). The routed experts' state
+  // is sharded over their expert-data-parallel group (dp · cp / ep ranks) instead.
+  const ParallelSpec& p = sc.parallel;
+  const double per_param = static_bytes_per_param(p, shard_group_size(p, sc.hardware.gpus_per_node));
+  const int expert_shard = sharding_level(p) == Sharding::kNone ? 1 : grad_replicas(p) / p.ep;
+  const double expert_per_param = static_bytes_per_param(p, expert_shard);
+  return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu) +
+                                   expert_per_param * static_cast<double>(expert_parameters_per_gpu)) +
          static_cast<std::int64_t>(sc.hardware.memory_reserve_bytes);
 }
 

@@ -21,7 +21,10 @@ struct Workload {
   std::vector<Op> embedding;  ///< first virtual stage only
   std::vector<Op> head;       ///< last virtual stage only
   std::uint64_t boundary_bytes = 0;  ///< activation (and gradient) bytes sent between stages
-  std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU
+  std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU (MoE: without the routed experts)
+  /// MoE: the routed experts' parameters of one layer per GPU (layer_expert_parameter_count_per_gpu),
+  /// whose gradients are reduced over the expert-data-parallel group (dp / ep ranks); 0 when dense.
+  std::uint64_t layer_expert_params = 0;
   std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
   std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
   /// Word-embedding gradient the first and last stage all-reduce before the optimizer step
@@ -36,9 +39,10 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
 
 /// Static bytes per GPU of a stage holding `parameters_per_gpu` parameters + reserve: 16-bit
 /// weights, gradients (grad_bytes_per_param) and fp32 Adam state (main weights, momentum,
-/// variance): 18 bytes per parameter with fp32 main gradients, 6 + 12/dp with the distributed
-/// optimizer (Megatron-LM's distributed-optimizer documentation, "bf16 param, fp32 grads");
-/// 16 and 4 + 12/dp with 16-bit gradients (ZeRO, Rajbhandari et al. 2020, Sec. 3.1).
-std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu);
+/// variance), as the sharding level keeps them over its shard group
+/// (model::static_bytes_per_param). Routed-expert parameters (`expert_parameters_per_gpu`)
+/// count the same, except that their shard group is the expert-data-parallel group, dp · cp / ep.
+std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,
+                          std::uint64_t expert_parameters_per_gpu = 0);
 
 }  // namespace lynx::model

@@ -28,6 +28,7 @@ constexpr int kMaxTp = 1024;            // Megatron runs use tp <= 8 (one NVLink
 constexpr int kMaxPp = 1024;            // GPT-1T pp 64 (Narayanan et al. 2021, Table 1)
 constexpr int kMaxDp = 1048576;         // Llama 3 405B dp 128 on 16384 GPUs
 constexpr int kMaxCp = 1024;            // Llama 3 405B cp 16 for 128k tokens (Llama 3 paper, Table 4)
+constexpr int kMaxExperts = 65536;     // DeepSeek-V3 256, Qwen3 128
 constexpr int kMaxMicroBatch = 65536;   // sequences per micro-batch
 constexpr int kMaxGlobalBatch = 16777216;  // GPT-3 1536, Llama 3 ~2000 sequences
 constexpr int kMaxNodes = 131072;       // 1M GPUs at 8 per node (largest clusters: ~25k nodes)
@@ -335,6 +336,12 @@ std::vector<FieldDesc> scenario_field_table() {
       "MLP inner size (SwiGLU: the width of gate and up); 0 = from the preset, else 4 * hidden",
       [](auto& s) -> auto& { return s.model.ffn_hidden; }));
   t.push_back(integer_field(
+      "model.head_dim", kScn, 0, kMaxHidden,
+      "size of one attention head (Q, K, V and the out-projection input are heads * head_dim "
+      "wide); 0 = hidden / heads (Qwen3 uses 128 whatever the hidden size)",
+      [](auto& s) -> auto& { return s.model.head_dim; }));
+  t.back().default_text = "0 (hidden / heads)";
+  t.push_back(integer_field(
       "model.seq_len", kScn, 1, kMaxSeqLen, "sequence length s in tokens",
       [](auto& s) -> auto& { return s.model.seq_len; }));
   t.push_back(integer_field(
@@ -411,6 +418,49 @@ std::vector<FieldDesc> scenario_field_table() {
       "cannot take; no effect with flash attention",
       [](auto& s) -> auto& { return s.model.masked_softmax_fusion; }));
 
+  // Mixture of experts (model/gpt_moe.cpp, docs/models.md "Mixture of experts").
+  t.push_back(integer_field(
+      "model.moe.num_experts", kScn, 0, kMaxExperts,
+      "routed experts per MoE layer (Megatron --num-experts); 0 = a dense model",
+      [](auto& s) -> auto& { return s.model.moe.num_experts; }));
+  t.push_back(integer_field(
+      "model.moe.router_topk", kScn, 0, kMaxExperts,
+      "experts each token is routed to (--moe-router-topk); 0 = 2, Megatron's default",
+      [](auto& s) -> auto& { return s.model.moe.router_topk; }));
+  t.back().default_text = "0 (2)";
+  t.push_back(integer_field(
+      "model.moe.expert_ffn_hidden", kScn, 0, kMaxFfnHidden,
+      "MLP inner size of one routed expert (--moe-ffn-hidden-size; SwiGLU: gate and up width); "
+      "0 = model.ffn_hidden",
+      [](auto& s) -> auto& { return s.model.moe.expert_ffn_hidden; }));
+  t.back().default_text = "0 (ffn_hidden)";
+  t.push_back(integer_field(
+      "model.moe.shared_ffn_hidden", kScn, 0, kMaxFfnHidden,
+      "inner size of the shared experts together, a dense MLP every token passes "
+      "(--moe-shared-expert-intermediate-size: shared experts x their size); 0 = none",
+      [](auto& s) -> auto& { return s.model.moe.shared_ffn_hidden; }));
+  t.push_back(integer_field(
+      "model.moe.layer_freq", kScn, 1, kMaxLayers,
+      "every layer_freq-th layer after first_dense_layers is an MoE layer, the others dense "
+      "(--moe-layer-freq k)",
+      [](auto& s) -> auto& { return s.model.moe.layer_freq; }));
+  t.push_back(integer_field(
+      "model.moe.first_dense_layers", kScn, -1, kMaxLayers,
+      "leading dense layers before the first MoE layer (DeepSeek-V3: 3); -1 = the preset's, "
+      "else 0",
+      [](auto& s) -> auto& { return s.model.moe.first_dense_layers; }));
+  t.back().default_text = "-1 (the preset's, else 0)";
+  t.push_back(number_field(
+      "model.moe.capacity_factor", kScn,
+      "tokens an expert takes, at most, as a multiple of the uniform share tokens * topk / "
+      "experts (--moe-expert-capacity-factor; the rest are dropped); 0 = dropless",
+      [](auto& s) -> auto& { return s.model.moe.capacity_factor; }));
+  t.push_back(number_field(
+      "model.moe.expert_imbalance", kScn,
+      "tokens of the busiest expert-parallel rank over the uniform share (>= 1): its expert "
+      "GEMMs and their saved activations scale with it (capped by capacity_factor)",
+      [](auto& s) -> auto& { return s.model.moe.expert_imbalance; }));
+
   // parallel:
   t.push_back(integer_field(
       "parallel.tp", kScn, 1, kMaxTp, "tensor-parallel degree",
@@ -426,6 +476,17 @@ std::vector<FieldDesc> scenario_field_table() {
       "context-parallel degree (Megatron-Core ring attention, p2p): each rank holds seq_len / cp "
       "tokens; needs flash attention and seq_len divisible by 2 * cp",
       [](auto& s) -> auto& { return s.parallel.cp; }));
+  t.push_back(integer_field(
+      "parallel.ep", kScn, 1, kMaxDp,
+      "expert-parallel degree (--expert-model-parallel-size): each MoE layer's routed experts "
+      "are split over ep ranks of the data-parallel group; divides dp · cp and model.moe.num_experts",
+      [](auto& s) -> auto& { return s.parallel.ep; }));
+  t.push_back(integer_field(
+      "parallel.etp", kScn, 0, kMaxTp,
+      "expert tensor-parallel degree (--expert-tensor-parallel-size); 0 = tp, Megatron-Core's "
+      "default and the only value modelled",
+      [](auto& s) -> auto& { return s.parallel.etp; }));
+  t.back().default_text = "0 (tp)";
   t.push_back(bool_field(
       "parallel.sequence_parallel", kScn,
       "Megatron sequence parallelism (LayerNorm/dropout sharded over tp)",

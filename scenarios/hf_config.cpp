@@ -15,18 +15,22 @@
 namespace lynx {
 namespace {
 
-/// The dense architectures read: model_type and its transformers class (architectures).
-/// All four are pre-norm decoders with RMSNorm, rotary embeddings and a gated SiLU MLP
-/// (transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config).
+/// The architectures read: model_type and its transformers class (architectures). All are
+/// pre-norm decoders with RMSNorm, rotary embeddings and a gated SiLU MLP (transformers'
+/// LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config); Mixtral and Qwen3-MoE replace the
+/// MLP by routed SwiGLU experts (MixtralConfig, Qwen3MoeConfig).
 struct KnownArchitecture {
   std::string_view model_type;
   std::string_view class_name;
+  bool moe = false;
 };
-constexpr std::array<KnownArchitecture, 4> kKnown{{
+constexpr std::array<KnownArchitecture, 6> kKnown{{
     {"llama", "LlamaForCausalLM"},
     {"mistral", "MistralForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},
+    {"mixtral", "MixtralForCausalLM", true},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", true},
 }};
 
 /// Fields whose positive value makes a config a mixture of experts (Mixtral:
@@ -113,8 +117,8 @@ class ConfigReader {
   }
 
   std::vector<HfModelValue> read() const {
-    refuse_mixture_of_experts();
-    check_architecture();
+    const KnownArchitecture& arch = check_architecture();
+    if (!arch.moe) refuse_mixture_of_experts(arch);
     std::vector<HfModelValue> out;
     const std::int64_t heads = integer("num_attention_heads");
     const std::int64_t hidden = integer("hidden_size");
@@ -125,16 +129,13 @@ class ConfigReader {
     add(out, "model.kv_heads", std::to_string(integer("num_key_value_heads", heads)), "num_key_value_heads");
     add(out, "model.ffn_hidden", std::to_string(integer("intermediate_size")), "intermediate_size");
     add(out, "model.vocab", std::to_string(integer("vocab_size")), "vocab_size");
-    // The model's head size is hidden / heads; a config that decouples them (Qwen3-0.6B,
-    // Mistral-Nemo) has attention widths this model does not build.
+    // A head size other than hidden / heads (Qwen3: 128 always; Mistral-Nemo) is model.head_dim.
     if (const YAML::Node node = field("head_dim"); node.IsDefined()) {
       const std::int64_t head_dim = integer("head_dim");
-      if (heads > 0 && head_dim * heads != hidden)
-        fail_field(ErrorCode::kNotModelled, node, "head_dim",
-                   "{} x num_attention_heads {} = {} differs from hidden_size {}: attention wider or narrower "
-                   "than the hidden size is not modelled",
-                   head_dim, heads, head_dim * heads, hidden);
+      if (head_dim == 0) fail_field(ErrorCode::kOutOfRange, node, "head_dim", "must be positive");
+      if (heads > 0 && head_dim * heads != hidden) add(out, "model.head_dim", std::to_string(head_dim), "head_dim");
     }
+    if (arch.moe) read_experts(arch, out);
     const std::string act = string("hidden_act");
     if (!act.empty() && act != "silu" && act != "swish")
       fail_field(ErrorCode::kNotModelled, field("hidden_act"), "hidden_act",
@@ -152,19 +153,41 @@ class ConfigReader {
   }
 
  private:
-  void refuse_mixture_of_experts() const {
+  /// A dense architecture's config naming experts is not what its class builds.
+  void refuse_mixture_of_experts(const KnownArchitecture& arch) const {
     for (std::string_view name : kExpertCountFields) {
       const std::string key(name);
       if (!field(key.c_str()).IsDefined()) continue;
       const std::int64_t experts = integer(key.c_str());
       if (experts > 0)
         fail_field(ErrorCode::kNotModelled, field(key.c_str()), name,
-                   "{} experts: a mixture-of-experts model; mixture of experts is not modelled yet (dense models only)",
-                   experts);
+                   "{} experts in a model_type {} config (a dense architecture); mixtures of experts are read "
+                   "from model_type mixtral and qwen3_moe",
+                   experts, arch.model_type);
     }
   }
 
-  void check_architecture() const {
+  /// Mixtral (MixtralConfig: num_local_experts, num_experts_per_tok; every layer's experts of
+  /// intermediate_size) and Qwen3-MoE (Qwen3MoeConfig: num_experts, num_experts_per_tok,
+  /// moe_intermediate_size, decoder_sparse_step; mlp_only_layers dense). Router options (aux
+  /// loss, norm_topk_prob) do not change the cost.
+  void read_experts(const KnownArchitecture& arch, std::vector<HfModelValue>& out) const {
+    const bool mixtral = arch.model_type == "mixtral";
+    const char* count = mixtral ? "num_local_experts" : "num_experts";
+    add(out, "model.moe.num_experts", std::to_string(integer(count)), count);
+    add(out, "model.moe.router_topk", std::to_string(integer("num_experts_per_tok")), "num_experts_per_tok");
+    const char* expert_ffn = mixtral ? "intermediate_size" : "moe_intermediate_size";
+    add(out, "model.moe.expert_ffn_hidden", std::to_string(integer(expert_ffn)), expert_ffn);
+    if (mixtral) return;
+    add(out, "model.moe.layer_freq", std::to_string(integer("decoder_sparse_step", 1)), "decoder_sparse_step");
+    const YAML::Node dense = field("mlp_only_layers");
+    if (dense.IsDefined() && (!dense.IsSequence() || dense.size() > 0))
+      fail_field(ErrorCode::kNotModelled, dense, "mlp_only_layers",
+                 "dense layers at chosen positions are not modelled (model.moe.first_dense_layers and "
+                 "layer_freq express leading dense layers and every k-th MoE layer)");
+  }
+
+  const KnownArchitecture& check_architecture() const {
     const YAML::Node type = field("model_type");
     if (!type.IsDefined())
       fail(ErrorCode::kMissingKey, "{}: field 'model_type': missing; known: {}", file_origin(), joined_known());
@@ -172,10 +195,10 @@ class ConfigReader {
     const auto known = std::find_if(kKnown.begin(), kKnown.end(),
                                     [&](const KnownArchitecture& k) { return k.model_type == model_type; });
     if (known == kKnown.end())
-      fail_field(ErrorCode::kUnknownChoice, type, "model_type", "'{}' is not a dense architecture lynxsim reads (known: {})",
+      fail_field(ErrorCode::kUnknownChoice, type, "model_type", "'{}' is not an architecture lynxsim reads (known: {})",
                  model_type, joined_known());
     const YAML::Node classes = field("architectures");
-    if (!classes.IsDefined()) return;
+    if (!classes.IsDefined()) return *known;
     if (!classes.IsSequence())
       fail_field(ErrorCode::kWrongType, classes, "architectures", "expected a list of class names");
     for (const YAML::Node& entry : classes) {
@@ -184,6 +207,7 @@ class ConfigReader {
         fail_field(ErrorCode::kUnknownChoice, entry, "architectures",
                    "'{}' is not the causal-LM class of model_type {} ({})", name, model_type, known->class_name);
     }
+    return *known;
   }
 
   /// Llama (attention_bias, mlp_bias) and Qwen3 (attention_bias) give their biases, Mistral has none;
@@ -219,7 +243,8 @@ const std::vector<std::string>& hf_config_keys() {
   static const std::vector<std::string> keys = {
       "model.layers", "model.hidden", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
       "model.embeddings", "model.mlp", "model.norm", "model.position_embedding", "model.linear_bias",
-      "model.dropout"};
+      "model.dropout", "model.head_dim", "model.moe.num_experts", "model.moe.router_topk",
+      "model.moe.expert_ffn_hidden", "model.moe.layer_freq"};
   return keys;
 }
 

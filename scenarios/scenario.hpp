@@ -59,6 +59,20 @@ constexpr const char* architecture_name(Enum value) {
   else return kDropoutNames[i];
 }
 
+/// Mixture of experts (model.moe.*; model/gpt_moe.cpp): MoE layers replace the dense MLP by a
+/// router, num_experts expert MLPs of which each token uses router_topk, and optional shared
+/// experts every token uses. num_experts 0: a dense model (every other field ignored).
+struct MoeSpec {
+  int num_experts = 0;
+  int router_topk = 0;          ///< experts per token; 0: 2 (Megatron-Core's --moe-router-topk default)
+  int expert_ffn_hidden = 0;    ///< one routed expert's MLP inner size; 0: model.ffn_hidden
+  int shared_ffn_hidden = 0;    ///< shared experts' inner size, all together; 0: none
+  int layer_freq = 1;           ///< every layer_freq-th layer (after first_dense_layers) is MoE
+  int first_dense_layers = -1;  ///< leading dense layers (DeepSeek-V3: 3); -1: the preset's, else 0
+  double capacity_factor = 0;   ///< tokens per expert capped at this x the uniform share; 0: dropless
+  double expert_imbalance = 1;  ///< busiest expert's tokens / the uniform share (>= 1)
+  bool operator==(const MoeSpec&) const = default;
+};
 /// Model shape and architecture. A preset or a Hugging Face config fills the shape (and a Llama
 /// preset or config its architecture); explicit fields override it. Zero / kDefault fields are "from the preset" until resolve_model.
 struct ModelSpec {
@@ -71,6 +85,7 @@ struct ModelSpec {
   int heads = 0;
   int kv_heads = 0;            ///< key/value heads (grouped-query attention); default = heads
   int ffn_hidden = 0;          ///< default 4 * hidden
+  int head_dim = 0;            ///< per attention head; 0 = hidden / heads (Qwen3: 128 always)
   int seq_len = 2048;
   int vocab = 0;               ///< default: the preset's, else 51200
   bool flash_attention = false;
@@ -90,6 +105,7 @@ struct ModelSpec {
   bool bias_gelu_fusion = true;
   bool bias_dropout_fusion = true;
   bool masked_softmax_fusion = true;
+  MoeSpec moe;
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -116,6 +132,12 @@ struct ParallelSpec {
   /// holds seq_len / cp tokens of every sequence and runs ring attention (docs/models.md,
   /// "Context parallelism"). Rank order tp-cp-dp-pp (schedule::global_rank).
   int cp = 1;
+  /// Expert parallelism (Megatron-Core --expert-model-parallel-size): the routed experts of a
+  /// MoE layer are split over ep ranks of the data-parallel group (ep divides dp · cp); the
+  /// expert-data-parallel group of dp · cp / ep ranks reduces their gradients.
+  int ep = 1;
+  /// Expert tensor parallelism (--expert-tensor-parallel-size); 0: tp, the only value modelled.
+  int etp = 0;
   bool sequence_parallel = false;
   int micro_batch = 1;
   int global_batch = 1;

@@ -233,6 +233,9 @@ class Builder {
   struct DpBuckets {
     std::uint64_t bucket_params = 0;  ///< gradients waiting in the open bucket
     std::uint64_t total_params = 0;   ///< gradients handed to all-reduces so far (or counted for the end)
+    /// The same for the routed experts' gradients, reduced over the expert-data-parallel group.
+    std::uint64_t expert_bucket_params = 0;
+    std::uint64_t expert_total_params = 0;
     std::vector<sim::TaskId> tasks;   ///< what the optimizer step waits for
     std::int64_t held_bytes = 0;      ///< unsharded gradients of the open bucket (sharding gradients)
   };
@@ -241,6 +244,8 @@ class Builder {
   /// Sharding gradients: `params` unsharded gradients held from `after` until their bucket's
   /// reduce-scatter (flush_dp_bucket frees them).
   void hold_unsharded_grads(DpBuckets& dp, std::uint64_t params, sim::TaskId after);
+  /// The same for the open expert-gradient bucket.
+  void flush_expert_bucket(DpBuckets& dp, sim::TaskId after);
   /// What the steps of the current GPU carry from one to the next.
   struct GpuSteps {
     sim::TaskId compute_tail = -1;  ///< the last compute task of the previous step
@@ -362,6 +367,9 @@ class Builder {
   std::vector<hw_models::Rank> shard_ranks_, replica_ranks_;
   int shard_communicator_ = -1, replica_communicator_ = -1;
   sim::TagId gathered_tag_ = 0, unsharded_grad_tag_ = 0;  ///< memory tags (sharding gradients / full)
+  /// The routed experts' gradient reduction over the expert-data-parallel group (dp · cp / ep
+  /// ranks): all-reduce, or reduce-scatter with the distributed optimizer.
+  sim::TaskId emit_expert_grad_reduction(std::uint64_t params, sim::TaskId after);
   /// After `reduced` (the gradient reductions): the tied-embedding gradient all-reduce of the
   /// first and last stage (pp > 1, tied); returns what the optimizer step waits for.
   sim::TaskId emit_tied_embedding_allreduce(sim::TaskId reduced);
@@ -396,6 +404,30 @@ class Builder {
   const std::vector<hw_models::Rank>& cp_ranks() const { return cp_ranks_; }
   int cp_communicator() const { return 3'000'000 + (stage_ * p_.dp + dp_rank_ / p_.cp) * p_.tp + tp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
+  /// Expert parallelism: the current GPU's expert-parallel group
+  /// (the ep data-parallel ranks of its block) and expert-data-parallel group (the dp · cp / ep
+  /// ranks holding the same experts), set by build_gpu. Communicator bases: tp 0, dp 1M,
+  /// embedding 2M, cp 3M, shard 4M, replica 5M, ep 6M, edp 7M (distinct: group_id matches
+  /// collectives by communicator).
+  int ep_communicator() const { return 6'000'000 + (stage_ * (grad_replicas(p_) / p_.ep) + dp_rank_ / p_.ep) * p_.tp + tp_rank_; }
+  int edp_communicator() const { return 7'000'000 + (stage_ * p_.tp + tp_rank_) * p_.ep + dp_rank_ % p_.ep; }
+  /// The ranks and communicator of a layer op's collective (its comm_group).
+  const std::vector<hw_models::Rank>& group_ranks(const Op& op) const {
+    return op.comm_group == model::CommGroup::kEp ? ep_ranks_ : tp_ranks_;
+  }
+  int group_communicator(const Op& op) const {
+    return op.comm_group == model::CommGroup::kEp ? ep_communicator() : tp_communicator();
+  }
+  /// Routed-expert parameters per GPU of virtual stage `vs` (0 for a dense model).
+  std::uint64_t chunk_expert_params(int vs) const {
+    return work_.layer_expert_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+  }
+  /// Routed-expert parameters of the current GPU's chunks.
+  std::uint64_t gpu_expert_params() const {
+    std::uint64_t n = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c) n += chunk_expert_params(c * p_.pp + stage_);
+    return n;
+  }
   int embedding_communicator() const { return 2'000'000 + dp_rank_ * p_.tp + tp_rank_; }
   hw_models::Rank stage_rank(int stage) const { return global_rank(p_, stage, dp_rank_, tp_rank_); }
   std::int64_t transfer_key(int virtual_stage, int micro_batch, bool forward) const {
@@ -481,7 +513,7 @@ class Builder {
   sim::GpuId gpu_ = 0;
   hw_models::Rank rank_ = 0;
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
-  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_, cp_ranks_;
+  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_, cp_ranks_, ep_ranks_, edp_ranks_;
   std::vector<std::vector<PipeStep>> order_;  ///< every stage's pipeline order
   std::string label_;  ///< reused buffer for instance labels
 };

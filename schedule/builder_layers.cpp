@@ -32,7 +32,7 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
     const OpWithTimes& o = (*chain.ops)[static_cast<size_t>(index)];
     const std::uint32_t name = chain.recompute ? o.names.re : o.names.fwd;
     if (o.op.kind == OpKind::kCollective) {
-      if (o.op.collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
+      if (!model::communicates(o.op, p_)) continue;
       LYNX_CHECK(chain.stream == kCompute, "overlapped recompute of '{}' needs communication", o.op.name);
       if (chunked && o.op.collective == model::CollectiveKind::kAllGather && is_gemm(op_at(j + 1))) {
         // Chunk k of the gathered rows arrives while the GEMM works on chunk k - 1.
@@ -45,8 +45,8 @@ sim::TaskId Builder::emit_forward_chain(const ForwardChain& chain, sim::TaskId w
         wait = last;
         continue;
       }
-      last = emit_collective(kTp, comm_category, hw_models::to_collective(o.op.collective), tp_ranks(),
-                             tp_communicator(), o.op.collective_bytes, name, {last});
+      last = emit_collective(kTp, comm_category, hw_models::to_collective(o.op.collective), group_ranks(o.op),
+                             group_communicator(o.op), o.op.collective_bytes, name, {last});
       wait = last;
       continue;
     }
@@ -180,7 +180,7 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     if (op.kind == OpKind::kCollective) {
       // Collectives whose backward is issued after the dgrad of the op they feed are emitted
       // there (overlapping its wgrad, as Megatron does); the rest run here, compute waiting.
-      if (op.bwd_collective == model::CollectiveKind::kNone || p_.tp == 1) continue;
+      if (!model::communicates(op, p_, true)) continue;
       if (i + 1 < ops.size() && ops[i + 1].op.kind != OpKind::kCollective) continue;
       if (chunks_gather(i)) {
         gather_chunks(i, last);
@@ -188,8 +188,8 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
         wait = gathered.front();  // what the first dgrad chunk waits for
         continue;
       }
-      last = emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(op.bwd_collective), tp_ranks(),
-                             tp_communicator(), op.collective_bytes, ops[i].names.bwd, {last});
+      last = emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(op.bwd_collective), group_ranks(op),
+                             group_communicator(op), op.collective_bytes, ops[i].names.bwd, {last});
       wait = last;
       continue;
     }
@@ -241,16 +241,15 @@ sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim:
     // backward; with SP the all-gather whose backward is a reduce-scatter) starts right after
     // the dgrad and overlaps the wgrad.
     sim::TaskId input_grad_comm = -1;
-    if (i > 0 && ops[i - 1].op.kind == OpKind::kCollective &&
-        ops[i - 1].op.bwd_collective != model::CollectiveKind::kNone && p_.tp > 1) {
+    if (i > 0 && model::communicates(ops[i - 1].op, p_, true)) {
       const Op& c = ops[i - 1].op;
       if (chunks_gather(i - 1)) {
         gather_chunks(i - 1, dgrad);
         input_grad_comm = gathered.front();  // what the first dgrad chunk waits for
       } else {
         input_grad_comm =
-            emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), tp_ranks(),
-                            tp_communicator(), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
+            emit_collective(kTp, sim::Category::kTpComm, hw_models::to_collective(c.bwd_collective), group_ranks(c),
+                            group_communicator(c), c.collective_bytes, ops[i - 1].names.bwd, {dgrad});
       }
     }
     if (wgrad_here) {

@@ -24,8 +24,8 @@ void Builder::set_shard_groups() {
   // The whole dp group shards: its communicator, as the unsharded levels use.
   const bool whole = shard_size_ == grad_replicas(p_);
   const int stage_tp = stage_ * p_.tp + tp_rank_;
-  shard_communicator_ = whole ? dp_communicator() : 3'000'000 + stage_tp * shard_replicas_ + dp_rank_ / shard_size_;
-  replica_communicator_ = 4'000'000 + stage_tp * shard_size_ + dp_rank_ % shard_size_;
+  shard_communicator_ = whole ? dp_communicator() : 4'000'000 + stage_tp * shard_replicas_ + dp_rank_ / shard_size_;
+  replica_communicator_ = 5'000'000 + stage_tp * shard_size_ + dp_rank_ % shard_size_;
 }
 
 sim::TaskId Builder::emit_dp_allreduce(std::uint64_t params, sim::TaskId after, std::int64_t held_bytes) {

@@ -4,6 +4,18 @@
 
 namespace lynx::schedule::detail {
 
+sim::TaskId Builder::emit_expert_grad_reduction(std::uint64_t params, sim::TaskId after) {
+  if (edp_ranks_.size() <= 1 || params == 0) return after;
+  // Megatron-Core's DDP keeps the experts' gradients in buffers of their own, reduced over the
+  // expert-data-parallel group (MoE models shard at most the optimizer: model::check_moe_simulation).
+  const std::uint64_t bytes = model::grad_bytes_per_param(p_) * params;
+  if (sharding_ == Sharding::kOptimizer)
+    return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kReduceScatter, edp_ranks_,
+                           edp_communicator(), bytes, intern_name("edp_reducescatter"), {after});
+  return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, edp_ranks_,
+                         edp_communicator(), bytes, intern_name("edp_allreduce"), {after});
+}
+
 void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after) {
   TaskArgs send;
   send.stream = kPp;
@@ -76,6 +88,12 @@ void Builder::hold_unsharded_grads(DpBuckets& dp, std::uint64_t params, sim::Tas
   const auto bytes = static_cast<std::int64_t>(model::grad_bytes_per_param(p_) * params);
   add_mem(t, bytes, unsharded_grad_tag_, false);
   dp.held_bytes += bytes;
+}
+
+void Builder::flush_expert_bucket(DpBuckets& dp, sim::TaskId after) {
+  if (dp.expert_bucket_params > 0) dp.tasks.push_back(emit_expert_grad_reduction(dp.expert_bucket_params, after));
+  dp.expert_total_params += dp.expert_bucket_params;
+  dp.expert_bucket_params = 0;
 }
 
 Builder::StepInfo Builder::step_info(const PipeStep& st) const {
@@ -307,7 +325,10 @@ void Builder::layer_gradients_final(GpuSteps& g, sim::TaskId after) {
   if (p_.dp_overlap != DpOverlap::kBucketed) return;
   hold_unsharded_grads(g.dp, work_.layer_params, after);
   g.dp.bucket_params += work_.layer_params;
-  if (g.dp.bucket_params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush_dp_bucket(g.dp, after);
+  g.dp.expert_bucket_params += work_.layer_expert_params;
+  const std::uint64_t full = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
+  if (g.dp.bucket_params >= full) flush_dp_bucket(g.dp, after);
+  if (g.dp.expert_bucket_params >= full) flush_expert_bucket(g.dp, after);
 }
 
 void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
@@ -317,8 +338,10 @@ void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
     hold_unsharded_grads(g.dp, chunk_extra, after);
     g.dp.bucket_params += chunk_extra;
     flush_dp_bucket(g.dp, after);
+    flush_expert_bucket(g.dp, after);
   } else {
     g.dp.total_params += chunk_extra + layer_grads;
+    g.dp.expert_total_params += chunk_expert_params(vs);
   }
 }
 
@@ -355,6 +378,13 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   set_shard_groups();
   fsdp_releases_.clear();
   fsdp_issued_ = 0;
+  // Expert parallelism inside data parallelism (Megatron-Core's rank order tp-ep-dp-pp over the
+  // dp · cp ranks): the ep consecutive data-parallel ranks of this GPU's block, and the
+  // dp · cp / ep ranks at its position in every block.
+  ep_ranks_.clear();
+  for (int e = 0; e < p_.ep; ++e) ep_ranks_.push_back(global_rank(p_, stage_, dp_rank_ / p_.ep * p_.ep + e, tp_rank_));
+  edp_ranks_.clear();
+  for (int d = dp_rank_ % p_.ep; d < grad_replicas(p_); d += p_.ep) edp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
   // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
   if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
   const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];
@@ -404,9 +434,16 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   if (part_ && !part_->with_tail) return;
   std::uint64_t stage_params = 0;  // a part's steps may not have seen every chunk's gradients
   for (int c = 0; c < p_.virtual_stages; ++c) stage_params += chunk_params(c * p_.pp + stage);
-  if (part_ && p_.dp_overlap == DpOverlap::kEnd) g.dp.total_params = stage_params;
-  if (p_.dp_overlap == DpOverlap::kEnd)
+  if (part_ && p_.dp_overlap == DpOverlap::kEnd) {
+    g.dp.total_params = stage_params;
+    g.dp.expert_total_params = gpu_expert_params();
+  }
+  if (p_.dp_overlap == DpOverlap::kEnd) {
     g.dp.tasks.push_back(emit_dp_allreduce(g.dp.total_params, g.compute_tail));
+    if (const sim::TaskId experts = emit_expert_grad_reduction(g.dp.expert_total_params, g.compute_tail);
+        experts != g.compute_tail)
+      g.dp.tasks.push_back(experts);
+  }
   if (part_) g.dp.total_params = stage_params;  // the optimizer updates every parameter
 
   set_instance("");

@@ -77,8 +77,12 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   // weight, momentum, variance (12); the bf16 copy of the weights reads 4, writes 2. Zeroing
   // the gradient buffer for the next iteration writes its bytes for every parameter of the
   // stage (the buffer is not sharded).
-  const double local = static_cast<double>(params) /
-                       (sharding_ != Sharding::kNone ? static_cast<double>(shard_size_) : 1.0);
+  // The routed experts' shard is over the expert-data-parallel group (dp · cp / ep ranks); MoE
+  // models shard at most the optimizer (model::check_moe_simulation).
+  const std::uint64_t experts = gpu_expert_params();
+  const bool sharded = sharding_ != Sharding::kNone;
+  const double local = static_cast<double>(params) / (sharded ? static_cast<double>(shard_size_) : 1.0) +
+                       static_cast<double>(experts) / (sharded ? static_cast<double>(edp_ranks_.size()) : 1.0);
   // Kernels launched (host cost): the fp32 gradient copy one per parameter tensor
   // (Megatron's _copy_model_grads_to_main_grads), the norm, clip, Adam and bf16 copy apex
   // multi-tensor kernels of depth 1, 2, 4, 2 (model::multi_tensor_launches; the norm adds its
@@ -126,10 +130,13 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
       !overlaps_param_gather())
     last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, shard_ranks_,
                            shard_communicator_, 2 * params, intern_name("dp_param_allgather"), {last});
+  if (sharding_ == Sharding::kOptimizer && edp_ranks_.size() > 1 && experts > 0)
+    last = emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllGather, edp_ranks_,
+                           edp_communicator(), 2 * experts, intern_name("edp_param_allgather"), {last});
   // Sharded gradients (gradients, full): only the local shard of the buffer is zeroed.
   const double zeroed = sharding_ >= Sharding::kGradients ? static_cast<double>(stage_params) / shard_size_
                                                           : static_cast<double>(stage_params);
-  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), zeroed, last, 1);
+  kernel("zero_grads", static_cast<double>(model::grad_bytes_per_param(p_)), zeroed + static_cast<double>(experts), last, 1);
 }
 
 BuiltProgram Builder::build() {
@@ -222,9 +229,12 @@ BuiltProgram Builder::build() {
     out.gpu_stage.push_back(gpus[g].stage);
     out.gpu_rank.push_back(global_rank(p_, gpus[g].stage, gpus[g].dp, gpus[g].tp));
 
-    std::uint64_t params = 0;
-    for (int c = 0; c < p_.virtual_stages; ++c) params += chunk_params(c * p_.pp + gpus[g].stage);
-    prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params));
+    std::uint64_t params = 0, expert_params = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c) {
+      params += chunk_params(c * p_.pp + gpus[g].stage);
+      expert_params += chunk_expert_params(c * p_.pp + gpus[g].stage);
+    }
+    prog_.static_bytes_per_gpu.push_back(model::static_bytes(sc_, params, expert_params));
     build_gpu(gpus[g].stage, gpus[g].dp, gpus[g].tp);
     if (g == 0 && gpus.size() > 1) reserve_like_first_gpu(gpus.size());
   }

@@ -128,6 +128,10 @@ BestOutcome run_best(const BestRequest& request) {
   SearchSpace space = request.space;
   if (space.context_parallel.empty())
     space.context_parallel = default_context_parallel(gpus, base.scenario.model.seq_len);
+  try {  // a MoE base: ep is searched too (a base that does not resolve is reported below)
+    space.num_experts = model::resolve_model(base.scenario.model).moe.num_experts;
+  } catch (const Error&) {
+  }
   const std::vector<Candidate> candidates = enumerate_candidates(space);
   out.considered = candidates.size();
   const bool bar = request.progress && is_terminal(stderr);

@@ -29,8 +29,9 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
   std::int64_t most = 0;
   for (int k = 0; k < p.pp; ++k) {
     const int chunk_layers = stage_layers[static_cast<size_t>(k)] / v;
-    std::uint64_t params = 0;
+    std::uint64_t params = 0, expert_params = 0;
     if (uniform) params += w.layer_params * static_cast<std::uint64_t>(chunk_layers * v);
+    if (uniform) expert_params += w.layer_expert_params * static_cast<std::uint64_t>(chunk_layers * v);
     if (k == 0) params += w.embedding_params;
     if (k == p.pp - 1) params += w.head_params;
     const std::int64_t in_flight_chunks =
@@ -43,7 +44,7 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
     // The embedding / head chunk is one of v on its GPU: at least one micro-batch of it alive.
     if (k == 0) activations += embedding;
     if (k == p.pp - 1) activations += head;
-    most = std::max(most, model::static_bytes(sc, params) + activations);
+    most = std::max(most, model::static_bytes(sc, params, expert_params) + activations);
   }
   return most;
 }

@@ -20,12 +20,14 @@ std::vector<std::string> Candidate::overrides() const {
       fmt::format("recompute.strategy={}", strategy),
   };
   if (cp > 1) sets.push_back(fmt::format("parallel.cp={}", cp));
+  if (moe) sets.push_back(fmt::format("parallel.ep={}", ep));
   return sets;
 }
 
 std::string Candidate::layout_text() const {
   std::string out = cp > 1 ? fmt::format("tp {} cp {} pp {} dp {}, mb {}", tp, cp, pp, dp, micro_batch)
                            : fmt::format("tp {} pp {} dp {}, mb {}", tp, pp, dp, micro_batch);
+  if (ep > 1) out += fmt::format(", ep {}", ep);
   if (virtual_stages > 1) out += fmt::format(", v {}", virtual_stages);
   if (sequence_parallel) out += ", sp";
   if (sharding == Sharding::kOptimizer) out += ", dist-opt";
@@ -55,21 +57,27 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
       for (int pp = 1; pp <= ranks / tp; ++pp) {
         if ((ranks / tp) % pp != 0) continue;
         const int dp = ranks / tp / pp;
-        for (int mb : space.micro_batches)
-          for (int v : space.virtual_stages) {
-            if (v > 1 && pp == 1) continue;
-            for (bool sp : space.sequence_parallel) {
-              if (sp && tp == 1) continue;
-              for (Sharding dopt : space.sharding) {
-                if (dopt != Sharding::kNone && dp * cp == 1) continue;
-                for (bool flash : space.flash_attention) {
-                  if (cp > 1 && !flash) continue;
-                  for (const std::string& strategy : space.strategies)
-                    out.push_back({tp, pp, dp, mb, cp, v, sp, dopt, flash, strategy});
+        // Expert parallelism over the dp · cp ranks (Megatron-Core), dividing the experts.
+        for (int ep = 1; ep <= dp * cp; ++ep) {
+          if ((dp * cp) % ep != 0 || (space.num_experts > 0 ? space.num_experts % ep != 0 : ep > 1)) continue;
+          for (int mb : space.micro_batches)
+            for (int v : space.virtual_stages) {
+              if (v > 1 && pp == 1) continue;
+              for (bool sp : space.sequence_parallel) {
+                if (sp && tp == 1) continue;
+                for (Sharding dopt : space.sharding) {
+                  if (dopt != Sharding::kNone && dp * cp == 1) continue;
+                  // MoE models shard at most the optimizer (model::check_moe_simulation).
+                  if (space.num_experts > 0 && dopt > Sharding::kOptimizer) continue;
+                  for (bool flash : space.flash_attention) {
+                    if (cp > 1 && !flash) continue;
+                    for (const std::string& strategy : space.strategies)
+                      out.push_back({tp, pp, dp, ep, space.num_experts > 0, mb, cp, v, sp, dopt, flash, strategy});
+                  }
                 }
               }
             }
-          }
+        }
       }
     }
   }

@@ -13,6 +13,8 @@ namespace lynx::search {
 /// One point of the search space (the plan knobs it sets on the base scenario).
 struct Candidate {
   int tp = 1, pp = 1, dp = 1;
+  int ep = 1;            ///< expert parallelism (a divisor of dp and of the experts)
+  bool moe = false;      ///< the model has experts: parallel.ep is one of the overrides
   int micro_batch = 1;
   int cp = 1;  ///< context-parallel degree (written into the scenario only when > 1)
   int virtual_stages = 1;
@@ -39,6 +41,8 @@ struct SearchSpace {
   std::vector<std::string> strategies = {"none", "full", "selective", "checkmate", "lynx-heu"};
   /// Context-parallel degrees; empty: default_context_parallel of the scenario's seq_len.
   std::vector<int> context_parallel;
+  /// The base model's routed experts (0: dense): ep takes every divisor of dp · cp that divides it.
+  int num_experts = 0;
 };
 
 /// The context-parallel degrees searched by default: 1, and with seq_len >= 8192 every cp > 1
@@ -46,11 +50,12 @@ struct SearchSpace {
 /// sequences gain nothing from splitting: their activations fit, and ring blocks get small).
 std::vector<int> default_context_parallel(int gpus, int seq_len);
 
-/// Every candidate in key order: cp, tp, pp (ascending; dp = N / (tp·cp·pp)), micro-batch, virtual
-/// stages, sp, sharding (as listed), flash attention (off before on), strategy (as listed).
-/// Knobs that change nothing are not enumerated twice: sp only with tp > 1, sharding other than
-/// none only with dp·cp > 1, v > 1 only with pp > 1, cp > 1 only with flash attention (context
-/// parallelism needs it).
+/// Every candidate in key order: cp, tp, pp (ascending; dp = N / (tp·cp·pp)), ep (ascending;
+/// MoE models only), micro-batch, virtual stages, sp, sharding (as listed), flash attention (off
+/// before on), strategy (as listed). Knobs that change nothing are not enumerated twice: sp only
+/// with tp > 1, sharding other than none only with dp·cp > 1, v > 1 only with pp > 1, cp > 1
+/// only with flash attention (context parallelism needs it); MoE models shard at most the
+/// optimizer.
 std::vector<Candidate> enumerate_candidates(const SearchSpace& space);
 
 }  // namespace lynx::search

@@ -31,8 +31,10 @@ constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kPost, OpGroup::kAttnPro
 
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
                                        const Workload& w, bool allow_overlap) {
-  std::vector<hw_models::Rank> tp_ranks;
+  std::vector<hw_models::Rank> tp_ranks, ep_ranks;
   for (int r = 0; r < sc.parallel.tp; ++r) tp_ranks.push_back(r);
+  // The expert-parallel group of the first GPUs: ep data-parallel ranks, tp apart.
+  for (int r = 0; r < sc.parallel.ep; ++r) ep_ranks.push_back(r * sc.parallel.tp);
   std::int64_t total_saved = 0;
   for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
 
@@ -67,10 +69,11 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
         needs_comm = true;
       } else if (op.kind != model::OpKind::kCollective) {
         kernels_ps += op_times(sc.hardware, op).fwd_ps;
-      } else if (op.collective != model::CollectiveKind::kNone && sc.parallel.tp > 1) {
+      } else if (model::communicates(op, sc.parallel)) {
+        const auto& ranks = op.comm_group == model::CommGroup::kEp ? ep_ranks : tp_ranks;
         comm_ps += hw_models::idle_collective_time_ps(
             topo, hw_models::plan_collective(topo, sc.hardware, hw_models::to_collective(op.collective),
-                                      hw_models::Algorithm::kRing, tp_ranks, op.collective_bytes));
+                                      hw_models::Algorithm::kRing, ranks, op.collective_bytes));
         needs_comm = true;
       }
     }
@@ -287,12 +290,13 @@ StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_
   pr.options = options_;
   for (LayerOption& o : pr.options)  // held bytes as kept bytes of this stage
     o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
-  std::uint64_t params = 0;
+  std::uint64_t params = 0, expert_params = 0;
   std::int64_t extras = 0;
   for (int c = 0; c < chunks_; ++c) {
     const int vs = c * p_.pp + stage;
     const int n = layers_per_vs[static_cast<size_t>(vs)];
     params += w_.layer_params * static_cast<std::uint64_t>(n);
+    expert_params += w_.layer_expert_params * static_cast<std::uint64_t>(n);
     if (vs == 0) {
       params += w_.embedding_params;
       extras += embedding_saved_;
@@ -318,7 +322,7 @@ StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_
   const std::int64_t weight_pending =
       static_cast<size_t>(stage) < inputs_.weight_pending.size() ? inputs_.weight_pending[static_cast<size_t>(stage)] : 0;
   pr.budget_bytes = static_cast<std::int64_t>(sc_.hardware.memory_bytes) -
-                    model::static_bytes(sc_, params) - pr.in_flight * extras -
+                    model::static_bytes(sc_, params, expert_params) - pr.in_flight * extras -
                     weight_pending * pr.layers * inputs_.weight_pass_bytes_per_layer - cut;
   return pr;
 }

@@ -15,10 +15,15 @@ namespace {
 
 using model::OpGroup;
 
+/// How a message names a layer op's collective.
+const char* collective_kind(const model::Op& op) {
+  return op.comm_group == model::CommGroup::kEp ? "an expert-parallel all-to-all" : "a TP collective";
+}
+
 /// Why an overlapped decision cannot be overlapped (it re-runs a collective), or "".
 std::string overlap_communication(const std::vector<model::Op>& ops, const LayerDecision& d,
-                                  int tp, int layer) {
-  const int collective = first_recompute_collective(ops, d, tp);
+                                  const ParallelSpec& p, int layer) {
+  const int collective = first_recompute_collective(ops, d, p);
   if (collective < 0) return "";
   const std::string& op_name = ops[static_cast<size_t>(collective)].name;
   // Name the dropped group that needs the collective on its own, when one does.
@@ -29,17 +34,18 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
     LayerDecision alone;
     alone.group[g] = Action::kRecompute;
     alone.rerun_whole_groups = d.rerun_whole_groups;
-    const int c = first_recompute_collective(ops, alone, tp);
+    const int c = first_recompute_collective(ops, alone, p);
     if (c >= 0)
       return fmt::format(
-          "layer {}: overlapped recompute of group '{}' re-runs '{}', a TP collective; only "
+          "layer {}: overlapped recompute of group '{}' re-runs '{}', {}; only "
           "communication-free recomputes can be overlapped (keep '{}', or use mode demand)",
-          layer, model::kOpGroupNames[g], ops[static_cast<size_t>(c)].name, model::kOpGroupNames[g]);
+          layer, model::kOpGroupNames[g], ops[static_cast<size_t>(c)].name, collective_kind(ops[static_cast<size_t>(c)]),
+          model::kOpGroupNames[g]);
   }
   return fmt::format(
-      "layer {}: overlapped recompute of groups {} together re-runs '{}', a TP collective; only "
+      "layer {}: overlapped recompute of groups {} together re-runs '{}', {}; only "
       "communication-free recomputes can be overlapped (use mode demand)",
-      layer, dropped, op_name);
+      layer, dropped, op_name, collective_kind(ops[static_cast<size_t>(collective)]));
 }
 
 /// Whether `d` recomputes its whole layer on demand (every group but possibly the input dropped).
@@ -102,19 +108,16 @@ std::optional<PlanProblem> layer_problem(const LayerDecision& d, const LayerDeci
       break;
     case Window::kFwdTpComm: break;  // the builder falls back to the backward's start
   }
-  std::string comm = overlap_communication(ops, d, sc.parallel.tp, layer);
+  std::string comm = overlap_communication(ops, d, sc.parallel, layer);
   if (!comm.empty()) return problem("drop", std::move(comm));
   return std::nullopt;
 }
 
 }  // namespace
 
-int first_recompute_collective(const std::vector<model::Op>& ops, const LayerDecision& d, int tp) {
-  if (tp == 1) return -1;
-  for (int i : recompute_ops(ops, d)) {
-    const model::Op& op = ops[static_cast<size_t>(i)];
-    if (op.kind == model::OpKind::kCollective && op.collective != model::CollectiveKind::kNone) return i;
-  }
+int first_recompute_collective(const std::vector<model::Op>& ops, const LayerDecision& d, const ParallelSpec& p) {
+  for (int i : recompute_ops(ops, d))
+    if (model::communicates(ops[static_cast<size_t>(i)], p)) return i;
   return -1;
 }
 
@@ -175,8 +178,11 @@ const std::vector<std::string>& plan_scenario_keys() {
       "model.layers",         "model.hidden",
       "model.heads",          "model.ffn_hidden",
       "model.seq_len",        "model.vocab",
-      "model.flash_attention", "parallel.tp",
+      "model.flash_attention", "model.moe.num_experts",
+      "model.moe.router_topk", "model.moe.expert_ffn_hidden",
+      "model.moe.shared_ffn_hidden", "parallel.tp",
       "parallel.pp",          "parallel.dp",          "parallel.cp",
+      "parallel.ep",          "parallel.etp",
       "parallel.sequence_parallel", "parallel.micro_batch",
       "parallel.global_batch", "parallel.schedule",
       "parallel.virtual_stages", "parallel.distributed_optimizer",
@@ -191,7 +197,7 @@ void check_plan_scenario(const PlanFile& plan, const std::string& plan_label,
                          const model::ResolvedScenario& scenario, const std::string& scenario_label) {
   const Scenario& a = plan.scenario;
   const Scenario& b = scenario.scenario();
-  const std::vector<FieldDesc> table = scenario_field_table();
+  const std::vector<FieldDesc>& table = scenario_field_table();
   for (const std::string& key : plan_scenario_keys()) {
     const auto field = std::find_if(table.begin(), table.end(), [&](const FieldDesc& f) {
       return f.in_scenario() && f.scenario_key() == key;

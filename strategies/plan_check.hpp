@@ -23,9 +23,10 @@ struct PlanProblem {
 };
 
 /// Index (into `layer_ops`) of the first collective that `d`'s recompute pass re-runs, or -1
-/// (none, or tp = 1, where the TP ops are no-ops). Overlapped recomputes must have none.
+/// (none, or only collectives whose group has one GPU under `p`: model::communicates).
+/// Overlapped recomputes must have none.
 int first_recompute_collective(const std::vector<model::Op>& layer_ops, const LayerDecision& d,
-                               int tp);
+                               const ParallelSpec& p);
 
 /// The plan-file key of a problem: "stages", "stages[K].FIELD" or "stages[K].layers[I].FIELD".
 std::string plan_key(const PlanProblem& problem);

@@ -236,7 +236,7 @@ def case_plan_files(b, tmp):
               f"lynxsim {' '.join(args)}: {err}")
 
     one_line_error("run", scenario, "--set", "parallel.micro_batch=2", "--plan", plan,
-                   has=[f"{plan}:63:18: key 'scenario.parallel.micro_batch': made for 4, {scenario} with --set has 2 "
+                   has=[f"{plan}:75:18: key 'scenario.parallel.micro_batch': made for 4, {scenario} with --set has 2 "
                         f"({scenario}: --set parallel.micro_batch=2)"])
     one_line_error("run", "scenarios/paper/pcie-gpt-1.3b.yaml", "--plan", plan,
                    has=["key 'scenario.model.layers': made for 32, scenarios/paper/pcie-gpt-1.3b.yaml has 24 "

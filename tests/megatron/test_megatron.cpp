@@ -5,6 +5,7 @@
 #include "megatron/launch_words.hpp"
 #include "megatron/megatron_export.hpp"
 #include "megatron/megatron_launch.hpp"
+#include "model/gpt.hpp"
 #include "model/resolved_scenario.hpp"
 #include "model/sharding.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -241,7 +242,7 @@ TEST_CASE("arguments lynxsim does not model are refused, not simulated as someth
   const std::string base =
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
       "--micro-batch-size 1 ";
-  for (const char* arg : {"--num-experts 8", "--squared-relu", "--position-embedding-type relative",
+  for (const char* arg : {"--squared-relu", "--position-embedding-type relative",
                           "--max-position-embeddings 4096", "--context-parallel-size 2 --cp-comm-type a2a",
                           "--tokenizer-type HuggingFaceTokenizer"}) {
     CAPTURE(arg);
@@ -341,6 +342,58 @@ hardware: {profile: dgx-a100-80gb}
   std::string mqa = kLlama3_8b;
   mqa.replace(mqa.find("--num-query-groups 8"), 20, "--num-query-groups 4");
   CHECK(error_of([&] { load(mqa, 8); }).find("model.kv_heads (4) is not divisible by parallel.tp (8)") !=
+        std::string::npos);
+}
+
+// Mixtral 8x7B as Megatron-Core's MoE examples launch it (8 experts, top-2, grouped GEMM,
+// all-to-all dispatcher), tp 2 with SP, ep 4, on two DGX nodes (dp 8).
+const std::string kMixtral =
+    "pretrain_gpt.py --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "
+    "--num-attention-heads 32 --group-query-attention --num-query-groups 8 "
+    "--seq-length 4096 --max-position-embeddings 32768 --position-embedding-type rope "
+    "--normalization RMSNorm --swiglu --untie-embeddings-and-output-weights "
+    "--disable-bias-linear --attention-dropout 0.0 --hidden-dropout 0.0 --vocab-size 32000 "
+    "--make-vocab-size-divisible-by 1 --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm "
+    "--moe-token-dispatcher-type alltoall --moe-router-load-balancing-type aux_loss "
+    "--expert-model-parallel-size 4 --micro-batch-size 1 --global-batch-size 64 "
+    "--tensor-model-parallel-size 2 --sequence-parallel --use-flash-attn --bf16";
+
+TEST_CASE("a Mixtral 8x7B launch line maps onto preset mixtral-8x7b with ep and round-trips") {
+  const MegatronScenario got = load(kMixtral, 16);
+  const model::ResolvedScenario expected = model::load_scenario_text(R"(
+model: {preset: mixtral-8x7b, seq_len: 4096, flash_attention: true}
+parallel: {tp: 2, pp: 1, dp: 8, ep: 4, etp: 2, sequence_parallel: true, micro_batch: 1, global_batch: 64}
+hardware: {profile: dgx-a100-80gb, nodes: 2}
+)", "mixtral");
+  CHECK(got.scenario->model.preset == "mixtral-8x7b");
+  CHECK(got.scenario->model.moe.num_experts == 8);
+  CHECK(got.scenario->model.moe.router_topk == 2);
+  CHECK(got.scenario->parallel.ep == 4);
+  CHECK(model::parameter_count(got.scenario->model) == model::parameter_count(expected->model));
+  const std::string args = scenario_to_megatron_args(expected.scenario());
+  for (const char* option : {"--num-experts 8", "--moe-router-topk 2", "--moe-grouped-gemm",
+                             "--moe-token-dispatcher-type alltoall", "--expert-model-parallel-size 4",
+                             "--expert-tensor-parallel-size 2"}) {
+    CAPTURE(option);
+    CHECK(args.find(std::string(option) + " \\\n") != std::string::npos);
+  }
+  const MegatronScenario back = load(args, 16);
+  CHECK(back.scenario->parallel.ep == 4);
+  CHECK(back.scenario->model.moe == expected->model.moe);
+  // DeepSeek-style leading dense layers: Megatron-Core's list form of --moe-layer-freq.
+  // It is read as model.moe.first_dense_layers, which the simulation (identical layers) refuses.
+  CHECK(error_of([&] { load(kMixtral + " --moe-layer-freq '([0]*3+[1]*29)'", 16); })
+            .find("model.moe.first_dense_layers 3 / layer_freq 1") != std::string::npos);
+  CHECK(load(kMixtral + " --moe-shared-expert-intermediate-size 4096", 16).scenario->model.moe.shared_ffn_hidden == 4096);
+  // Options lynxsim does not model, and MoE options without experts, are refused.
+  std::string allgather = kMixtral;
+  allgather.replace(allgather.find("alltoall"), 8, "allgather");
+  CHECK(error_of([&] { load(allgather, 16); }).find("--moe-token-dispatcher-type allgather: not modelled") !=
+        std::string::npos);
+  std::string dense = kMixtral;
+  dense.replace(dense.find("--num-experts 8 "), 16, "");
+  CHECK(error_of([&] { load(dense, 16); }).find("needs --num-experts") != std::string::npos);
+  CHECK(error_of([&] { load(kMixtral + " --expert-tensor-parallel-size 1", 16); }).find("parallel.etp") !=
         std::string::npos);
 }
 

@@ -80,7 +80,7 @@ TEST_CASE("presets resolve to the published shapes") {
   CHECK(preset("gpt-22b").hidden == 6144);
   CHECK(preset("gpt-22b").heads == 64);
   CHECK(preset("gpt-1t").heads == 160);
-  CHECK(preset_names().size() == 16);  // 10 GPT, 6 Llama (test_llama.cpp)
+  CHECK(preset_names().size() == 20);  // 10 GPT, 6 Llama (test_llama.cpp), 4 MoE (test_moe.cpp)
 
   // Every preset shards over tp = 8 (heads % 8 == 0) and has whole heads.
   for (const std::string& name : preset_names()) {

@@ -102,11 +102,12 @@ TEST_CASE("Llama presets: shapes and the published parameter counts") {
     // The final norm closes the gap to the HF count; seq_len does not matter (rotary).
     CHECK(parameter_count(preset(p.name, 8192)) == p.exact);
   }
-  // Every preset shards over tp 8: heads, kv heads, ffn and vocab.
+  // Every dense preset shards over tp 8: heads, kv heads, ffn and vocab (the MoE presets:
+  // Qwen3's 4 kv heads take tp <= 4; tests/model/test_moe.cpp).
   for (const std::string& name : preset_names()) {
     CAPTURE(name);
     const ModelSpec spec = preset(name);
-    CHECK_NOTHROW(check_layout(spec, parallel(8, true)));
+    if (!is_moe(spec)) CHECK_NOTHROW(check_layout(spec, parallel(8, true)));
   }
 }
 

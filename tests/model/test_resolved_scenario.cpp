@@ -25,7 +25,8 @@ std::string resolve_error(const std::string& yaml, const std::vector<std::string
 
 const std::string kKnownPresets =
     "gpt-1.3b, gpt-2.7b, gpt-6.7b, gpt-13b, gpt-22b, gpt-23b, gpt-39b, gpt-175b, gpt-530b, gpt-1t, "
-    "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, llama3-405b";
+    "llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, qwen3-30b-a3b, "
+    "qwen3-235b-a22b, deepseek-v3";
 
 }  // namespace
 

@@ -406,6 +406,9 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK(message({"hardware.gpu.reserve=8GiB"}) == fmt::format("p.yaml:{}: key 'scenario.hardware.gpu.reserve': made for 4GiB, s.yaml has 8GiB (s.yaml: --set hardware.gpu.reserve=8GiB)", value_at(plan_text, "scenario.hardware.gpu.reserve")));
     CHECK(message({"parallel.distributed_optimizer=true"}) ==
           fmt::format("p.yaml:{}: key 'scenario.parallel.distributed_optimizer': made for false, s.yaml has true (s.yaml: --set parallel.distributed_optimizer=true)", value_at(plan_text, "scenario.parallel.distributed_optimizer")));
+    // A mixture of experts changes the layer's ops and the static bytes.
+    CHECK(message({"model.moe.num_experts=2", "parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
+          fmt::format("p.yaml:{}: key 'scenario.model.moe.num_experts': made for 0, s.yaml has 2 (s.yaml: --set model.moe.num_experts=2)", value_at(plan_text, "scenario.model.moe.num_experts")));
     // What-ifs: the plan does not depend on links, efficiencies or the strategy field.
     CHECK(message({"hardware.node.nvlink.bw=100GB/s", "hardware.gpu.contention=0.3", "recompute.strategy=full"}).empty());
     // A preset and its explicit shape are the same model.
