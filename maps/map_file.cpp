@@ -59,11 +59,7 @@ std::string scalar_text(const YAML::Node& value, const std::string& label, const
   return value.Scalar();
 }
 
-bool is_scenario_key(const std::string& key) {
-  for (const FieldDesc& field : scenario_field_table())
-    if (field.in_scenario() && field.scenario_key() == key) return true;
-  return false;
-}
+bool is_scenario_key(const std::string& key) { return scenario_fields_by_key().count(key) != 0; }
 
 /// `set:` — a map of scenario keys to values, each value checked by its field's parser.
 std::vector<std::string> read_set(const YAML::Node& node, const std::string& label, const std::string& what) {

@@ -292,7 +292,9 @@ std::string field_type_text(const FieldDesc& field) {
   return {};
 }
 
-std::vector<FieldDesc> scenario_field_table() {
+namespace {
+
+std::vector<FieldDesc> build_scenario_field_table() {
   constexpr FieldPlace kScn = FieldPlace::kScenario;
   constexpr FieldPlace kHw = FieldPlace::kHardware;
   constexpr FieldPlace kHwScn = FieldPlace::kHardwareScenario;
@@ -822,6 +824,23 @@ std::vector<FieldDesc> scenario_field_table() {
     }
   }
   return t;
+}
+
+}  // namespace
+
+const std::vector<FieldDesc>& scenario_field_table() {
+  static const std::vector<FieldDesc> table = build_scenario_field_table();
+  return table;
+}
+
+const std::map<std::string, FieldDesc>& scenario_fields_by_key() {
+  static const std::map<std::string, FieldDesc> fields = [] {
+    std::map<std::string, FieldDesc> out;
+    for (const FieldDesc& field : scenario_field_table())
+      if (field.in_scenario()) out.emplace(field.scenario_key(), field);
+    return out;
+  }();
+  return fields;
 }
 
 }  // namespace lynx

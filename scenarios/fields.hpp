@@ -5,6 +5,7 @@
 /// this table; no other list of keys exists.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +66,12 @@ struct FieldDesc {
   std::string profile_key() const;
 };
 
-/// Every field, in the order files are written and documented.
-std::vector<FieldDesc> scenario_field_table();
+/// Every field, in the order files are written and documented; built once (readers of
+/// thousands of candidate scenarios ask for it on every read).
+const std::vector<FieldDesc>& scenario_field_table();
+
+/// The scenario fields (in_scenario) by scenario key; built once.
+const std::map<std::string, FieldDesc>& scenario_fields_by_key();
 
 /// Unit (or value form) of a field type for documentation, e.g. "size (bytes)".
 std::string field_type_text(const FieldDesc& field);

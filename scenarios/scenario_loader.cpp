@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -70,9 +71,9 @@ std::string key_of(const FieldDesc& field, FileKind kind) {
   return kind == FileKind::kScenario ? field.scenario_key() : field.profile_key();
 }
 
-KeySet key_set(const std::vector<FieldDesc>& table, FileKind kind) {
+KeySet build_key_set(FileKind kind) {
   KeySet keys;
-  for (const FieldDesc& field : table) {
+  for (const FieldDesc& field : scenario_field_table()) {
     const std::string key = key_of(field, kind);
     if (key.empty()) continue;
     keys.leaves.insert(key);
@@ -81,6 +82,13 @@ KeySet key_set(const std::vector<FieldDesc>& table, FileKind kind) {
     }
   }
   return keys;
+}
+
+/// The keys and sections of a scenario or profile file; built once per kind.
+const KeySet& key_set(FileKind kind) {
+  static const KeySet scenario = build_key_set(FileKind::kScenario);
+  static const KeySet profile = build_key_set(FileKind::kProfile);
+  return kind == FileKind::kScenario ? scenario : profile;
 }
 
 std::string position(const std::string& label, const YAML::Mark& mark) {
@@ -235,6 +243,17 @@ FileValues read_values(std::string_view text, const std::string& label, const Ke
   return out;
 }
 
+/// True when YAML reads `text` as the plain scalar `text` itself: it starts with a letter or
+/// digit, holds only letters, digits and . _ + - / (no indicator, space or quote), and is not
+/// one of YAML's spellings of null.
+bool is_plain_word(std::string_view text) {
+  if (text.empty() || std::isalnum(static_cast<unsigned char>(text.front())) == 0) return false;
+  for (const char c : text)
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && std::string_view("._+-/").find(c) == std::string_view::npos)
+      return false;
+  return text != "null" && text != "Null" && text != "NULL";
+}
+
 /// Applies "key.path=value" overrides on top of what the file says.
 void apply_overrides(const std::vector<std::string>& overrides, const KeySet& keys,
                      FileValues& values) {
@@ -254,9 +273,14 @@ void apply_overrides(const std::vector<std::string>& overrides, const KeySet& ke
     if (keys.leaves.count(key) == 0) {
       fail(ErrorCode::kUnknownKey, "{}: unknown key '{}'{}", origin, key, suggestion(key, keys));
     }
+    const std::string text = override_text.substr(equals + 1);
+    if (is_plain_word(text)) {  // what YAML reads as itself: skip the parser (`best` sets thousands)
+      values.assign(key, text, origin, true);
+      continue;
+    }
     YAML::Node value;
     try {
-      value = YAML::Load(override_text.substr(equals + 1));
+      value = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       fail(ErrorCode::kMalformedYaml, "{}: key '{}': malformed value: {}", origin, key, e.msg);
     }
@@ -379,8 +403,8 @@ void require_every_field(const std::vector<FieldDesc>& table, const FileValues& 
 /// named built-in profile supplies every field the file does not give; without, the file must
 /// give them all. `depth` counts the profiles that named this one as their base.
 HardwareSpec read_profile(std::string_view text, const std::string& label, int depth = 0) {
-  const std::vector<FieldDesc> table = scenario_field_table();
-  const KeySet keys = key_set(table, FileKind::kProfile);
+  const std::vector<FieldDesc>& table = scenario_field_table();
+  const KeySet& keys = key_set(FileKind::kProfile);
   const FileValues values = read_values(text, label, keys);
   Scenario holder;
   if (const Assignment* base = values.given("base")) {
@@ -574,8 +598,8 @@ std::string emit_yaml(const YamlTree& tree, const std::string& comment) {
 }  // namespace
 
 struct ParsedScenario::Parsed {
-  std::vector<FieldDesc> table = scenario_field_table();
-  KeySet keys = key_set(table, FileKind::kScenario);
+  const std::vector<FieldDesc>& table = scenario_field_table();
+  const KeySet& keys = key_set(FileKind::kScenario);
   FileValues values;
   Parsed(std::string_view yaml_text, const std::string& file_label)
       : values(read_values(yaml_text, file_label, keys)) {}
@@ -619,7 +643,7 @@ UnresolvedScenario read_default_scenario(const std::vector<std::string>& overrid
 }
 
 void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
-  const KeySet keys = key_set(scenario_field_table(), FileKind::kScenario);
+  const KeySet& keys = key_set(FileKind::kScenario);
   for (const char* key :
        {"parallel", "parallel.global_batch", "parallel.virtual_stages", "parallel.schedule",
         "parallel.tp", "parallel.pp", "parallel.dp", "parallel.cp", "hardware.nodes", "sim.mode",
@@ -806,7 +830,7 @@ std::string scenario_fields_markdown() {
 
 std::string scenario_fields_markdown(std::string_view prefix) {
   if (prefix.empty()) return scenario_fields_markdown();
-  const std::vector<FieldDesc> table = scenario_field_table();
+  const std::vector<FieldDesc>& table = scenario_field_table();
   std::vector<FieldDesc> matching;
   for (const FieldDesc& field : table) {
     if (under(field.scenario_key(), prefix) || under(field.profile_key(), prefix))
@@ -815,8 +839,8 @@ std::string scenario_fields_markdown(std::string_view prefix) {
   if (matching.empty()) {
     // Suggest among both spellings of every key, as the loader does for an unknown key; else
     // name the top-level keys to start from.
-    KeySet keys = key_set(table, FileKind::kScenario);
-    const KeySet profile_keys = key_set(table, FileKind::kProfile);
+    KeySet keys = key_set(FileKind::kScenario);
+    const KeySet& profile_keys = key_set(FileKind::kProfile);
     keys.leaves.insert(profile_keys.leaves.begin(), profile_keys.leaves.end());
     keys.sections.insert(profile_keys.sections.begin(), profile_keys.sections.end());
     std::string hint = suggestion(std::string(prefix), keys);

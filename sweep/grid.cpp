@@ -39,16 +39,6 @@ std::string hash_hex(const std::vector<std::string_view>& parts) {
   return fmt::format("{:016x}", h);
 }
 
-/// The scenario fields by scenario key.
-const std::map<std::string, FieldDesc>& fields_by_key() {
-  static const std::map<std::string, FieldDesc> fields = [] {
-    std::map<std::string, FieldDesc> out;
-    for (FieldDesc& field : scenario_field_table())
-      if (field.in_scenario()) out.emplace(field.scenario_key(), std::move(field));
-    return out;
-  }();
-  return fields;
-}
 
 /// Fails for an axis key the scenario lacks, with the loader's own message (and suggestion).
 [[noreturn]] void unknown_key(const std::string& origin, const std::string& key) {
@@ -157,8 +147,8 @@ Axis read_axis(const YAML::Node& key_node, const YAML::Node& value, const std::s
   axis.origin = position(label, key_node.Mark());
   if (!key_node.IsScalar()) fail(ErrorCode::kWrongShape, "{}: axis keys must be plain words", axis.origin);
   axis.key = key_node.Scalar();
-  const auto field = fields_by_key().find(axis.key);
-  if (field == fields_by_key().end()) unknown_key(axis.origin, axis.key);
+  const auto field = scenario_fields_by_key().find(axis.key);
+  if (field == scenario_fields_by_key().end()) unknown_key(axis.origin, axis.key);
   std::vector<std::pair<std::string, std::string>> texts;  // (value, origin)
   if (value.IsSequence()) {
     for (const YAML::Node& item : value) {
@@ -298,7 +288,7 @@ Grid read_grid_text(std::string_view text, const std::string& label) {
         if (!item.IsScalar() || item.IsNull())
           fail(ErrorCode::kWrongShape, "{}: key 'where': expected an expression or a list of them", at);
         grid.filters.push_back(Filter::parse(item.Scalar(), at, [](const std::string& k) {
-          return fields_by_key().count(k) != 0;
+          return scenario_fields_by_key().count(k) != 0;
         }));
       }
     } else {
@@ -331,8 +321,8 @@ UnresolvedScenario Grid::read_point(std::uint64_t index) const {
 }
 
 std::string scenario_value(const Scenario& scenario, const std::string& key) {
-  const auto field = fields_by_key().find(key);
-  LYNX_CHECK(field != fields_by_key().end(), "'{}' is not a scenario key", key);
+  const auto field = scenario_fields_by_key().find(key);
+  LYNX_CHECK(field != scenario_fields_by_key().end(), "'{}' is not a scenario key", key);
   return field->second.get(scenario);
 }
 

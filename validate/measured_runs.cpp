@@ -78,16 +78,6 @@ std::vector<std::string_view> split_fields(std::string_view row) {
   }
 }
 
-/// Every scenario field by its scenario key (the table is built once).
-const std::map<std::string, FieldDesc>& scenario_fields_by_key() {
-  static const std::map<std::string, FieldDesc> fields = [] {
-    std::map<std::string, FieldDesc> out;
-    for (FieldDesc& f : scenario_field_table())
-      if (f.in_scenario()) out.emplace(f.scenario_key(), std::move(f));
-    return out;
-  }();
-  return fields;
-}
 
 /// Why `key` cannot be a settings column; nothing when it can.
 std::optional<std::string> refused_setting(const std::string& key, const FieldDesc& field) {

@@ -514,7 +514,7 @@ TEST_CASE("the 1024-GPU example uses every GPU of 128 nodes") {
 }
 
 TEST_CASE("the field table: unique keys, defaults that read back, a docs row each") {
-  const std::vector<FieldDesc> table = scenario_field_table();
+  const std::vector<FieldDesc>& table = scenario_field_table();
   std::set<std::string> scenario_keys;
   std::set<std::string> profile_keys;
   const std::string markdown = scenario_fields_markdown();

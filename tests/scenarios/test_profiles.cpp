@@ -45,7 +45,7 @@ TEST_CASE("the built-in profiles are the files in hw_models/profiles") {
 }
 
 TEST_CASE("each built-in profile loads, names itself, equals its file, and gives every field") {
-  const std::vector<FieldDesc> table = scenario_field_table();
+  const std::vector<FieldDesc>& table = scenario_field_table();
   for (const std::string& name : builtin_profile_names()) {
     CAPTURE(name);
     const HardwareSpec embedded = builtin_hardware_profile(name);
