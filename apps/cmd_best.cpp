@@ -86,7 +86,7 @@ int cmd_best(const std::vector<std::string>& argv) {
   bool as_megatron_args = false;
   po::options_description desc("best options");
   add_scenario_options(desc, args);
-  desc.add_options()("gpus", po::value(&gpus_text), "GPUs to lay the model out on (required): tp·pp·dp = N")(
+  desc.add_options()("gpus", po::value(&gpus_text), "GPUs to lay the model out on (required): tp·cp·pp·dp = N")(
       "top", po::value(&top_text), "plans to confirm in exact mode and print (default 5)")(
       "threads", po::value(&threads_text), "worker threads (default: the machine's cores)")(
       "write-scenario", po::value(&scenario_out), "write the winner as a scenario YAML file")(

@@ -30,6 +30,7 @@ timed build/lynxsim best scenarios/examples/gpt175b-1024gpu.yaml --gpus 1048576 
 for threads in 1 2; do
   [ "$quick" = "--quick" ] && [ "$threads" = 1 ] && continue
   echo "== sweep bench/sweep-gpt22b-64-layouts.yaml --threads $threads"
+  rm -f "${TMPDIR:-/tmp}/scale-bench-sweep.csv"  # else the sweep resumes the previous run's file
   timed build/lynxsim sweep bench/sweep-gpt22b-64-layouts.yaml -o "${TMPDIR:-/tmp}/scale-bench-sweep.csv" \
     --threads "$threads" 2>&1 | grep -E "simulated|wall|load"
 done

@@ -10,6 +10,7 @@
 #include "scenarios/scenario_loader.hpp"
 #include "schedule/pipeline_schedule.hpp"
 #include "search/bounds.hpp"
+#include "strategies/milp_planner.hpp"
 #include "sweep/ordered_pool.hpp"
 
 #include <fmt/format.h>
@@ -125,6 +126,8 @@ BestOutcome run_best(const BestRequest& request) {
   out.gpus = gpus;
   out.profile = base.scenario.hardware.profile;
   out.threads = thread_count(request.threads);
+  // Checkmate's and lynx-opt's MILPs: on several threads, solved in child processes at once.
+  const strategies::ParallelMilpSolves parallel_milp(out.threads);
   SearchSpace space = request.space;
   if (space.context_parallel.empty())
     space.context_parallel = default_context_parallel(gpus, base.scenario.model.seq_len);

@@ -8,14 +8,20 @@
 #include "common/clock.hpp"
 
 #include "common/error.hpp"
+#include "common/worker_processes.hpp"
 
 #include <coin/Cbc_C_Interface.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -196,6 +202,52 @@ std::vector<int> least_memory_assignment(const StageProblem& p, const Candidates
   return best;
 }
 
+/// Trivially copyable values and vectors of them as bytes: the messages between the planner and
+/// its solver processes (the same binary on the same machine, so no byte order to agree on).
+class Wire {
+ public:
+  Wire() = default;
+  explicit Wire(const std::string& bytes) : bytes_(bytes.begin(), bytes.end()) {}
+  std::string bytes() const { return {bytes_.begin(), bytes_.end()}; }
+  bool at_end() const { return at_ == bytes_.size(); }
+
+  template <typename T>
+  void put(const T& value) {
+    append(&value, sizeof value);
+  }
+  template <typename T>
+  void put_vector(const std::vector<T>& values) {
+    put(static_cast<std::uint64_t>(values.size()));
+    append(values.data(), values.size() * sizeof(T));
+  }
+  template <typename T>
+  bool get(T& value) {
+    if (bytes_.size() - at_ < sizeof value) return false;
+    std::memcpy(&value, bytes_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return true;
+  }
+  template <typename T>
+  bool get_vector(std::vector<T>& values) {
+    std::uint64_t n = 0;
+    if (!get(n) || n > (bytes_.size() - at_) / sizeof(T)) return false;
+    values.resize(n);
+    std::memcpy(values.data(), bytes_.data() + at_, n * sizeof(T));
+    at_ += n * sizeof(T);
+    return true;
+  }
+
+ private:
+  void append(const void* data, std::size_t size) {
+    const std::size_t end = bytes_.size();
+    bytes_.resize(end + size);
+    if (size > 0) std::memcpy(bytes_.data() + end, data, size);
+  }
+
+  std::vector<char> bytes_;
+  std::size_t at_ = 0;
+};
+
 /// A MILP assembled row by row, then handed to CBC in compressed sparse columns.
 class MilpBuilder {
  public:
@@ -204,7 +256,7 @@ class MilpBuilder {
     column_lower_.push_back(lower);
     column_upper_.push_back(upper);
     objective_.push_back(objective);
-    integer_.push_back(integer);
+    integer_.push_back(integer ? 1 : 0);
     return static_cast<int>(objective_.size()) - 1;
   }
   /// Adds lower ≤ Σ coefficient·x[column] ≤ upper.
@@ -216,6 +268,22 @@ class MilpBuilder {
       if (coefficient != 0.0) entries_.push_back({column, row, coefficient});
   }
   int columns() const { return static_cast<int>(objective_.size()); }
+
+  /// The model as bytes (for a worker process) and back.
+  void write(Wire& wire) const {
+    wire.put_vector(column_lower_);
+    wire.put_vector(column_upper_);
+    wire.put_vector(objective_);
+    wire.put_vector(integer_);
+    wire.put_vector(row_lower_);
+    wire.put_vector(row_upper_);
+    wire.put_vector(entries_);
+  }
+  bool read(Wire& wire) {
+    return wire.get_vector(column_lower_) && wire.get_vector(column_upper_) && wire.get_vector(objective_) &&
+           wire.get_vector(integer_) && wire.get_vector(row_lower_) && wire.get_vector(row_upper_) &&
+           wire.get_vector(entries_);
+  }
 
   void load_into(Cbc_Model* model) {
     std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
@@ -247,7 +315,7 @@ class MilpBuilder {
     double coefficient;
   };
   std::vector<double> column_lower_, column_upper_, objective_, row_lower_, row_upper_;
-  std::vector<bool> integer_;
+  std::vector<char> integer_;
   std::vector<Entry> entries_;
 };
 
@@ -281,6 +349,105 @@ struct CbcPass {
   double cutoff_ns = std::numeric_limits<double>::infinity();  ///< only look below this
   int node_limit = MilpOptions::kDefaultNodeLimit;              ///< CBC's maxNodes
 };
+
+/// What CBC returned for one pass: its status, and the solution (empty when it found none).
+struct CbcResult {
+  int status = -1;            ///< Cbc_status
+  int secondary_status = -1;  ///< Cbc_secondaryStatus
+  char stopped_on_limit = 0;  ///< the node limit stopped it
+  char complete = 0;          ///< the search finished (not stopped by a limit or abandoned)
+  double bound_ns = 0;        ///< CBC's best lower bound
+  std::vector<double> solution;
+};
+
+/// One CBC pass over `milp`, in this process.
+CbcResult solve_with_cbc(MilpBuilder& milp, const CbcPass& pass) {
+  CbcModelHandle handle;
+  Cbc_Model* model = handle.get();
+  milp.load_into(model);
+  Cbc_setLogLevel(model, 0);
+  // A node budget, never a time limit: the result must not depend on the machine's speed.
+  Cbc_setMaximumNodes(model, pass.node_limit);
+  // Stop only when the search is complete (no relative gap, a tiny absolute one), and let
+  // solutions 1 ps apart count as different (1 ps = 1e-3 ns).
+  Cbc_setParameter(model, "ratioGap", "0");
+  Cbc_setParameter(model, "allowableGap", "1e-9");
+  Cbc_setParameter(model, "increment", "1e-6");
+  // Cut rounds cost more than they save here (measured on 72 GPT-like stage problems,
+  // 24–96 layers × 32 options: total solve time 99 s with cuts, 65 s without).
+  Cbc_setParameter(model, "cuts", "off");
+  if (!pass.preprocess) Cbc_setParameter(model, "preprocess", "off");
+  if (std::isfinite(pass.cutoff_ns))
+    Cbc_setParameter(model, "cutoff", fmt::format("{}", pass.cutoff_ns).c_str());
+
+  Cbc_solve(model);
+
+  CbcResult r;
+  r.status = Cbc_status(model);
+  r.secondary_status = Cbc_secondaryStatus(model);
+  r.stopped_on_limit = Cbc_isNodeLimitReached(model) != 0 || r.secondary_status == 3 ? 1 : 0;
+  r.complete = r.status == 0 && r.stopped_on_limit == 0 && Cbc_isAbandoned(model) == 0 ? 1 : 0;
+  r.bound_ns = Cbc_getBestPossibleObjValue(model);
+  if (const double* solution = Cbc_bestSolution(model)) r.solution.assign(solution, solution + milp.columns());
+  return r;
+}
+
+std::string encode_pass(const MilpBuilder& milp, const CbcPass& pass) {
+  Wire wire;
+  milp.write(wire);
+  wire.put(static_cast<char>(pass.preprocess ? 1 : 0));
+  wire.put(pass.cutoff_ns);
+  wire.put(pass.node_limit);
+  return wire.bytes();
+}
+
+std::string encode_result(const CbcResult& r) {
+  Wire wire;
+  wire.put(r.status);
+  wire.put(r.secondary_status);
+  wire.put(r.stopped_on_limit);
+  wire.put(r.complete);
+  wire.put(r.bound_ns);
+  wire.put_vector(r.solution);
+  return wire.bytes();
+}
+
+std::optional<CbcResult> decode_result(const std::string& bytes) {
+  Wire wire(bytes);
+  CbcResult r;
+  if (!wire.get(r.status) || !wire.get(r.secondary_status) || !wire.get(r.stopped_on_limit) ||
+      !wire.get(r.complete) || !wire.get(r.bound_ns) || !wire.get_vector(r.solution) || !wire.at_end())
+    return std::nullopt;
+  return r;
+}
+
+/// A solver process's handler: a pass's bytes in, its result's bytes out.
+std::string solve_encoded_pass(const std::string& request) {
+  Wire wire(request);
+  MilpBuilder milp;
+  CbcPass pass;
+  char preprocess = 0;
+  if (!milp.read(wire) || !wire.get(preprocess) || !wire.get(pass.cutoff_ns) || !wire.get(pass.node_limit) ||
+      !wire.at_end())
+    fail(ErrorCode::kInternal, "milp planner: a malformed request reached a solver process");
+  pass.preprocess = preprocess != 0;
+  return encode_result(solve_with_cbc(milp, pass));
+}
+
+/// The solver processes of the live ParallelMilpSolves, if any.
+std::atomic<WorkerProcesses*> solver_processes{nullptr};
+
+/// One CBC pass. CBC's solve driver is not reentrant (coin-or/Cbc issue #332, "CbcMain not
+/// thread safe"): with solver processes (ParallelMilpSolves) the pass runs in an idle one, so
+/// that threads solve at once; else in this process, one solve at a time.
+CbcResult solve_milp(MilpBuilder& milp, const CbcPass& pass) {
+  if (WorkerProcesses* workers = solver_processes.load())
+    if (const std::optional<std::string> reply = workers->call(encode_pass(milp, pass)))
+      if (std::optional<CbcResult> result = decode_result(*reply)) return *std::move(result);
+  static std::mutex cbc_mutex;
+  const std::lock_guard lock(cbc_mutex);
+  return solve_with_cbc(milp, pass);
+}
 
 /// Builds and solves the MILP:
 ///   y[l][k] ∈ {0,1}, Σ_k y[l][k] = 1                       (one candidate per layer)
@@ -361,41 +528,18 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
     milp.add_row(-infinity, order, 0.0);
   }
 
-  // CBC's solve driver is not known to be reentrant; sweeps plan on several threads.
-  static std::mutex cbc_mutex;
-  const std::lock_guard lock(cbc_mutex);
-  CbcModelHandle handle;
-  Cbc_Model* model = handle.get();
-  milp.load_into(model);
-  Cbc_setLogLevel(model, 0);
-  // A node budget, never a time limit: the result must not depend on the machine's speed.
-  Cbc_setMaximumNodes(model, pass.node_limit);
-  // Stop only when the search is complete (no relative gap, a tiny absolute one), and let
-  // solutions 1 ps apart count as different (1 ps = 1e-3 ns).
-  Cbc_setParameter(model, "ratioGap", "0");
-  Cbc_setParameter(model, "allowableGap", "1e-9");
-  Cbc_setParameter(model, "increment", "1e-6");
-  // Cut rounds cost more than they save here (measured on 72 GPT-like stage problems,
-  // 24–96 layers × 32 options: total solve time 99 s with cuts, 65 s without).
-  Cbc_setParameter(model, "cuts", "off");
-  if (!pass.preprocess) Cbc_setParameter(model, "preprocess", "off");
-  if (std::isfinite(pass.cutoff_ns))
-    Cbc_setParameter(model, "cutoff", fmt::format("{}", pass.cutoff_ns).c_str());
-
-  Cbc_solve(model);
-
+  const CbcResult result = solve_milp(milp, pass);
   SolverRun run;
-  run.status = Cbc_status(model);
-  run.secondary_status = Cbc_secondaryStatus(model);
-  run.stopped_on_limit = Cbc_isNodeLimitReached(model) != 0 || run.secondary_status == 3;
-  run.complete = run.status == 0 && !run.stopped_on_limit && Cbc_isAbandoned(model) == 0;
-  run.bound_ns = Cbc_getBestPossibleObjValue(model);
-  const double* solution = Cbc_bestSolution(model);
-  if (solution == nullptr) return run;
+  run.status = result.status;
+  run.secondary_status = result.secondary_status;
+  run.stopped_on_limit = result.stopped_on_limit != 0;
+  run.complete = result.complete != 0;
+  run.bound_ns = result.bound_ns;
+  if (result.solution.empty()) return run;
   // Round: each layer takes its largest binary (never trust the LP's values beyond that).
   for (int l = 0; l < layers; ++l) {
     const auto& cands = candidates[static_cast<size_t>(l)];
-    const double* values = solution + first_column[static_cast<size_t>(l)];
+    const double* values = result.solution.data() + first_column[static_cast<size_t>(l)];
     const auto best = std::max_element(values, values + cands.size()) - values;
     run.assignment.push_back(cands[static_cast<size_t>(best)]);
   }
@@ -403,6 +547,18 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
 }
 
 }  // namespace
+
+ParallelMilpSolves::ParallelMilpSolves(int threads) {
+  if (threads < 2 || solver_processes.load() != nullptr) return;
+  workers_ = std::make_unique<WorkerProcesses>(threads, solve_encoded_pass);
+  if (workers_->size() > 0) solver_processes.store(workers_.get());
+}
+
+int ParallelMilpSolves::processes() const { return workers_ ? workers_->size() : 0; }
+
+ParallelMilpSolves::~ParallelMilpSolves() {
+  if (workers_ && solver_processes.load() == workers_.get()) solver_processes.store(nullptr);
+}
 
 StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options) {
   const WallClock::time_point start = WallClock::now();

@@ -5,6 +5,12 @@
 #include "scenarios/scenario.hpp"
 #include "strategies/planning_problem.hpp"
 
+#include <memory>
+
+namespace lynx {
+class WorkerProcesses;
+}
+
 namespace lynx::strategies {
 
 /// Settings of the MILP planner.
@@ -26,8 +32,26 @@ struct MilpOptions {
 /// on the chosen assignment. When even the least-memory assignment does not fit, returns that
 /// assignment with feasible = false and status "infeasible". Throws lynx::Error on malformed
 /// input (layers < 1, no options, window_ps.size() != layers, negative sizes or times).
-/// Safe from several threads: the CBC solves themselves run one at a time (a lock), because
-/// CBC's solve driver is not known to be reentrant.
+/// Safe from several threads: CBC's solve driver is not reentrant, so in-process solves run one
+/// at a time (a lock); while a ParallelMilpSolves is alive they run in its solver processes,
+/// several at once (the same plans: a solve is deterministic wherever it runs).
 StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& options);
+
+/// While alive, CBC solves run in `threads` forked solver processes (when threads > 1), so that
+/// that many planning threads solve at once. Construct it before starting those threads (a
+/// process forked from a multi-threaded one may inherit another thread's lock); `best` and
+/// single-process sweeps do. A solver process that fails leaves its solves to this process.
+class ParallelMilpSolves {
+ public:
+  explicit ParallelMilpSolves(int threads);
+  ~ParallelMilpSolves();
+  ParallelMilpSolves(const ParallelMilpSolves&) = delete;
+  ParallelMilpSolves& operator=(const ParallelMilpSolves&) = delete;
+  /// Solver processes started (0: solves stay in this process).
+  int processes() const;
+
+ private:
+  std::unique_ptr<WorkerProcesses> workers_;
+};
 
 }  // namespace lynx::strategies

@@ -7,6 +7,7 @@
 #include "model/resolved_scenario.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "strategies/milp_planner.hpp"
 #include "sweep/ordered_pool.hpp"
 
 #include <fmt/format.h>
@@ -126,6 +127,9 @@ SweepSummary run_sweep(const SweepRequest& request, const Ranks& ranks, std::ost
   for (std::uint64_t i = static_cast<std::uint64_t>(ranks.rank()); i < summary.points;
        i += static_cast<std::uint64_t>(ranks.size()))
     if (!is_done(i)) mine.push_back(i);
+  // Planning MILPs on several threads solve in child processes at once; not under MPI, whose
+  // transports may not survive a fork.
+  const strategies::ParallelMilpSolves parallel_milp(ranks.size() == 1 ? summary.threads : 1);
   OrderedPool<PointOutcome> pool(mine, summary.threads, [&](std::uint64_t i) {
     return evaluate_point(grid, writer, i, i >= first_new);
   });

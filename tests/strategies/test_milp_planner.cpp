@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace lynx;
@@ -242,6 +243,41 @@ TEST_CASE("MILP optimum equals exhaustive search on small random problems") {
   CHECK(feasible + infeasible == 120);
   CHECK(infeasible > 0);
   CHECK(binding > 40);
+}
+
+TEST_CASE("solver processes: the plans of in-process solves, on several threads at once") {
+  std::vector<StageProblem> problems;
+  for (std::uint64_t seed = 0; seed < 24; ++seed)
+    problems.push_back(random_problem(seed * 104729 + 17, 3 + static_cast<int>(seed % 3), 4 + static_cast<int>(seed % 4)));
+  const auto solve_all = [&](int threads) {
+    std::vector<StageSolution> out(problems.size());
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        for (std::size_t i = static_cast<std::size_t>(t); i < problems.size(); i += static_cast<std::size_t>(threads))
+          out[i] = solve_stage_milp(problems[i], MilpOptions{});
+      });
+    for (std::thread& th : pool) th.join();
+    return out;
+  };
+  const std::vector<StageSolution> in_process = solve_all(1);
+  std::vector<StageSolution> in_solvers;
+  {
+    const ParallelMilpSolves solvers(2);
+    REQUIRE(solvers.processes() == 2);
+    in_solvers = solve_all(2);
+  }
+  int searched = 0;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    CAPTURE(i);
+    CHECK(in_solvers[i].option_of_layer == in_process[i].option_of_layer);
+    CHECK(in_solvers[i].exposed_ps == in_process[i].exposed_ps);
+    CHECK(in_solvers[i].status == in_process[i].status);
+    CHECK(in_solvers[i].gap == in_process[i].gap);
+    searched += in_process[i].status == "optimal" && in_process[i].feasible ? 1 : 0;
+  }
+  CHECK(searched > 0);
+  CHECK(ParallelMilpSolves(1).processes() == 0);  // one thread: solved in this process
 }
 
 TEST_CASE("checkmate (no overlap) equals exhaustive search over on-demand options") {
