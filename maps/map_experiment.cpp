@@ -172,7 +172,8 @@ std::vector<MapCell> run_maps(const MapFile& file, const MapRequest& request, Ma
   const WallClock::time_point start = WallClock::now();
   std::vector<MapCell> cells;
   for (std::size_t m = 0; m < file.maps.size(); ++m)
-    for (std::size_t v = 0; v < file.variants.size(); ++v)
+    for (std::size_t v = 0; v < file.variants.size(); ++v) {
+      if (!file.maps[m].drawn_for(file.variants[v])) continue;
       for (std::size_t y = 0; y < file.maps[m].y.values.size(); ++y)
         for (std::size_t x = 0; x < file.maps[m].x.values.size(); ++x) {
           MapCell cell;
@@ -182,6 +183,7 @@ std::vector<MapCell> run_maps(const MapFile& file, const MapRequest& request, Ma
           cell.y = y;
           cells.push_back(std::move(cell));
         }
+    }
   const int threads = thread_count(request);
   std::size_t done = 0, total = cells.size() * kMapStrategies.size();
   auto report = [&](const MapCell& cell, std::size_t strategy, bool exact) {

@@ -177,7 +177,7 @@ MapDefinition read_map(const YAML::Node& node, const std::string& label) {
   MapDefinition map;
   map.origin = yaml_position(label, node.Mark());
   std::set<std::string> given;
-  read_entries(node, label, "map", {"name", "title", "base", "set", "x", "y"},
+  read_entries(node, label, "map", {"name", "title", "base", "set", "x", "y", "variants"},
                [&](const std::string& key, const YAML::Node&, const YAML::Node& value) {
                  given.insert(key);
                  const std::string what = fmt::format("map '{}'", map.name);
@@ -186,6 +186,13 @@ MapDefinition read_map(const YAML::Node& node, const std::string& label) {
                  if (key == "set") map.overrides = read_set(value, label, what);
                  if (key == "x") map.x = read_axis(value, label, what + ": x");
                  if (key == "y") map.y = read_axis(value, label, what + ": y");
+                 if (key == "variants") {
+                   if (!value.IsSequence() || value.size() == 0)
+                     fail(ErrorCode::kWrongShape, "{}: {}: key 'variants': expected a non-empty list of variant names",
+                          yaml_position(label, value.Mark()), what);
+                   for (const YAML::Node& name : value)
+                     map.variants.push_back(scalar_text(name, label, what + ": variants"));
+                 }
                  if (key == "base") {
                    fs::path path(scalar_text(value, label, what + ": base"));
                    if (path.is_relative()) path = fs::path(label).parent_path() / path;
@@ -236,7 +243,16 @@ MapFile read_map_text(std::string_view text, const std::string& label) {
   for (const MapVariant& variant : file.variants)
     if (!names.insert(variant.name).second)
       fail(ErrorCode::kDuplicateKey, "{}: variant name '{}' is given twice", variant.origin, variant.name);
+  for (const MapDefinition& map : file.maps)
+    for (const std::string& name : map.variants)
+      if (names.count(name) == 0)
+        fail(ErrorCode::kUnknownKey, "{}: map '{}': key 'variants': no variant is named '{}' (there are: {})", map.origin,
+             map.name, name, fmt::join(names, ", "));
   return file;
+}
+
+bool MapDefinition::drawn_for(const MapVariant& variant) const {
+  return variants.empty() || std::find(variants.begin(), variants.end(), variant.name) != variants.end();
 }
 
 MapFile read_map_file(const std::string& path) { return read_map_text(read_text_file(path, "map file"), path); }

@@ -43,6 +43,10 @@ struct MapDefinition {
   std::string base_label;  ///< its file, for messages
   std::vector<std::string> overrides;  ///< its `set:` as `KEY=VALUE`
   MapAxis x, y;
+  /// `variants:` the names of the variants it is drawn for (every variant when empty): a model
+  /// a variant's settings do not apply to (TP-comm overlap and mixtures of experts) skips it.
+  std::vector<std::string> variants;
+  bool drawn_for(const MapVariant& variant) const;
 };
 
 /// A read, checked map file.

@@ -197,6 +197,28 @@ TEST_CASE("a 2 x 2 map: columns, OOM and invalid cells, exact confirmation, any 
   CHECK(run_csv(file, 2) == one);
 }
 
+TEST_CASE("a map's variants: it is drawn only for the variants it names, and an unknown name is an error") {
+  const std::string variants =
+      "variants:\n  - {name: a}\n  - {name: b, set: {parallel.sequence_parallel: true}}\n";
+  const std::string map = "maps:\n  - name: m\n    base: ../../scenarios/paper/nvlink-gpt-1.3b.yaml\n"
+                          "    x: {keys: parallel.micro_batch, values: [1, 2]}\n    y: {keys: parallel.dp, values: [1]}\n";
+  const MapFile all = read_map_text(variants + map, kLabel);
+  const MapFile only_b = read_map_text(variants + map + "    variants: [b]\n", kLabel);
+  REQUIRE(only_b.maps[0].variants == std::vector<std::string>{"b"});
+  CHECK(only_b.maps[0].drawn_for(only_b.variants[1]));
+  CHECK_FALSE(only_b.maps[0].drawn_for(only_b.variants[0]));
+  MapRequest request;
+  request.confirm = false;
+  CHECK(run_maps(all, request).size() == 4);
+  const std::vector<MapCell> cells = run_maps(only_b, request);
+  REQUIRE(cells.size() == 2);
+  for (const MapCell& cell : cells) CHECK(cell.variant == 1);
+  const std::string unknown = variants + map + "    variants: [c]\n";
+  CHECK(code_of([&] { read_map_text(unknown, kLabel); }) == ErrorCode::kUnknownKey);
+  CHECK(error_of([&] { read_map_text(unknown, kLabel); }).find("no variant is named 'c' (there are: a, b)") != std::string::npos);
+  CHECK(code_of([&] { read_map_text(variants + map + "    variants: b\n", kLabel); }) == ErrorCode::kWrongShape);
+}
+
 TEST_CASE("micro_batches sets the global batch from the cell's micro-batch and dp") {
   const MapFile file = read_map_text(
       "maps:\n  - name: m\n    base: ../../scenarios/paper/nvlink-gpt-1.3b.yaml\n"
@@ -228,9 +250,11 @@ TEST_CASE("the committed results/maps/maps.csv is current with results/maps/maps
   CHECK_MESSAGE(csv.header == map_csv_columns(), hint);
   std::vector<std::tuple<std::string, std::string, std::string, std::string>> expected, committed;
   for (const MapDefinition& map : file.maps)
-    for (const MapVariant& variant : file.variants)
+    for (const MapVariant& variant : file.variants) {
+      if (!map.drawn_for(variant)) continue;
       for (const std::string& y : map.y.values)
         for (const std::string& x : map.x.values) expected.emplace_back(map.name, variant.name, x, y);
+    }
   for (std::size_t r = 0; r < csv.rows.size(); ++r)
     committed.emplace_back(csv.cell(r, "map"), csv.cell(r, "variant"), csv.cell(r, "x"), csv.cell(r, "y"));
   CHECK_MESSAGE(committed == expected, hint);
