@@ -49,14 +49,20 @@ class CbcModelHandle {
   Cbc_Model* model_;
 };
 
-/// What one CBC run produced.
-struct SolverRun {
-  std::vector<int> assignment;  ///< rounded best integer solution; empty when CBC found none
-  double bound_ns = 0;          ///< CBC's best lower bound
+/// What CBC returned for one pass: its status, and the solution (empty when it found none).
+struct CbcResult {
+  int status = -1;                ///< Cbc_status
+  int secondary_status = -1;      ///< Cbc_secondaryStatus
   bool stopped_on_limit = false;  ///< the node limit stopped it
-  bool complete = false;        ///< the search finished (not stopped by a limit or abandoned)
-  int status = -1;              ///< Cbc_status
-  int secondary_status = -1;    ///< Cbc_secondaryStatus
+  bool complete = false;          ///< the search finished (not stopped by a limit or abandoned)
+  double bound_ns = 0;            ///< CBC's best lower bound
+  std::vector<double> solution;   ///< every column's value
+};
+
+/// What one CBC run produced, with its solution rounded to one option per layer.
+struct SolverRun {
+  CbcResult cbc;
+  std::vector<int> assignment;  ///< rounded best integer solution; empty when CBC found none
 };
 
 // Exposed time enters the LP in nanoseconds: sums stay far below 2^53 and a difference of one
@@ -232,7 +238,7 @@ class Wire {
     std::uint64_t n = 0;
     if (!get(n) || n > (bytes_.size() - at_) / sizeof(T)) return false;
     values.resize(n);
-    std::memcpy(values.data(), bytes_.data() + at_, n * sizeof(T));
+    if (n > 0) std::memcpy(values.data(), bytes_.data() + at_, n * sizeof(T));
     at_ += n * sizeof(T);
     return true;
   }
@@ -350,16 +356,6 @@ struct CbcPass {
   int node_limit = MilpOptions::kDefaultNodeLimit;              ///< CBC's maxNodes
 };
 
-/// What CBC returned for one pass: its status, and the solution (empty when it found none).
-struct CbcResult {
-  int status = -1;            ///< Cbc_status
-  int secondary_status = -1;  ///< Cbc_secondaryStatus
-  char stopped_on_limit = 0;  ///< the node limit stopped it
-  char complete = 0;          ///< the search finished (not stopped by a limit or abandoned)
-  double bound_ns = 0;        ///< CBC's best lower bound
-  std::vector<double> solution;
-};
-
 /// One CBC pass over `milp`, in this process.
 CbcResult solve_with_cbc(MilpBuilder& milp, const CbcPass& pass) {
   CbcModelHandle handle;
@@ -385,8 +381,8 @@ CbcResult solve_with_cbc(MilpBuilder& milp, const CbcPass& pass) {
   CbcResult r;
   r.status = Cbc_status(model);
   r.secondary_status = Cbc_secondaryStatus(model);
-  r.stopped_on_limit = Cbc_isNodeLimitReached(model) != 0 || r.secondary_status == 3 ? 1 : 0;
-  r.complete = r.status == 0 && r.stopped_on_limit == 0 && Cbc_isAbandoned(model) == 0 ? 1 : 0;
+  r.stopped_on_limit = Cbc_isNodeLimitReached(model) != 0 || r.secondary_status == 3;
+  r.complete = r.status == 0 && !r.stopped_on_limit && Cbc_isAbandoned(model) == 0;
   r.bound_ns = Cbc_getBestPossibleObjValue(model);
   if (const double* solution = Cbc_bestSolution(model)) r.solution.assign(solution, solution + milp.columns());
   return r;
@@ -528,18 +524,13 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
     milp.add_row(-infinity, order, 0.0);
   }
 
-  const CbcResult result = solve_milp(milp, pass);
   SolverRun run;
-  run.status = result.status;
-  run.secondary_status = result.secondary_status;
-  run.stopped_on_limit = result.stopped_on_limit != 0;
-  run.complete = result.complete != 0;
-  run.bound_ns = result.bound_ns;
-  if (result.solution.empty()) return run;
+  run.cbc = solve_milp(milp, pass);
+  if (run.cbc.solution.empty()) return run;
   // Round: each layer takes its largest binary (never trust the LP's values beyond that).
   for (int l = 0; l < layers; ++l) {
     const auto& cands = candidates[static_cast<size_t>(l)];
-    const double* values = result.solution.data() + first_column[static_cast<size_t>(l)];
+    const double* values = run.cbc.solution.data() + first_column[static_cast<size_t>(l)];
     const auto best = std::max_element(values, values + cands.size()) - values;
     run.assignment.push_back(cands[static_cast<size_t>(best)]);
   }
@@ -607,7 +598,7 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
     certify.node_limit = options.node_limit;
     certified_run = run_cbc(problem, candidates, excluded, certify);
     if (certified_run.assignment.empty()) {
-      certified = certified_run.complete;
+      certified = certified_run.cbc.complete;
       break;
     }
     const StageSolution found = evaluate(problem, certified_run.assignment);
@@ -616,7 +607,7 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
       continue;
     }
     if (found.exposed_ps <= best.exposed_ps) best = found;
-    certified = certified_run.complete;
+    certified = certified_run.cbc.complete;
     break;
   }
 
@@ -624,13 +615,13 @@ StageSolution solve_stage_milp(const StageProblem& problem, const MilpOptions& o
   if (certified) return finish(best, 0.0, "optimal");
   const double objective_ns = to_ns(best.exposed_ps);
   // Exposed times are never negative, so 0 is always a valid bound.
-  const double bound_ns = std::clamp(certified_run.bound_ns, 0.0, objective_ns);
+  const double bound_ns = std::clamp(certified_run.cbc.bound_ns, 0.0, objective_ns);
   const double gap = (objective_ns - bound_ns) / std::max(std::abs(objective_ns), 1e-9);
-  if (certified_run.stopped_on_limit)
+  if (certified_run.cbc.stopped_on_limit)
     return finish(best, gap, fmt::format("node limit (gap {:.2f}%)", 100.0 * gap), true);
   return finish(best, gap,
-                fmt::format("stopped: CBC status {}/{} (gap {:.2f}%)", certified_run.status,
-                            certified_run.secondary_status, 100.0 * gap));
+                fmt::format("stopped: CBC status {}/{} (gap {:.2f}%)", certified_run.cbc.status,
+                            certified_run.cbc.secondary_status, 100.0 * gap));
 }
 
 }  // namespace lynx::strategies

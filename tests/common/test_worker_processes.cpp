@@ -6,6 +6,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -17,11 +20,20 @@ using namespace lynx;
 
 namespace {
 
-/// Replies "PID:request reversed"; "exit" makes the worker fail.
+/// Replies "PID:request reversed"; "exit" makes the worker fail; "hold:PATH" creates PATH.started,
+/// then waits (at most 30 s) until PATH.go exists: the test's way to keep one worker busy.
 std::string reverse_with_pid(const std::string& request) {
   if (request == "exit") throw std::runtime_error("asked to fail");
+  if (request.rfind("hold:", 0) == 0) {
+    const std::string path = request.substr(5);
+    std::ofstream(path + ".started").put('x');
+    for (int i = 0; i < 3000 && !std::filesystem::exists(path + ".go"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   return std::to_string(getpid()) + ":" + std::string(request.rbegin(), request.rend());
 }
+
+std::string pid_of(const std::string& reply) { return reply.substr(0, reply.find(':')); }
 
 }  // namespace
 
@@ -49,7 +61,20 @@ TEST_CASE("worker processes answer from other processes, on several threads at o
     CHECK(reply.substr(colon + 1) == std::string(sent.rbegin(), sent.rend()));
   }
   CHECK(pids.count(parent) == 0);
-  CHECK(pids.size() == 2);  // four threads kept both workers busy
+  // While one worker is held busy, a call is answered by the other one, at once.
+  const std::string path = (std::filesystem::temp_directory_path() / ("lynxsim-worker-test-" + parent)).string();
+  std::optional<std::string> held;
+  std::thread holder([&] { held = workers.call("hold:" + path); });
+  while (!std::filesystem::exists(path + ".started")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const std::optional<std::string> other = workers.call("x");
+  std::ofstream(path + ".go").put('x');
+  holder.join();
+  std::filesystem::remove(path + ".started");
+  std::filesystem::remove(path + ".go");
+  REQUIRE(held);
+  REQUIRE(other);
+  CHECK(pid_of(*held) != pid_of(*other));
+  CHECK(pid_of(*other) != parent);
   // A long request crosses the socket whole.
   const std::string big(3 << 20, 'x');
   const std::optional<std::string> reply = workers.call(big);
