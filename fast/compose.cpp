@@ -292,8 +292,9 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   const ParallelSpec& p = sc.parallel;
   // The scenario loader refuses the pair with the key to blame; this guards other callers.
   if (!supports_schedule(p))
-    fail(ErrorCode::kIncompatibleSettings, "parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole backward steps; it "
-         "has no deferred weight-gradient passes)");
+    fail(ErrorCode::kIncompatibleSettings, "{} needs sim.mode exact (fast mode composes whole backward steps with "
+         "sends beside the next step: no deferred weight-gradient passes, no blocking exchanges)",
+         p.schedule == ScheduleKind::kZbH1 ? "parallel.schedule zb-h1" : "parallel.pipeline_exchange blocking");
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);

@@ -47,8 +47,11 @@ struct FastResult {
 };
 
 /// Whether fast mode can simulate `p`'s schedule: every schedule but ZB-H1, whose deferred
-/// weight-gradient passes are not whole pipeline steps.
-inline bool supports_schedule(const ParallelSpec& p) { return p.schedule != ScheduleKind::kZbH1; }
+/// weight-gradient passes are not whole pipeline steps, with overlapped pipeline sends (a
+/// blocking exchange couples a step to its neighbours' progress, which steps timed alone miss).
+inline bool supports_schedule(const ParallelSpec& p) {
+  return p.schedule != ScheduleKind::kZbH1 && (p.pipeline_exchange == PipelineExchange::kOverlapped || p.pp == 1);
+}
 
 /// Whether fast mode is held to its error bound on `hw` (the planners' screening trusts it):
 /// not with gpu.comm_contention > 0, which fast mode models only inside each step's own engine

@@ -407,6 +407,9 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
         op.deps.push_back(dep);
         continue;
       }
+      // A send waiting for the receiver's blocking exchange (parallel.pipeline_exchange
+      // blocking): the rendezvous that NCCL's send and receive make by themselves.
+      if (program.tasks[static_cast<std::size_t>(dep)].kind == sim::TaskKind::kMarker) continue;
       LiveOp& send = out.ops[static_cast<std::size_t>(dep)];
       LYNX_CHECK(send.launch == LaunchKind::kSend && send.match < 0,
                  "'{}' waits for '{}' on another GPU, which is not a pipeline send received once",

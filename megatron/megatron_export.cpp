@@ -88,6 +88,15 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (p.schedule == ScheduleKind::kGpipe)
     comments.push_back("parallel.schedule gpipe has no Megatron-LM equivalent; closest: its 1F1B "
                        "schedule (the default, printed here).");
+  if (p.pp > 1 && p.schedule == ScheduleKind::kInterleaved && p.pipeline_exchange == PipelineExchange::kBlocking)
+    option("--no-overlap-p2p-communication");
+  if (p.pp > 1 && p.schedule != ScheduleKind::kInterleaved && p.pipeline_exchange == PipelineExchange::kOverlapped)
+    comments.push_back("parallel.pipeline_exchange overlapped has no Megatron-LM argument without interleaving: "
+                       "Megatron-Core's 1F1B exchanges blocking (batch_isend_irecv, then torch.cuda.synchronize()), "
+                       "as parallel.pipeline_exchange blocking simulates.");
+  if (p.pipeline_scatter_gather && p.tp > 1 && !p.sequence_parallel)
+    comments.push_back("parallel.pipeline_scatter_gather has no Megatron-Core argument (Megatron-LM's "
+                       "--scatter-gather-tensors-in-pipeline, its default before 2023).");
   if (p.sequence_parallel && p.tp > 1) option("--sequence-parallel");
   if (m.moe.num_experts > 0) {
     const MoeSpec& e = m.moe;

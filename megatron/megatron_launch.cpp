@@ -66,7 +66,7 @@ const std::map<std::string, bool>& known_options() {
       {"--account-for-loss-in-pipeline-split", false}, {"--pipeline-model-parallel-layout", true},
       {"--pipeline-model-parallel-split-rank", true},
       {"--use-torch-fsdp2", false}, {"--use-megatron-fsdp", false}, {"--use-custom-fsdp", false},
-      {"--data-parallel-sharding-strategy", true},
+      {"--data-parallel-sharding-strategy", true}, {"--no-overlap-p2p-communication", false},
   };
   return table;
 }
@@ -567,6 +567,15 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
           o.label() + ": Megatron-LM's 1F1B schedule");
   set.set("parallel.virtual_stages", std::to_string(chunks), chunk_source,
           o.label() + ": one model chunk per GPU");
+  // Megatron-Core's pipeline p2p (megatron/training/arguments.py at d98e8a64dd): the interleaved
+  // schedule overlaps it (overlap_p2p_comm, on unless --no-overlap-p2p-communication); without
+  // interleaving it is forced off, and each exchange is a batch_isend_irecv followed by
+  // torch.cuda.synchronize() (batch_p2p_comm, batch_p2p_sync). That case keeps lynxsim's
+  // overlapped sends, which fast mode composes (docs/megatron.md says so).
+  const Given* no_overlap_p2p = o.get("--no-overlap-p2p-communication");
+  if (out.pp > 1 && chunks > 1)
+    set.set("parallel.pipeline_exchange", no_overlap_p2p ? "blocking" : "overlapped", no_overlap_p2p,
+            o.label() + ": interleaved schedule without --no-overlap-p2p-communication");
   if (chunk_source != nullptr && chunks == 1)
     notes.push_back(fmt::format("{}: {} gives one chunk per GPU: plain 1F1B", chunk_source->origin,
                                 chunk_source->name));

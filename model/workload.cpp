@@ -15,6 +15,14 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
                      static_cast<std::uint64_t>(model.hidden) /
                      (parallel.sequence_parallel ? static_cast<std::uint64_t>(parallel.tp) : 1ull) /
                      static_cast<std::uint64_t>(parallel.cp);
+  // Megatron-LM's scatter-gather (megatron/p2p_communication.py at cfd2e21607): a tensor whose
+  // element count tp divides is sent as 1/tp of it per rank (split_tensor_into_1d_equal_chunks)
+  // and all-gathered after the receive (gather_split_1d_tensor); otherwise it is sent whole.
+  const std::uint64_t tp = static_cast<std::uint64_t>(parallel.tp);
+  if (parallel.pipeline_scatter_gather && !parallel.sequence_parallel && tp > 1 && (w.boundary_bytes / 2) % tp == 0) {
+    w.boundary_gather_bytes = w.boundary_bytes;
+    w.boundary_bytes /= tp;
+  }
   w.layer_params = layer_parameter_count_per_gpu(model, parallel);
   w.layer_expert_params = layer_expert_parameter_count_per_gpu(model, parallel);
   w.embedding_params = embedding_parameter_count_per_gpu(model, parallel);

@@ -21,6 +21,9 @@ struct Workload {
   std::vector<Op> embedding;  ///< first virtual stage only
   std::vector<Op> head;       ///< last virtual stage only
   std::uint64_t boundary_bytes = 0;  ///< activation (and gradient) bytes sent between stages
+  /// parallel.pipeline_scatter_gather: the whole boundary tensor the receiving stage all-gathers
+  /// over tp from the 1/tp parts sent (0: sent whole, no gather).
+  std::uint64_t boundary_gather_bytes = 0;
   std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU (MoE: without the routed experts)
   /// MoE: the routed experts' parameters of one layer per GPU (layer_expert_parameter_count_per_gpu),
   /// whose gradients are reduced over the expert-data-parallel group (dp / ep ranks); 0 when dense.

@@ -512,6 +512,25 @@ std::vector<FieldDesc> build_scenario_field_table() {
       "parallel.virtual_stages", kScn, 1, kMaxLayers,
       "model chunks per GPU; > 1 only with the interleaved schedule",
       [](auto& s) -> auto& { return s.parallel.virtual_stages; }));
+  t.push_back(choice_field<PipelineExchange>(
+      "parallel.pipeline_exchange", kScn,
+      {{"overlapped", PipelineExchange::kOverlapped}, {"blocking", PipelineExchange::kBlocking}},
+      "pipeline-parallel transfers: overlapped (each send runs beside the sender's next step; the "
+      "receiver waits for its input only: Megatron-Core's interleaved schedule with its default "
+      "--overlap-p2p-communication) or blocking (Megatron's batch_isend_irecv, wait and "
+      "torch.cuda.synchronize(): Megatron-LM's schedules through 2023 and Megatron-Core's "
+      "non-interleaved 1F1B. Each exchange sends the outputs of the steps since the last one and "
+      "receives the inputs of the steps up to the next; a send waits for its receiver to reach "
+      "its exchange, and the next step waits for every transfer of the exchange and for all of "
+      "the GPU's work; docs/schedules.md); blocking: exact mode, schedules gpipe, 1f1b and interleaved",
+      [](auto& s) -> auto& { return s.parallel.pipeline_exchange; }));
+  t.push_back(bool_field(
+      "parallel.pipeline_scatter_gather", kScn,
+      "Megatron-LM's scatter-gather of pipeline tensors (--scatter-gather-tensors-in-pipeline, its "
+      "default until pipeline parallelism moved to Megatron-Core, which has none): without "
+      "sequence parallelism each tensor-parallel rank sends 1/tp of the boundary tensor and the "
+      "receiving stage all-gathers it over tp before the step; no effect with sequence_parallel or tp 1",
+      [](auto& s) -> auto& { return s.parallel.pipeline_scatter_gather; }));
   t.push_back(integer_field(
       "parallel.first_stage_layers", kScn, 0, kMaxLayers,
       "layers on the first pipeline stage (Megatron-Core --decoder-first-pipeline-num-layers); "

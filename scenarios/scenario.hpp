@@ -112,6 +112,10 @@ struct ModelSpec {
 /// Pipeline schedules (schedule/pipeline_schedule.hpp); kZbH1: Qi et al.'s zero-bubble ZB-H1.
 enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
 enum class DpOverlap { kBucketed, kEnd };
+/// How neighbouring pipeline stages exchange activations and gradients (docs/schedules.md,
+/// "Pipeline exchange"): overlapped sends the receiver waits for, or Megatron's blocking
+/// batch_isend_irecv exchanges followed by torch.cuda.synchronize().
+enum class PipelineExchange : std::uint8_t { kOverlapped, kBlocking };
 /// What data parallelism shards over its shard group (ZeRO stages; docs/scenario.md, "Sharded
 /// data parallelism"): nothing (replicated, gradient all-reduce), the optimizer state (ZeRO-1,
 /// Megatron's distributed optimizer), also the fp32 main gradients (ZeRO-2), also the 16-bit
@@ -143,6 +147,11 @@ struct ParallelSpec {
   int global_batch = 1;
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;            ///< model chunks per GPU (interleaved only)
+  PipelineExchange pipeline_exchange = PipelineExchange::kOverlapped;
+  /// Megatron-LM's --scatter-gather-tensors-in-pipeline (its default from 2021 until pipeline
+  /// parallelism moved to Megatron-Core in 2023): without sequence parallelism each tensor-
+  /// parallel rank sends 1/tp of the boundary tensor and the receivers all-gather it.
+  bool pipeline_scatter_gather = false;
   /// Layers on the first / last pipeline stage (Megatron-Core's
   /// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers); 0: not set, the
   /// stage takes an even share of the layers the set ones leave (model::pipeline_stage_layers).

@@ -688,6 +688,22 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
         "backward steps; it has no deferred weight-gradient passes)",
         origins.origin_of(key), key);
   }
+  if (p.pipeline_exchange == PipelineExchange::kBlocking && p.pp > 1) {
+    if (p.schedule == ScheduleKind::kZbH1) {
+      const std::string key = origins.blame({"parallel.pipeline_exchange", "parallel.schedule"});
+      fail(ErrorCode::kIncompatibleSettings,
+           "{}: key '{}': parallel.pipeline_exchange blocking is modelled for the schedules gpipe, 1f1b and "
+           "interleaved (Megatron's), not zb-h1",
+           origins.origin_of(key), key);
+    }
+    if (s.sim.mode == SimMode::kFast) {
+      const std::string key = origins.blame({"parallel.pipeline_exchange", "sim.mode"});
+      fail(ErrorCode::kIncompatibleSettings,
+           "{}: key '{}': parallel.pipeline_exchange blocking needs sim.mode exact (fast mode composes "
+           "steps whose sends run beside the next step)",
+           origins.origin_of(key), key);
+    }
+  }
   if (p.tp_comm_overlap && !p.sequence_parallel) {
     // Megatron-LM's validate_args: "Tensor parallel communication/GEMM overlap can happen only
     // when sequence parallelism is enabled".

@@ -173,7 +173,9 @@ class Builder {
     }
     prog_.tasks.push_back(t);
     flops_.push_back(a.flops);
-    return static_cast<sim::TaskId>(prog_.tasks.size() - 1);
+    const auto id = static_cast<sim::TaskId>(prog_.tasks.size() - 1);
+    if (blocking_exchange_) stream_tail_[a.stream] = id;
+    return id;
   }
   /// Host model: the current GPU's host thread blocks, before issuing its next task, until
   /// `until` has ended on the GPU (sim::Program::host_waits). Without the host model, or for
@@ -181,12 +183,13 @@ class Builder {
   void host_waits_for(sim::TaskId until) {
     if (host_model_ && until >= 0) host_wait_until_ = until;
   }
-  /// Adds a dependency slot to be filled later with the task registered under `key`.
-  void add_pending_dep(sim::TaskId task, std::int64_t key) {
+  /// Adds a dependency slot to be filled later with the task registered under `key` (in
+  /// transfers_, or with `posted` in exchanges_posted_).
+  void add_pending_dep(sim::TaskId task, std::int64_t key, bool posted = false) {
     if (part_) return;  // a stage built alone: other stages' transfers are not waited for
     // Only valid for the task just added (its deps range is the tail of prog_.deps).
     LYNX_CHECK(task == static_cast<sim::TaskId>(prog_.tasks.size() - 1), "pending dep order");
-    pending_.push_back({static_cast<std::uint32_t>(prog_.deps.size()), key});
+    pending_.push_back({static_cast<std::uint32_t>(prog_.deps.size()), key, posted});
     prog_.deps.push_back(-1);
     prog_.tasks.back().num_deps++;
   }
@@ -378,8 +381,13 @@ class Builder {
   /// Pipeline transfer of one micro-batch's activation (forward) or gradient from virtual
   /// stage from_vs to to_vs on the pp stream, after `after`; the receiver waits for it.
   void emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after);
+  /// parallel.pipeline_scatter_gather: the all-gather over tp of a received boundary tensor,
+  /// after `received` (returned unchanged when the tensor was sent whole).
+  sim::TaskId gather_received(sim::TaskId received);
 
+  /// `sent`: the step's send is its last task (not with blocking exchanges, which send later).
   void add_step_span(const PipeStep& st, sim::TaskId marker, sim::TaskId tail, bool sent) {
+    sent = sent && !blocking_exchange_;
     const auto end = static_cast<sim::TaskId>(prog_.tasks.size());
     step_spans_.push_back({gpu_, st, step_first_, marker, tail, sent ? end - 1 : -1, end});
   }
@@ -472,9 +480,35 @@ class Builder {
   struct Pending {
     std::uint32_t dep_index;
     std::int64_t key;
+    bool posted = false;  ///< a receiver's exchange (exchanges_posted_), not a transfer
   };
   std::vector<Pending> pending_;
   std::unordered_map<std::int64_t, sim::TaskId> transfers_;
+  // ----- blocking pipeline exchanges (parallel.pipeline_exchange blocking) -----
+  bool blocking_exchange_ = false;
+  sim::StreamId pp_grad_stream_ = kPp;  ///< the gradient sends' stream (beside kPp's activations)
+  /// Per transfer key: the receiver's marker of the exchange that receives it (its NCCL call
+  /// posted), which the send waits for.
+  std::unordered_map<std::int64_t, sim::TaskId> exchanges_posted_;
+  /// The current GPU's last exchange, done (its transfers and the synchronize): what the next
+  /// step's marker waits for; -1 before the first.
+  sim::TaskId exchange_done_ = -1;
+  struct QueuedSend {
+    int from_vs, to_vs, micro_batch;
+    bool forward;
+    std::uint32_t instance;  ///< the sending step's label
+  };
+  std::vector<QueuedSend> exchange_sends_;  ///< sends since the last exchange
+  std::vector<sim::TaskId> stream_tail_;    ///< the current GPU's last task per stream
+  /// Whether Megatron exchanges after step i of `steps`: after every step, except that the
+  /// interleaved schedule's steady state exchanges once per forward-backward pair.
+  bool exchanges_after(const std::vector<PipeStep>& steps, std::size_t i) const {
+    return i + 1 >= steps.size() || p_.schedule != ScheduleKind::kInterleaved || !steps[i].forward ||
+           steps[i + 1].forward;
+  }
+  /// A blocking exchange after the current GPU's last step (before steps[next] on): the
+  /// queued sends, and the receives of steps[next] up to the next exchange.
+  void emit_exchange(const std::vector<PipeStep>& steps, std::size_t next, sim::TaskId after);
   std::vector<hw_models::Rank> rank_to_rep_;
   std::vector<LayerSpan> layer_spans_;
   std::vector<LayerSpan> layer_fwd_spans_;

@@ -17,6 +17,10 @@ sim::TaskId Builder::emit_expert_grad_reduction(std::uint64_t params, sim::TaskI
 }
 
 void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, sim::TaskId after) {
+  if (blocking_exchange_) {  // sent by the next exchange (emit_exchange), after `after` anyway
+    exchange_sends_.push_back({from_vs, to_vs, micro_batch, forward, instance_});
+    return;
+  }
   TaskArgs send;
   send.stream = kPp;
   send.kind = sim::TaskKind::kComm;
@@ -28,6 +32,69 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
   const sim::TaskId t = add_task(send, {after});
   add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
   transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
+}
+
+void Builder::emit_exchange(const std::vector<PipeStep>& steps, std::size_t next, sim::TaskId after) {
+  // Megatron's p2p_communication._communicate (Megatron-LM megatron/p2p_communication.py at
+  // cfd2e21607, 2022; Megatron-Core megatron/core/pipeline_parallel/p2p_communication.py at
+  // d98e8a64dd with batch_p2p_comm and batch_p2p_sync, its default without interleaving):
+  // every send and receive of the call go into one torch.distributed.batch_isend_irecv, the
+  // host waits for each request and then calls torch.cuda.synchronize(). NCCL's send completes
+  // only once the receiver has posted the matching receive, so a send waits for the receiver's
+  // exchange as well as its own; the synchronize waits for every stream of the GPU, and only
+  // then does the host issue the next step.
+  const int last_vs = p_.pp * p_.virtual_stages - 1;
+  std::vector<std::int64_t> received;
+  for (std::size_t k = next; k < steps.size(); ++k) {
+    const StepInfo step = step_info(steps[k]);
+    if (step.st.forward && step.vs > 0) received.push_back(transfer_key(step.vs - 1, step.st.micro_batch, true));
+    if (step.st.backward() && step.vs < last_vs) received.push_back(transfer_key(step.vs + 1, step.st.micro_batch, false));
+    if (exchanges_after(steps, k)) break;
+  }
+  // Nothing to send or receive: the non-interleaved schedule's wrappers (recv_forward on the
+  // first stage, send_backward on it, ...) make no call; the interleaved one calls
+  // _communicate after every step of its loops whatever it carries (and synchronizes).
+  const bool calls_anyway = p_.schedule == ScheduleKind::kInterleaved && next > 0;
+  if (received.empty() && exchange_sends_.empty() && !calls_anyway) return;
+  set_instance("");
+  TaskArgs marker;
+  marker.kind = sim::TaskKind::kMarker;
+  marker.name = intern_name("exchange_posted");
+  const sim::TaskId posted = add_task(marker, {after, exchange_done_});
+  for (const std::int64_t key : received) exchanges_posted_[key] = posted;
+  std::vector<sim::TaskId> done_deps = {posted};
+  for (const QueuedSend& q : exchange_sends_) {
+    TaskArgs send;
+    send.stream = q.forward ? kPp : pp_grad_stream_;
+    send.kind = sim::TaskKind::kComm;
+    send.category = sim::Category::kPpComm;
+    send.name = q.forward ? intern_once(step_names_.send_activation, "send_activation")
+                          : intern_once(step_names_.send_gradient, "send_gradient");
+    send.kernels = 1;  // NCCL's send kernel
+    send.host_call = true;
+    instance_ = q.instance;
+    const sim::TaskId t = add_task(send, {posted});
+    const std::int64_t key = transfer_key(q.from_vs, q.micro_batch, q.forward);
+    add_pending_dep(t, key, /*posted=*/true);
+    add_flow(t, rank_, stage_rank(q.to_vs % p_.pp), work_.boundary_bytes);
+    transfers_[key] = t;
+  }
+  exchange_sends_.clear();
+  set_instance("");
+  // torch.cuda.synchronize(): everything issued so far, on every stream.
+  for (const sim::TaskId t : stream_tail_)
+    if (t >= 0) done_deps.push_back(t);
+  marker.name = intern_name("exchange_done");
+  const sim::TaskId done = add_task(marker, done_deps.begin(), done_deps.end());
+  for (const std::int64_t key : received) add_pending_dep(done, key);
+  host_waits_for(done);
+  exchange_done_ = done;
+}
+
+sim::TaskId Builder::gather_received(sim::TaskId received) {
+  if (work_.boundary_gather_bytes == 0) return received;
+  return emit_collective(kTp, sim::Category::kTpComm, hw_models::Collective::kAllGather, tp_ranks(), tp_communicator(),
+                         work_.boundary_gather_bytes, intern_name("pp_recv_allgather"), {received});
 }
 
 void Builder::emit_param_gathers(const std::vector<int>& chunks) {
@@ -136,10 +203,10 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
   marker.name = intern_once(step_names_.forward, "forward");
-  const sim::TaskId recv = add_task(marker, {});
-  if (vs > 0) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
-  sim::TaskId after = recv;
-  if (vs == 0 || vs == last_vs) after = emit_micro_batch_load(recv);
+  const sim::TaskId recv = add_task(marker, {exchange_done_});  // -1 (none) unless blocking
+  if (vs > 0 && !blocking_exchange_) add_pending_dep(recv, transfer_key(vs - 1, st.micro_batch, true));
+  sim::TaskId after = vs > 0 ? gather_received(recv) : recv;
+  if (vs == 0 || vs == last_vs) after = emit_micro_batch_load(after);
   const bool fsdp = shards_params();
   if (fsdp) fsdp_begin_step(step, false);
   // overlap_param_gather: the first forward of a chunk waits for each bucket's gather.
@@ -268,13 +335,15 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
   const int top = layers_here - 1;
   if (top >= 0 && sp.layers[static_cast<size_t>(top)].overlapped() &&
       sp.layers[static_cast<size_t>(top)].window == Window::kPpRecvWait)
-    issue_overlap(top, g.compute_tail);
+    // Blocking exchanges: the host issues it after the synchronize, when the wait is over.
+    issue_overlap(top, blocking_exchange_ ? exchange_done_ : g.compute_tail);
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
   marker.name = intern_once(step_names_.backward, "backward");
-  sim::TaskId after = add_task(marker, {});
+  sim::TaskId after = add_task(marker, {exchange_done_});  // -1 (none) unless blocking
   const sim::TaskId step_marker = after;
-  if (vs < last_vs) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
+  if (vs < last_vs && !blocking_exchange_) add_pending_dep(after, transfer_key(vs + 1, st.micro_batch, false));
+  if (vs < last_vs) after = gather_received(after);
   if (vs == last_vs) {
     if (fsdp) after = fsdp_enter_unit(0, after);
     after = emit_backward_ops(head_, after, window_for(top));
@@ -376,6 +445,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   cp_ranks_.clear();
   for (int c = 0; c < p_.cp; ++c) cp_ranks_.push_back(global_rank(p_, stage_, dp_rank_ / p_.cp * p_.cp + c, tp_rank_));
   set_shard_groups();
+  if (blocking_exchange_) stream_tail_.assign(static_cast<std::size_t>(pp_grad_stream_) + 1, -1);  // pp_grad: the last stream
   fsdp_releases_.clear();
   fsdp_issued_ = 0;
   // Expert parallelism inside data parallelism (Megatron-Core's rank order tp-ep-dp-pp over the
@@ -407,6 +477,8 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     emit_param_gathers(chunks);
   }
   GpuSteps g;
+  exchange_done_ = -1;
+  if (blocking_exchange_) emit_exchange(steps, 0, -1);  // the first step's input
   std::vector<sim::TaskId> pair_starts;  // first task of each (forward, backward) pair
   for (size_t si = 0; si < steps.size(); ++si) {
     if (steps[si].forward && si + 1 < steps.size() && !steps[si + 1].forward)
@@ -428,6 +500,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
     } else {
       emit_backward_step(step, grads_final, g);
     }
+    if (blocking_exchange_ && exchanges_after(steps, si)) emit_exchange(steps, si + 1, g.compute_tail);
   }
   if (!part_) note_period(pair_starts);  // a part (fast mode) is too short to repeat
   if (part_ && part_->has_sharded_following && shards_params()) fsdp_hold_following(g.compute_tail);
@@ -448,6 +521,7 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
 
   set_instance("");
   g.dp.tasks.push_back(g.compute_tail);
+  if (exchange_done_ >= 0) g.dp.tasks.push_back(exchange_done_);  // the last step's send
   TaskArgs join;
   join.kind = sim::TaskKind::kMarker;
   join.name = intern_name("grads_reduced");

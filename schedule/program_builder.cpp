@@ -147,6 +147,7 @@ BuiltProgram Builder::build() {
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   host_model_ = (!part_ || part_->host_start_ps >= 0) &&
                 sc_.hardware.host_model_on();
+  blocking_exchange_ = p_.pipeline_exchange == PipelineExchange::kBlocking && p_.pp > 1 && !part_;
   // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
   // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
   // some from all of them is the program for fewer micro-batches.
@@ -222,6 +223,10 @@ BuiltProgram Builder::build() {
     desc.stream_names = kStreamNames;
     if (p_.cp > 1) desc.stream_names.push_back(kCpStreamName);
     if (shards_params()) desc.stream_names.push_back(kDpGatherStreamName);
+    if (blocking_exchange_) {
+      pp_grad_stream_ = static_cast<sim::StreamId>(desc.stream_names.size());
+      desc.stream_names.push_back(kPpGradStreamName);
+    }
     desc.memory_capacity_bytes = sc_.hardware.memory_bytes;
     desc.contention_factor = sc_.hardware.contention_factor;
     desc.comm_contention = sc_.hardware.comm_contention;
@@ -239,8 +244,9 @@ BuiltProgram Builder::build() {
     if (g == 0 && gpus.size() > 1) reserve_like_first_gpu(gpus.size());
   }
   for (const Pending& pd : pending_) {
-    auto it = transfers_.find(pd.key);
-    LYNX_CHECK(it != transfers_.end(), "pipeline transfer {} never sent", pd.key);
+    const auto& registry = pd.posted ? exchanges_posted_ : transfers_;
+    auto it = registry.find(pd.key);
+    LYNX_CHECK(it != registry.end(), "pipeline transfer {} never {}", pd.key, pd.posted ? "received" : "sent");
     prog_.deps[pd.dep_index] = it->second;
   }
   const auto link_desc = [&](sim::LinkId l) -> sim::LinkDesc {

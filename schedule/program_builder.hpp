@@ -22,10 +22,14 @@ enum Stream : sim::StreamId { kCompute = 0, kTp = 1, kPp = 2, kDp = 3, kRecomput
 inline const std::vector<std::string> kStreamNames = {"compute", "tp", "pp", "dp", "recompute"};
 /// Optional streams follow kStreamNames, in this order, on the GPUs that need them: the
 /// ring-attention transfers' (kCp, parallel.cp > 1), then full sharding's parameter all-gathers
-/// (FSDP2's all-gather stream, parallel.sharding full; index dp_gather_stream).
+/// (FSDP2's all-gather stream, parallel.sharding full; index dp_gather_stream), then the
+/// gradient sends of blocking pipeline exchanges (kPpGradStreamName).
 inline constexpr const char* kCpStreamName = "cp";
 inline constexpr const char* kDpGatherStreamName = "dp_gather";
 inline sim::StreamId dp_gather_stream(const ParallelSpec& p) { return p.cp > 1 ? kCp + 1 : kCp; }
+/// Blocking pipeline exchanges (parallel.pipeline_exchange blocking): the gradient sends' stream,
+/// last, so that an exchange's two sends run together as in one NCCL group call.
+inline constexpr const char* kPpGradStreamName = "pp_grad";
 
 /// The tasks of one layer's backward pass on one GPU (for finding overlap windows).
 struct LayerSpan {

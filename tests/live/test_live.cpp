@@ -191,6 +191,24 @@ TEST_CASE("host backend honours every dependency, stream order and transfer of t
   }
 }
 
+TEST_CASE("host backend runs blocking pipeline exchanges: each receive after its send, every op once") {
+  const OpStream ops = build_op_stream(
+      test::plan_of(test::simulate_kept(test::small_scenario("full", 2, 2, 1, {"parallel.pipeline_exchange=blocking"}))),
+      "plan.yaml");
+  HostBackend host;
+  host.prepare(ops);
+  const Measured m = host.run_iteration(ops);
+  REQUIRE(m.op_start_seq.size() == ops.ops.size());
+  int receives = 0;
+  for (std::size_t i = 0; i < ops.ops.size(); ++i) {
+    CHECK(m.op_start_seq[i] >= 0);
+    if (ops.ops[i].launch != LaunchKind::kRecv) continue;
+    ++receives;
+    CHECK(m.op_end_seq[i] > m.op_end_seq[static_cast<std::size_t>(ops.ops[i].match)]);
+  }
+  CHECK(receives == 2 * 4 * 2);  // 4 micro-batches, an activation and a gradient each, per tp rank
+}
+
 TEST_CASE("host backend in the simulator's order: allocator peak equals the simulator's exactly") {
   for (const char* strategy : {"none", "full", "selective", "lynx-heu"}) {
     for (const auto& [tp, pp, dp] : {std::tuple{2, 2, 1}, std::tuple{1, 4, 1}, std::tuple{2, 1, 2}}) {

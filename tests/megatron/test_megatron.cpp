@@ -415,6 +415,27 @@ TEST_CASE("scenario -> arguments: strategies and schedules Megatron-LM lacks say
         content_of(def.scenario()));
 }
 
+TEST_CASE("--no-overlap-p2p-communication: interleaved pipeline exchanges block, and read back") {
+  const std::string base =
+      "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "
+      "--max-position-embeddings 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--pipeline-model-parallel-size 2 ";
+  const std::string interleaved = base + "--num-layers-per-virtual-pipeline-stage 2 ";
+  CHECK(load(interleaved, 2).scenario->parallel.pipeline_exchange == PipelineExchange::kOverlapped);
+  const MegatronScenario blocking = load(interleaved + "--no-overlap-p2p-communication", 2);
+  CHECK(blocking.scenario->parallel.pipeline_exchange == PipelineExchange::kBlocking);
+  const std::string out = scenario_to_megatron_args(blocking.scenario.scenario());
+  CHECK(out.find("--no-overlap-p2p-communication") != std::string::npos);
+  CHECK(content_of(load(out, 2).scenario.scenario()) == content_of(blocking.scenario.scenario()));
+  // Without interleaving Megatron-Core always blocks; lynxsim keeps its overlapped sends, and
+  // the printed arguments say that they do not say so.
+  const MegatronScenario plain = load(base, 2);
+  CHECK(plain.scenario->parallel.pipeline_exchange == PipelineExchange::kOverlapped);
+  CHECK(scenario_to_megatron_args(plain.scenario.scenario())
+            .find("parallel.pipeline_exchange overlapped has no Megatron-LM argument without interleaving") !=
+        std::string::npos);
+}
+
 TEST_CASE("--tp-comm-overlap and --overlap-param-gather map to their keys, with Megatron-LM's preconditions") {
   const std::string base =
       "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 1024 "

@@ -242,3 +242,30 @@ hardware:
   CHECK(cp_plan);
   CHECK(plain_plan);
 }
+
+TEST_CASE("best with blocking pipeline exchanges: ranked with overlapped sends, confirmed with blocking ones") {
+  BestRequest r = small_request(1);
+  r.overrides = {"parallel.pipeline_exchange=blocking"};
+  r.top = 20;
+  const BestOutcome out = run_best(r);
+  // No layout is refused for it (fast mode ranks them with overlapped sends).
+  CHECK(out.invalid == run_best(small_request(1)).invalid);
+  int pipelined = 0, differ = 0;
+  for (const RankedPlan& plan : out.top) {
+    const Scenario& reported = plan.exact.result.scenario;
+    CHECK(reported.parallel.pipeline_exchange == PipelineExchange::kBlocking);
+    CHECK(reported.sim.mode == SimMode::kExact);
+    if (plan.candidate.pp == 1) continue;
+    ++pipelined;
+    // The reported time is the blocking run's, not the overlapped one fast mode ranked by.
+    CHECK(plan.exact.result.iteration_time_s ==
+          runner::simulate(model::resolve_scenario(reported, "blocking")).result.iteration_time_s);
+    Scenario overlapped = reported;
+    overlapped.parallel.pipeline_exchange = PipelineExchange::kOverlapped;
+    if (runner::simulate(model::resolve_scenario(overlapped, "overlapped")).result.iteration_time_s !=
+        plan.exact.result.iteration_time_s)
+      ++differ;
+  }
+  CHECK(pipelined > 0);
+  CHECK(differ > 0);
+}
