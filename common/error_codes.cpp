@@ -105,7 +105,7 @@ const std::vector<ErrorCodeInfo> kCatalogue = {
      "the plan's decisions cannot be run (a dropped layer input, layers or stages out of order, "
      "a mode that does not match its drop list)",
      "make the plan again with `lynxsim plan`, or fix the entry named",
-     "plan.yaml:100:26: key 'stages[0].layers[0].drop': layer 0 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp)", ""},
+     "plan.yaml:100:26: key 'stages[0].layers[0].drop': layer 0 drops group 'input' (the layer input): every plan keeps it, the recompute starts from it (droppable groups: post, proj, core, mlp, moe_act)", ""},
     {ErrorCode::kUnknownProfile, "unknown-profile",
      "a hardware profile name that is neither built in nor a file",
      "use a built-in profile (the message lists them) or give hardware.profile_file",

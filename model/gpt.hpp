@@ -87,15 +87,22 @@ enum class OpGroup : std::uint8_t {
   kAttnCore,       ///< QK^T, softmax, dropout, ·V: softmax output, dropout mask and output
                    ///< (the 5·a·s²·b/t that selective recomputation drops); with GQA and no
                    ///< flash attention also K, V expanded to every query head
-  kMlp,            ///< FC1 input, GeLU (or SwiGLU) input, FC2 input
+  kMlp,            ///< FC1 input, GeLU (or SwiGLU) input, FC2 input; in an MoE layer every
+                   ///< tensor of the MoE MLP but the experts' FC2 input (kMoeAct)
+  /// MoE layers only (empty in dense ones): the routed experts' FC2 input, i.e. their
+  /// activation output, as Megatron-Core's `--recompute-modules moe_act` drops it; its
+  /// recompute re-runs the experts' activation alone, from their kept FC1 output
+  /// (model/gpt_moe.cpp), so it is communication-free.
+  kMoeAct,
   kLayerInput,     ///< the layer input (kept by every strategy); also every embedding/head op
 };
 
 /// Plan-file names of the op groups, indexed by OpGroup (the one list of these spellings).
-inline constexpr std::array<const char*, 5> kOpGroupNames = {"post", "proj", "core", "mlp", "input"};
+inline constexpr std::array<const char*, 6> kOpGroupNames = {"post", "proj", "core", "mlp", "moe_act", "input"};
+/// The layer input is the last group: memory tags after it (schedule/builder.hpp) build on that.
 static_assert(kOpGroupNames.size() == static_cast<std::size_t>(OpGroup::kLayerInput) + 1);
 
-/// Plan-file name of an op group: post, proj, core, mlp, input.
+/// Plan-file name of an op group: post, proj, core, mlp, moe_act, input.
 constexpr const char* op_group_name(OpGroup group) {
   return kOpGroupNames[static_cast<std::size_t>(group)];
 }

@@ -123,8 +123,8 @@ void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
   const std::int64_t fc1_width = gates * e.expert_ffn / d.t;
   const std::int64_t ffn_width = e.expert_ffn / d.t;
   const std::int64_t rows = e.expert_rows;
-  auto grouped = [&](std::string name, std::int64_t n, std::int64_t k) {
-    Op op = gemm_op(std::move(name), OpGroup::kMlp, rows, n, k);
+  auto grouped = [&](std::string name, OpGroup group, std::int64_t n, std::int64_t k) {
+    Op op = gemm_op(std::move(name), group, rows, n, k);
     // HBM bytes: the activations once, the weights of all local experts once.
     const double bytes = dbl(kBytesPerElement * (rows * k + e.local_experts * k * n + rows * n));
     op.fwd_bytes = op.bwd_dgrad_bytes = op.bwd_wgrad_bytes = bytes;
@@ -132,7 +132,7 @@ void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
     if (!d.grad_accumulation_fusion) op.bwd_wgrad_accumulate_bytes *= dbl(e.local_experts);
     return op;
   };
-  Op fc1 = grouped("expert_fc1_gemm", fc1_width, d.h);
+  Op fc1 = grouped("expert_fc1_gemm", OpGroup::kMlp, fc1_width, d.h);
   fc1.saved_bytes = u64(kBytesPerElement * rows * d.h);
   ops.push_back(std::move(fc1));
   const std::int64_t fc1_act = kBytesPerElement * rows * fc1_width;
@@ -141,7 +141,16 @@ void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
     ops.push_back(elementwise_op("expert_swiglu", OpGroup::kMlp, fc1_act + ffn_act, fc1_act));
   else
     ops.push_back(elementwise_op("expert_gelu", OpGroup::kMlp, 2 * ffn_act, ffn_act));
-  Op fc2 = grouped("expert_fc2_gemm", d.h, ffn_width);
+  // The FC2 input (the activation output) is group moe_act, what Megatron-Core's
+  // `--recompute-modules moe_act` frees: TEGroupedMLP.forward runs the activation under
+  // CheckpointWithoutOutput, which saves the activation's inputs (the FC1 output, kept here on
+  // expert_swiglu / expert_gelu) and, once FC2 has run, discards the activation output and
+  // re-runs the activation alone before FC2's backward (NVIDIA/Megatron-LM
+  // d98e8a64ddf34856e74b24714e3bedb2f5a39553: megatron/core/transformer/moe/experts.py,
+  // megatron/core/tensor_parallel/random.py, and the recompute_modules list in
+  // megatron/core/transformer/transformer_config.py). The recompute is the activation kernel
+  // only: no all-to-all, no TP collective, no GEMM.
+  Op fc2 = grouped("expert_fc2_gemm", OpGroup::kMoeAct, d.h, ffn_width);
   fc2.saved_bytes = u64(ffn_act);
   ops.push_back(std::move(fc2));
 

@@ -325,8 +325,9 @@ class Builder {
   /// buckets (`grads_final`: the chunk's last weight step).
   void emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps& g);
   bool zero_bubble() const { return p_.schedule == ScheduleKind::kZbH1; }
-  /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only).
-  static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::OpGroup::kLayerInput) + 1;
+  /// Memory tag of the output gradients a deferred wgrad holds (ZB-H1 only): the first tag
+  /// after the op groups' (tag_of).
+  static constexpr sim::TagId kOutputGradTag = static_cast<sim::TagId>(model::kOpGroupNames.size());
   /// The data-parallel reduction of `params` gradients after `after`: an all-reduce over dp, or
   /// with sharding a reduce-scatter in the shard group (then an all-reduce of the shard across
   /// the replicas, shard_group node); its last task frees `held_bytes` of unsharded gradients.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -175,7 +176,10 @@ BuiltProgram Builder::build() {
   head_ = with_times(work_.head, NamedOp::List::kHead);
   set_instance("");
   name_recompute_ = intern_name("recompute");
-  prog_.tags = {"act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/layer_input"};
+  // One memory tag per op group (tag_of), in OpGroup order.
+  static constexpr std::array<const char*, model::kOpGroupNames.size()> kGroupTags = {
+      "act/post", "act/attn_proj_input", "act/attn_core", "act/mlp", "act/moe_act", "act/layer_input"};
+  prog_.tags.assign(kGroupTags.begin(), kGroupTags.end());
   if (zero_bubble()) prog_.tags.push_back("grad/held_for_weight_pass");  // kOutputGradTag
   if (sharding_ >= Sharding::kGradients) {
     gathered_tag_ = static_cast<sim::TagId>(prog_.tags.size());

@@ -23,9 +23,17 @@ using model::OpGroup;
 using model::Workload;
 
 /// The groups a plan may drop; the layer input always stays (every strategy keeps it).
-constexpr std::array<OpGroup, 4> kDroppable = {OpGroup::kPost, OpGroup::kAttnProjInput,
-                                               OpGroup::kAttnCore, OpGroup::kMlp};
+constexpr std::array<OpGroup, 5> kDroppable = {OpGroup::kPost, OpGroup::kAttnProjInput,
+                                               OpGroup::kAttnCore, OpGroup::kMlp, OpGroup::kMoeAct};
 
+/// The droppable groups some op of `layer` belongs to (moe_act is empty in a dense layer, and
+/// dropping an empty group would only repeat an option), in kDroppable order.
+std::vector<OpGroup> droppable_groups(const std::vector<model::Op>& layer) {
+  std::vector<OpGroup> out;
+  for (OpGroup g : kDroppable)
+    if (std::any_of(layer.begin(), layer.end(), [&](const model::Op& op) { return op.group == g; })) out.push_back(g);
+  return out;
+}
 
 }  // namespace
 
@@ -38,14 +46,15 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
   std::int64_t total_saved = 0;
   for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
 
+  const std::vector<OpGroup> droppable = droppable_groups(w.layer);
   std::vector<LayerOption> options;
-  for (unsigned mask = 0; mask < (1u << kDroppable.size()); ++mask) {
+  for (unsigned mask = 0; mask < (1u << droppable.size()); ++mask) {
     LayerDecision d;
     std::string dropped_label;
-    for (size_t g = 0; g < kDroppable.size(); ++g) {
+    for (size_t g = 0; g < droppable.size(); ++g) {
       if (!(mask & (1u << g))) continue;
-      d.group[static_cast<size_t>(kDroppable[g])] = Action::kRecompute;
-      const char* label = model::op_group_name(kDroppable[g]);
+      d.group[static_cast<size_t>(droppable[g])] = Action::kRecompute;
+      const char* label = model::op_group_name(droppable[g]);
       dropped_label += dropped_label.empty() ? label : fmt::format(",{}", label);
     }
     std::int64_t dropped = 0;

@@ -19,7 +19,8 @@
 namespace lynx::strategies {
 
 /// Every way to treat one layer: keep everything (index 0), or drop a non-empty subset of the
-/// op groups {post-collective tensors, attention projections, attention core, MLP} and bring it
+/// op groups {post-collective tensors, attention projections, attention core, MLP, and in an
+/// MoE layer the experts' activation output (moe_act)} and bring it
 /// back on demand or — when the recompute needs no communication (no TP collective, no
 /// context-parallel ring) and `allow_overlap` — on the recompute stream in a window. Costs from
 /// the compute model and idle-network collectives (and ring transfers).

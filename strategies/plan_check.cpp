@@ -48,11 +48,13 @@ std::string overlap_communication(const std::vector<model::Op>& ops, const Layer
       layer, dropped, op_name, collective_kind(ops[static_cast<size_t>(collective)]));
 }
 
-/// Whether `d` recomputes its whole layer on demand (every group but possibly the input dropped).
-bool whole_layer_on_demand(const LayerDecision& d) {
-  for (size_t g = 0; g < kNumOpGroups; ++g)
-    if (g != static_cast<size_t>(OpGroup::kLayerInput) && d.group[g] != Action::kRecompute) return false;
-  return true;
+/// Whether `d` recomputes its whole layer on demand: every group but possibly the input that
+/// some op of the layer belongs to is dropped (a dense layer has no moe_act op, so plans for
+/// dense models need not list it).
+bool whole_layer_on_demand(const LayerDecision& d, const std::vector<model::Op>& ops) {
+  return std::all_of(ops.begin(), ops.end(), [&](const model::Op& op) {
+    return op.group == OpGroup::kLayerInput || d.action(op.group) == Action::kRecompute;
+  });
 }
 
 /// `below`: the decision of the layer below in the same virtual stage (null for its first).
@@ -65,13 +67,13 @@ std::optional<PlanProblem> layer_problem(const LayerDecision& d, const LayerDeci
   // Dropping the input: a layer of a recompute chunk (Megatron's full uniform recompute with
   // num_layers > 1), whose input comes back from the whole-layer recompute of the layer below.
   if (d.action(OpGroup::kLayerInput) != Action::kKeep &&
-      (below == nullptr || !whole_layer_on_demand(d) || !whole_layer_on_demand(*below)))
+      (below == nullptr || !whole_layer_on_demand(d, ops) || !whole_layer_on_demand(*below, ops)))
     return problem("drop", fmt::format("layer {} drops group 'input' (the layer input): only a layer "
                                        "of a recompute chunk may, dropping every group on demand "
                                        "above a layer below it in the same virtual stage that does "
                                        "the same (its whole recompute brings this input back); "
                                        "other plans keep it, the recompute starts from it "
-                                       "(droppable groups: post, proj, core, mlp)", layer));
+                                       "(droppable groups: {})", layer, droppable_group_names()));
   if (d.keeps_everything() && d.rerun_whole_groups)
     return problem("rerun_whole_groups",
                    fmt::format("layer {} drops nothing, so there is no group to re-run whole "

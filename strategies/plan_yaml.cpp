@@ -32,10 +32,10 @@ constexpr const char* kHeader =
     "SCENARIO with another model shape, layout or GPU memory. stages: per virtual pipeline\n"
     "stage, its layers and what each does with its saved activations. drop: op groups not kept\n"
     "in forward (post = LN2 input + residual masks, proj = QKV/out-proj inputs + Q,K,V, core =\n"
-    "softmax/dropout tensors, mlp = FC1/GeLU/FC2 inputs); mode: keep | demand (recompute before\n"
-    "the backward) | overlap (recompute on the recompute stream in `window`: bwd-tp, the layer\n"
-    "above's backward; pp-wait, the wait for the next stage's gradient; fwd-tp, the forward\n"
-    "step before).";
+    "softmax/dropout tensors, mlp = FC1/GeLU/FC2 inputs or the MoE MLP's tensors, moe_act = the\n"
+    "experts' FC2 input); mode: keep | demand (recompute before the backward) | overlap\n"
+    "(recompute on the recompute stream in `window`: bwd-tp, the layer above's backward;\n"
+    "pp-wait, the wait for the next stage's gradient; fwd-tp, the forward step before).";
 
 /// The provenance fields, once for writing and reading: `visit(key, member)` on each scalar.
 template <typename P, typename Visit>
@@ -298,7 +298,7 @@ class Reader {
       const auto& names = model::kOpGroupNames;
       const auto it = std::find_if(names.begin(), names.end(), [&](const char* n) { return name == n; });
       if (it == names.end())
-        fail_at(ErrorCode::kUnknownChoice, g, at + ".drop", fmt::format("unknown group {} (post, proj, core, mlp)", describe(g)));
+        fail_at(ErrorCode::kUnknownChoice, g, at + ".drop", fmt::format("unknown group {} ({})", describe(g), droppable_group_names()));
       Action& slot = d.group[static_cast<size_t>(it - names.begin())];
       if (slot != Action::kKeep) fail_at(ErrorCode::kDuplicateKey, g, at + ".drop", fmt::format("group '{}' is listed twice", name));
       slot = action;

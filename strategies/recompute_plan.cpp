@@ -6,6 +6,16 @@
 
 namespace lynx::strategies {
 
+std::string droppable_group_names() {
+  std::string out;
+  for (size_t g = 0; g < static_cast<size_t>(kNumOpGroups); ++g) {
+    if (g == static_cast<size_t>(model::OpGroup::kLayerInput)) continue;
+    if (!out.empty()) out += ", ";
+    out += model::kOpGroupNames[g];
+  }
+  return out;
+}
+
 bool LayerDecision::keeps_everything() const {
   return std::all_of(group.begin(), group.end(), [](Action a) { return a == Action::kKeep; });
 }

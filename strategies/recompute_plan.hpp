@@ -14,6 +14,10 @@ namespace lynx::strategies {
 
 inline constexpr int kNumOpGroups = static_cast<int>(model::kOpGroupNames.size());  ///< model::OpGroup values
 
+/// The plan-file names of the groups a plan may drop, for messages: "post, proj, …" (every
+/// group but the layer input, which only a layer of a full-recompute chunk drops).
+std::string droppable_group_names();
+
 enum class Action : std::uint8_t {
   kKeep,       ///< stored in forward, freed by its backward consumer
   kRecompute,  ///< dropped in forward, recomputed on the compute stream just before backward

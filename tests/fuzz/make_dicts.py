@@ -12,7 +12,7 @@ UNITS = ["B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "B/s", "GB/s",
          "b/s", "FLOPS", "TFLOPS", "PFLOPS", "FLOP/s", "ps", "ns", "us", "ms", "s", "k", "M", "G"]
 WORDS = ["true", "false", "1f1b", "gpipe", "interleaved", "zb-h1", "bucketed", "end", "balanced", "uniform",
          "block", "none", "full", "selective", "checkmate", "lynx-heu", "lynx-opt", "keep", "demand",
-         "overlap", "bwd-tp", "pp-wait", "fwd-tp", "post", "proj", "core", "mlp", "input", "ring",
+         "overlap", "bwd-tp", "pp-wait", "fwd-tp", "post", "proj", "core", "mlp", "moe_act", "input", "ring",
          "tree", "gpt-1.3b", "gpt-13b", "gpt-175b", "dgx-a100-80gb", "a100-pcie-40gb",
          "dgx-h100-80gb", "h200-sxm-141gb", "---", "~", "null", "{}", "[]", "&a", "*a", "<<",
          "!!int", "!!str", "0x", "1e308", "-0", ".inf", ".nan", "2147483647", "2147483648",

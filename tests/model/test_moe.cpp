@@ -1,7 +1,7 @@
 // Tests for the mixture-of-experts layers of model/gpt_moe: presets against the published
 // parameter counts, the MoE layer's ops (GEMM shapes, FLOPs, collectives, saved bytes) against
-// hand counts, imbalance and capacity, parameters per GPU under expert parallelism, static
-// memory, model FLOPs and the layout checks.
+// hand counts, imbalance and capacity, the moe_act op group's saved bytes, parameters per GPU
+// under expert parallelism, static memory, model FLOPs and the layout checks.
 #include "model/gpt.hpp"
 #include "model/workload.hpp"
 
@@ -21,6 +21,7 @@ using namespace lynx::model;
 using lynx::test::error_of;
 using lynx::test::find_op;
 using lynx::test::names_of;
+using lynx::test::saved_in_group;
 using lynx::test::saved_sum;
 
 namespace {
@@ -168,6 +169,49 @@ TEST_CASE("MoE layer ops: tp 2 with sequence parallelism, ep 2") {
   std::uint64_t dense_mlp = 0;
   for (const char* name : {"fc1_gemm", "swiglu", "fc2_gemm"}) dense_mlp += find_op(dense_ops, name).saved_bytes;
   CHECK(saved_sum(ops) - moe_saved == saved_sum(dense_ops) - dense_mlp);
+}
+
+TEST_CASE("moe_act holds the experts' FC2 input only: Mixtral-8x7B and DeepSeek-V3 exact") {
+  // Megatron-Core's moe_act discards the expert activation's output (the FC2 input) and keeps
+  // its input (the FC1 output), so the group is the FC2 input alone, on expert_fc2_gemm.
+  auto moe_act_ops = [](const std::vector<Op>& ops) {
+    std::vector<std::string> names;
+    for (const Op& op : ops)
+      if (op.group == OpGroup::kMoeAct) names.push_back(op.name);
+    return names;
+  };
+  SUBCASE("Mixtral-8x7B, s 4096, b 1, tp 2 with SP, ep 4") {
+    const ModelSpec m = preset("mixtral-8x7b");
+    const std::vector<Op> ops = layer_ops(m, layout(2, 4, 4));
+    CHECK(moe_act_ops(ops) == std::vector<std::string>{"expert_fc2_gemm"});
+    // Rows per GPU: s·b·k = 4096·1·2 = 8192 (the TP group's tokens, all-gathered); FC2 input
+    // 2 bytes × 8192 rows × f_e/t = 14336/2 = 7168 columns = 117,440,512 bytes.
+    CHECK(saved_in_group(ops, OpGroup::kMoeAct) == 117'440'512u);
+    // The FC1 output (SwiGLU input) stays in mlp: 2 × 8192 × 2·7168 = 234,881,024 bytes.
+    CHECK(find_op(ops, "expert_swiglu").group == OpGroup::kMlp);
+    CHECK(find_op(ops, "expert_swiglu").saved_bytes == 234'881'024u);
+  }
+  SUBCASE("DeepSeek-V3, s 4096, b 1, tp 1, ep 8, with imbalance 1.25") {
+    ModelSpec m = preset("deepseek-v3");
+    const ParallelSpec p = layout(1, 8, 8);
+    std::vector<Op> ops = layer_ops(m, p);
+    CHECK(moe_act_ops(ops) == std::vector<std::string>{"expert_fc2_gemm"});
+    // Rows: s·b·k = 4096·8 = 32768; FC2 input 2 × 32768 × 2048 = 134,217,728 bytes.
+    CHECK(saved_in_group(ops, OpGroup::kMoeAct) == 134'217'728u);
+    // The shared expert's FC2 input (2 × 4096 × 2048 = 16,777,216 bytes) is not moe_act:
+    // Megatron-Core recomputes shared experts with the separate module shared_experts.
+    CHECK(find_op(ops, "shared_fc2_gemm").group == OpGroup::kMlp);
+    CHECK(find_op(ops, "shared_fc2_gemm").saved_bytes == 16'777'216u);
+    // The busiest rank's rows: ceil(1.25 · 32768) = 40960; 2 × 40960 × 2048 = 167,772,160.
+    m.moe.expert_imbalance = 1.25;
+    ops = layer_ops(m, p);
+    CHECK(saved_in_group(ops, OpGroup::kMoeAct) == 167'772'160u);
+  }
+  SUBCASE("dense layers have no moe_act op") {
+    const ModelSpec m = preset("deepseek-v3");
+    CHECK(moe_act_ops(layer_ops(dense_layer_model(m), layout(1, 1, 8))).empty());
+    CHECK(moe_act_ops(layer_ops(preset("gpt-2.7b", 2048), layout(2, 1, 1))).empty());
+  }
 }
 
 TEST_CASE("MoE imbalance and capacity scale the busiest rank's expert GEMMs") {

@@ -275,7 +275,7 @@ TEST_CASE("plan file errors: one line naming file, line, column and key, never a
     check_error(bad, "bwd}", "key 'stages[0].layers[2].window': 'bwd' is not one of: bwd-tp, pp-wait, fwd-tp, none");
     bad = replaced(good, layer3, "{layer: 3, drop: [core, mpl], mode: demand}");
     // "mpl]": the resolved profile above it spells nccl.simple, which contains "mpl".
-    check_error(bad, "mpl]", "key 'stages[1].layers[0].drop': unknown group 'mpl' (post, proj, core, mlp)");
+    check_error(bad, "mpl]", "key 'stages[1].layers[0].drop': unknown group 'mpl' (post, proj, core, mlp, moe_act)");
     bad = replaced(good, layer3, "{layer: 3, drop: [core, core], mode: demand}");
     check_error(bad, "core, core]", "key 'stages[1].layers[0].drop': group 'core' is listed twice", 6);
     bad = with_layer1("{layer: 1, drop: [core], mode: keep}");
@@ -331,7 +331,7 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
   bad = with_layer1("{layer: 1, drop: [post, core], mode: overlap, window: bwd-tp}");
   check_error(bad, "[post, core]", "key 'stages[0].layers[1].drop': layer 1: overlapped recompute of group 'post' re-runs 'tp_allreduce_attn', a TP collective; only communication-free recomputes can be overlapped (keep 'post', or use mode demand)");
   bad = with_layer1("{layer: 1, drop: [input], mode: demand}");
-  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): only a layer of a recompute chunk may, dropping every group on demand above a layer below it in the same virtual stage that does the same (its whole recompute brings this input back); other plans keep it, the recompute starts from it (droppable groups: post, proj, core, mlp)");
+  check_error(bad, "[input]", "key 'stages[0].layers[1].drop': layer 1 drops group 'input' (the layer input): only a layer of a recompute chunk may, dropping every group on demand above a layer below it in the same virtual stage that does the same (its whole recompute brings this input back); other plans keep it, the recompute starts from it (droppable groups: post, proj, core, mlp, moe_act)");
   bad = with_layer1("{layer: 1, drop: [core], mode: overlap, window: pp-wait}");
   check_error(bad, "pp-wait}", "key 'stages[0].layers[1].window': layer 1: window pp-wait (the wait for the next stage's gradient) belongs to a virtual stage's top layer; use bwd-tp or fwd-tp");
   bad = replaced(good, "{layer: 2, drop: [core], mode: overlap, window: pp-wait}", "{layer: 2, drop: [core], mode: overlap, window: bwd-tp}");
