@@ -278,9 +278,10 @@ OpStream build_op_stream(const strategies::PlanFile& plan, const std::string& pl
   const model::Workload workload = model::gpt_workload(out.scenario.model, out.scenario.parallel);
   const KernelDims dims = kernel_dims(out.scenario);
   const auto workload_op = [&](const NamedOp& named) -> const model::Op& {
-    const std::vector<model::Op>& list = named.list == NamedOp::List::kLayer       ? workload.layer
-                                         : named.list == NamedOp::List::kEmbedding ? workload.embedding
-                                                                                   : workload.head;
+    const std::vector<model::Op>& list = named.list == NamedOp::List::kLayer        ? workload.layer
+                                         : named.list == NamedOp::List::kDenseLayer ? workload.dense_layer
+                                         : named.list == NamedOp::List::kEmbedding  ? workload.embedding
+                                                                                    : workload.head;
     return list.at(static_cast<std::size_t>(named.index));
   };
 

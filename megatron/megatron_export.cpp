@@ -1,9 +1,11 @@
 #include "megatron/megatron_export.hpp"
 
 #include "megatron/megatron_vocab.hpp"
+#include "model/gpt.hpp"
 #include "model/sharding.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -106,10 +108,17 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
       option("--moe-ffn-hidden-size", std::to_string(e.expert_ffn_hidden));
     if (e.shared_ffn_hidden > 0) option("--moe-shared-expert-intermediate-size", std::to_string(e.shared_ffn_hidden));
     const int first_dense = std::max(0, e.first_dense_layers);
-    if (first_dense > 0)  // Megatron-Core evaluates the list expression
+    if (first_dense > 0 && e.layer_freq > 1) {
+      // Leading dense layers and every k-th MoE layer: the per-layer pattern as a list, which
+      // Megatron-Core evaluates like the expression below.
+      std::vector<int> pattern;
+      for (int l = 0; l < m.layers; ++l) pattern.push_back(model::is_moe_layer(m, l) ? 1 : 0);
+      option("--moe-layer-freq", fmt::format("\"[{}]\"", fmt::join(pattern, ",")));
+    } else if (first_dense > 0) {  // Megatron-Core evaluates the list expression
       option("--moe-layer-freq", fmt::format("\"([0]*{}+[1]*{})\"", first_dense, m.layers - first_dense));
-    else if (e.layer_freq != 1)
+    } else if (e.layer_freq != 1) {
       option("--moe-layer-freq", std::to_string(e.layer_freq));
+    }
     if (e.capacity_factor > 0) option("--moe-expert-capacity-factor", fmt::format("{}", e.capacity_factor));
     option("--moe-grouped-gemm");
     option("--moe-token-dispatcher-type", "alltoall");

@@ -325,6 +325,30 @@ void map_experts(const Options& o, Overrides& set, ModelSpec& mapped) {
     char tail = 0;
     if (std::sscanf(text.c_str(), "([0]*%d+[1]*%d)%c", &dense, &sparse, &tail) == 2 && dense >= 0 && sparse > 0) {
       first_dense = std::to_string(dense);
+    } else if (text.starts_with('[')) {
+      // A per-layer list of 0 / 1 (what lynxsim writes for leading dense layers and every k-th
+      // MoE layer): read when it is that pattern.
+      std::vector<int> pattern;
+      std::size_t at = 1;
+      while (at < text.size() && text[at] != ']') {
+        if (text[at] == '0' || text[at] == '1') pattern.push_back(text[at] - '0');
+        else if (text[at] != ',' && text[at] != ' ') break;
+        ++at;
+      }
+      ModelSpec read;
+      read.layers = static_cast<int>(pattern.size());
+      read.moe.num_experts = 1;
+      read.moe.first_dense_layers = static_cast<int>(std::find(pattern.begin(), pattern.end(), 1) - pattern.begin());
+      const auto second = std::find(pattern.begin() + std::min<std::ptrdiff_t>(read.moe.first_dense_layers + 1, read.layers), pattern.end(), 1);
+      read.moe.layer_freq = second == pattern.end() ? std::max(1, read.layers - read.moe.first_dense_layers)
+                                                    : static_cast<int>(second - pattern.begin()) - read.moe.first_dense_layers;
+      bool matches = at + 1 == text.size() && read.moe.first_dense_layers < read.layers;
+      for (int l = 0; matches && l < read.layers; ++l) matches = model::is_moe_layer(read, l) == (pattern[static_cast<std::size_t>(l)] == 1);
+      if (!matches)
+        fail(ErrorCode::kNotModelled, "{}: --moe-layer-freq {}: lynxsim models leading dense layers and then every k-th "
+             "layer MoE (a list of that pattern, '([0]*N+[1]*M)' or an integer k)", freq_arg->origin, text);
+      first_dense = std::to_string(read.moe.first_dense_layers);
+      freq = std::to_string(read.moe.layer_freq);
     } else {
       freq = std::to_string(o.integer(*freq_arg));  // a positive integer, or refused there
     }

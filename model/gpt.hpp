@@ -44,6 +44,10 @@ std::vector<std::string> preset_keys(const std::string& preset);
 /// seq_len divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages.
 /// Throws LayoutError with one message per problem (the first found).
 void check_layout(const ModelSpec& m, const ParallelSpec& p);
+/// Whether recompute strategy `r` can plan model `m`: the planners (lynx-heu, lynx-opt,
+/// checkmate) solve one kind of layer, so a model mixing dense and MoE layers takes the fixed
+/// strategies or a plan file. Throws LayoutError naming the keys.
+void check_recompute_layers(const ModelSpec& m, const RecomputeSpec& r);
 /// Layers on each pipeline stage (GPU k of pp, all its model chunks): layers / pp each, or
 /// parallel.first_stage_layers / last_stage_layers on the first / last stage with the rest split
 /// evenly over the others (Megatron-Core's uneven pipeline). Throws LayoutError naming the keys
@@ -200,6 +204,9 @@ bool is_moe(const ModelSpec& m);
 bool is_moe_layer(const ModelSpec& m, int layer);
 /// MoE layers of `m` (0 for a dense model).
 int moe_layer_count(const ModelSpec& m);
+/// Whether `m` mixes dense and MoE layers (model.moe.first_dense_layers > 0 or layer_freq > 1
+/// leaving some layer dense).
+bool mixes_dense_and_moe(const ModelSpec& m);
 /// `m` with its MoE turned off: the dense layers of a MoE model (ffn_hidden MLP).
 ModelSpec dense_layer_model(const ModelSpec& m);
 /// Parameters of one MoE layer's routed experts per GPU: E/ep experts, each FC1 (gates·h·f_e,

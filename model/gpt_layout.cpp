@@ -107,15 +107,9 @@ void check_moe_layout(const ModelSpec& m, const ParallelSpec& p) {
                 p.tp);
 }
 
-/// What a simulation of a MoE model needs beyond its shape: identical layers (every layer MoE),
-/// expert parallelism inside data parallelism, and none of the features not modelled with it.
-void check_moe_simulation(const ModelSpec& m, const ParallelSpec& p) {
-  if (m.moe.first_dense_layers != 0 || m.moe.layer_freq != 1)
-    fail_layout(ErrorCode::kIncompatibleSettings, {"model.moe.first_dense_layers", "model.moe.layer_freq"},
-                "model.moe.first_dense_layers {} / layer_freq {}: the simulation runs identical "
-                "layers, so every layer must be an MoE layer (first_dense_layers 0, layer_freq 1); "
-                "parameter counts and model FLOPs of mixed models are exact (`lynxsim presets`)",
-                m.moe.first_dense_layers, m.moe.layer_freq);
+/// What a simulation of a MoE model needs beyond its shape: expert parallelism inside data
+/// parallelism, and none of the features not modelled with it.
+void check_moe_simulation(const ParallelSpec& p) {
   if (grad_replicas(p) % p.ep != 0)
     fail_layout(ErrorCode::kIndivisibleLayout, {"parallel.ep", "parallel.dp", "parallel.cp"},
                 "parallel.ep ({}) does not divide parallel.dp · parallel.cp ({} · {}): the expert-parallel "
@@ -188,9 +182,21 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
 
 }  // namespace detail
 
+void check_recompute_layers(const ModelSpec& m, const RecomputeSpec& r) {
+  const RecomputeKind k = r.strategy;
+  if (mixes_dense_and_moe(m) &&
+      (k == RecomputeKind::kLynxHeu || k == RecomputeKind::kLynxOpt || k == RecomputeKind::kCheckmate))
+    fail_layout(ErrorCode::kNotModelled,
+                {"recompute.strategy", "model.moe.first_dense_layers", "model.moe.layer_freq"},
+                "recompute.strategy {} plans one kind of layer, and model.moe.first_dense_layers {} / "
+                "layer_freq {} mix dense and MoE layers: use none, full or selective (or a plan file) "
+                "for this model, or make every layer an MoE layer (first_dense_layers 0, layer_freq 1)",
+                recompute_kind_name(k), m.moe.first_dense_layers, m.moe.layer_freq);
+}
+
 void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
-  if (is_moe(m)) check_moe_simulation(m, p);
+  if (is_moe(m)) check_moe_simulation(p);
   if (!is_moe(m) && p.ep != 1)
     fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.ep", "model.moe.num_experts"},
                 "parallel.ep {} needs a mixture-of-experts model (model.moe.num_experts > 0)", p.ep);

@@ -35,6 +35,8 @@ int moe_layer_count(const ModelSpec& m) {
   return n;
 }
 
+bool mixes_dense_and_moe(const ModelSpec& m) { return is_moe(m) && moe_layer_count(m) < m.layers; }
+
 ModelSpec dense_layer_model(const ModelSpec& m) {
   ModelSpec dense = m;
   dense.moe = MoeSpec{};

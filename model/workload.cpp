@@ -31,7 +31,25 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel) {
   w.layer_param_tensors = layer_parameter_tensors(model);
   w.embedding_param_tensors = embedding_parameter_tensors(model);
   w.head_param_tensors = head_parameter_tensors(model, parallel);
+  if (mixes_dense_and_moe(model)) {
+    const ModelSpec dense = dense_layer_model(model);
+    w.dense_layer = layer_ops(dense, parallel);
+    w.dense_layer_params = layer_parameter_count_per_gpu(dense, parallel);
+    w.dense_layer_param_tensors = layer_parameter_tensors(dense);
+    for (int l = 0; l < model.layers; ++l) w.dense_at.push_back(!is_moe_layer(model, l));
+  }
   return w;
+}
+
+LayerParams Workload::params_of_layers(int first, int count) const {
+  LayerParams out;
+  for (int l = first; l < first + count; ++l) {
+    const bool dense = is_dense_layer(l);
+    out.params += dense ? dense_layer_params : layer_params;
+    out.expert_params += dense ? 0 : layer_expert_params;
+    out.tensors += dense ? dense_layer_param_tensors : layer_param_tensors;
+  }
+  return out;
 }
 
 std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,

@@ -15,9 +15,19 @@ namespace lynx::model {
 /// on for bf16), else 2.
 inline std::uint64_t grad_bytes_per_param(const ParallelSpec& p) { return p.fp32_main_grads ? 4 : 2; }
 
+/// Parameters per GPU of a run of layers (Workload::params_of_layers).
+struct LayerParams {
+  std::uint64_t params = 0;         ///< all but the routed experts
+  std::uint64_t expert_params = 0;  ///< the routed experts (reduced over the expert-data-parallel group)
+  std::int64_t tensors = 0;         ///< parameter tensors
+};
+
 /// The ops and sizes of one pipeline-stage GPU (tensor-parallel shard) per micro-batch.
+/// A model mixing dense and MoE layers (model.moe.first_dense_layers, layer_freq) has two
+/// kinds of layer: `layer` and its sizes describe its MoE layers, `dense_layer` and its sizes
+/// its dense ones; read a global layer's through ops_of_layer / params_of_layers.
 struct Workload {
-  std::vector<Op> layer;      ///< forward ops of one transformer layer
+  std::vector<Op> layer;      ///< forward ops of one transformer layer (mixed model: an MoE layer)
   std::vector<Op> embedding;  ///< first virtual stage only
   std::vector<Op> head;       ///< last virtual stage only
   std::uint64_t boundary_bytes = 0;  ///< activation (and gradient) bytes sent between stages
@@ -35,6 +45,21 @@ struct Workload {
   std::uint64_t tied_embedding_params = 0;
   /// Parameter tensors of the same (the optimizer's kernels launch per tensor list).
   std::int64_t layer_param_tensors = 0, embedding_param_tensors = 0, head_param_tensors = 0;
+
+  /// Mixed model only: the forward ops of a dense layer (the dense MLP of model.ffn_hidden, as
+  /// Megatron-Core builds the non-MoE layers of an MoE model), its parameters per GPU and
+  /// parameter tensors; `dense_at[l]` whether global layer l is dense. Empty: every layer is `layer`.
+  std::vector<Op> dense_layer;
+  std::uint64_t dense_layer_params = 0;
+  std::int64_t dense_layer_param_tensors = 0;
+  std::vector<bool> dense_at;
+
+  /// Whether global layer `l` is a dense layer of a mixed model (its ops are dense_layer).
+  bool is_dense_layer(int l) const { return !dense_at.empty() && dense_at.at(static_cast<std::size_t>(l)); }
+  /// The forward ops of global layer `l`.
+  const std::vector<Op>& ops_of_layer(int l) const { return is_dense_layer(l) ? dense_layer : layer; }
+  /// Parameters per GPU of global layers first .. first + count − 1.
+  LayerParams params_of_layers(int first, int count) const;
 };
 
 /// The Megatron GPT workload of `model` under `parallel` (model must be resolved).

@@ -169,8 +169,8 @@ class ConfigReader {
 
   /// Mixtral (MixtralConfig: num_local_experts, num_experts_per_tok; every layer's experts of
   /// intermediate_size) and Qwen3-MoE (Qwen3MoeConfig: num_experts, num_experts_per_tok,
-  /// moe_intermediate_size, decoder_sparse_step; mlp_only_layers dense). Router options (aux
-  /// loss, norm_topk_prob) do not change the cost.
+  /// moe_intermediate_size, decoder_sparse_step; mlp_only_layers dense, with the dense MLP of
+  /// intermediate_size). Router options (aux loss, norm_topk_prob) do not change the cost.
   void read_experts(const KnownArchitecture& arch, std::vector<HfModelValue>& out) const {
     const bool mixtral = arch.model_type == "mixtral";
     const char* count = mixtral ? "num_local_experts" : "num_experts";
@@ -179,12 +179,31 @@ class ConfigReader {
     const char* expert_ffn = mixtral ? "intermediate_size" : "moe_intermediate_size";
     add(out, "model.moe.expert_ffn_hidden", std::to_string(integer(expert_ffn)), expert_ffn);
     if (mixtral) return;
-    add(out, "model.moe.layer_freq", std::to_string(integer("decoder_sparse_step", 1)), "decoder_sparse_step");
+    // Qwen3MoeDecoderLayer (huggingface/transformers at 16b6c53c8ec3a720bd45c1c377bf94e1d01249c5,
+    // src/transformers/models/qwen3_moe/modeling_qwen3_moe.py): layer i is MoE when i is not in
+    // mlp_only_layers and (i + 1) % decoder_sparse_step == 0. Leading dense layers 0 .. j−1 in
+    // mlp_only_layers and a step k make every k-th layer MoE from the first such i >= j:
+    // model.moe.first_dense_layers i, layer_freq k.
+    const std::int64_t step = integer("decoder_sparse_step", 1);
+    if (step < 1) fail_field(ErrorCode::kOutOfRange, field("decoder_sparse_step"), "decoder_sparse_step", "must be >= 1, got 0");
     const YAML::Node dense = field("mlp_only_layers");
-    if (dense.IsDefined() && (!dense.IsSequence() || dense.size() > 0))
-      fail_field(ErrorCode::kNotModelled, dense, "mlp_only_layers",
-                 "dense layers at chosen positions are not modelled (model.moe.first_dense_layers and "
-                 "layer_freq express leading dense layers and every k-th MoE layer)");
+    std::int64_t leading = 0;
+    if (dense.IsDefined()) {
+      if (!dense.IsSequence())
+        fail_field(ErrorCode::kWrongType, dense, "mlp_only_layers", "expected a list of layer indices");
+      for (const YAML::Node& entry : dense) {
+        if (text_of(entry, "mlp_only_layers") != std::to_string(leading))
+          fail_field(ErrorCode::kNotModelled, entry, "mlp_only_layers",
+                     "dense layers other than the leading ones (0, 1, 2, …) are not modelled "
+                     "(model.moe.first_dense_layers and layer_freq express leading dense layers and every "
+                     "k-th MoE layer)");
+        ++leading;
+      }
+    }
+    const std::int64_t first_moe = (leading / step + 1) * step - 1;  // the first i >= leading with (i + 1) % step == 0
+    add(out, "model.moe.first_dense_layers", std::to_string(first_moe),
+        dense.IsDefined() && leading > 0 ? "mlp_only_layers" : "decoder_sparse_step");
+    add(out, "model.moe.layer_freq", std::to_string(step), "decoder_sparse_step");
   }
 
   const KnownArchitecture& check_architecture() const {
@@ -244,7 +263,7 @@ const std::vector<std::string>& hf_config_keys() {
       "model.layers", "model.hidden", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
       "model.embeddings", "model.mlp", "model.norm", "model.position_embedding", "model.linear_bias",
       "model.dropout", "model.head_dim", "model.moe.num_experts", "model.moe.router_topk",
-      "model.moe.expert_ffn_hidden", "model.moe.layer_freq"};
+      "model.moe.expert_ffn_hidden", "model.moe.layer_freq", "model.moe.first_dense_layers"};
   return keys;
 }
 

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -254,8 +255,8 @@ class Builder {
     sim::TaskId compute_tail = -1;  ///< the last compute task of the previous step
     DpBuckets dp;
   };
-  /// One layer's gradients are final after `after` (bucketed: into the open bucket).
-  void layer_gradients_final(GpuSteps& g, sim::TaskId after);
+  /// Global layer `layer`'s gradients are final after `after` (bucketed: into the open bucket).
+  void layer_gradients_final(GpuSteps& g, int layer, sim::TaskId after);
   /// Virtual stage vs's gradients are final after `after`: its embedding / head parameters
   /// join the last bucket, which is flushed (or everything is counted for the end).
   void chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after);
@@ -312,8 +313,9 @@ class Builder {
                                  const std::function<void(sim::TaskId, sim::TaskId)>& on_wait);
   sim::TaskId emit_forward_ops(const std::vector<OpWithTimes>& ops, const LayerDecision* decision,
                                sim::TaskId after, const WindowHook& on_window = {});
-  /// The recompute pass of a layer on `stream` (compute: on demand; recompute: overlapped).
-  sim::TaskId emit_recompute(const LayerDecision& d, sim::StreamId stream, sim::TaskId after);
+  /// The recompute pass of the l-th layer of `sp` on `stream` (compute: on demand; recompute:
+  /// overlapped).
+  sim::TaskId emit_recompute(const StagePlan& sp, int l, sim::StreamId stream, sim::TaskId after);
   /// `defer_wgrad` (ZB-H1's B pass): dgrads only; what each weight GEMM's wgrad still needs
   /// (schedule::weight_pass_bytes) stays allocated for emit_weight_ops.
   sim::TaskId emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,
@@ -397,9 +399,14 @@ class Builder {
   /// one period is one (forward, backward) pair of the steady state; GPU 0's pairs anchor them.
   void note_period(const std::vector<sim::TaskId>& pair_starts);
 
+  /// Parameters per GPU of the layers of virtual stage `vs` (each layer's kind's).
+  model::LayerParams chunk_layer_params(int vs) const {
+    const StagePlan& sp = plan_.stages[static_cast<size_t>(vs)];
+    return work_.params_of_layers(sp.first_layer, static_cast<int>(sp.layers.size()));
+  }
   /// Parameters per GPU of virtual stage `vs`: its layers, plus embedding / head extras.
   std::uint64_t chunk_params(int vs) const {
-    std::uint64_t n = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+    std::uint64_t n = chunk_layer_params(vs).params;
     if (vs == 0) n += work_.embedding_params;
     if (vs == p_.pp * p_.virtual_stages - 1) n += work_.head_params;
     return n;
@@ -428,9 +435,7 @@ class Builder {
     return op.comm_group == model::CommGroup::kEp ? ep_communicator() : tp_communicator();
   }
   /// Routed-expert parameters per GPU of virtual stage `vs` (0 for a dense model).
-  std::uint64_t chunk_expert_params(int vs) const {
-    return work_.layer_expert_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
-  }
+  std::uint64_t chunk_expert_params(int vs) const { return chunk_layer_params(vs).expert_params; }
   /// Routed-expert parameters of the current GPU's chunks.
   std::uint64_t gpu_expert_params() const {
     std::uint64_t n = 0;
@@ -466,8 +471,9 @@ class Builder {
   std::uint32_t instance_ = 0;
   std::uint32_t name_recompute_ = 0;
   std::vector<int> iota_;  ///< 0, 1, 2, ... (indices of "every op")
-  /// recompute_ops of each of the plan's layer decisions (emit_recompute).
-  std::unordered_map<const LayerDecision*, std::vector<int>> recompute_indices_;
+  /// recompute_ops of each of the plan's layer decisions (emit_recompute), per layer kind
+  /// (index 1: a mixed model's dense layers), as the indices are into that kind's ops.
+  std::array<std::unordered_map<const LayerDecision*, std::vector<int>>, 2> recompute_indices_;
   std::map<std::tuple<int, std::vector<hw_models::Rank>, std::uint64_t>, std::vector<hw_models::Phase>, std::less<>>
       phases_;
   std::map<GroupKey, std::int32_t> groups_;
@@ -539,6 +545,11 @@ class Builder {
   sim::LinkId standin_link_ = -1;  ///< sim.comm_standin: the device-to-host link (host-to-device is next)
   int micro_batches_ = 0;
   std::vector<OpWithTimes> layer_;
+  std::vector<OpWithTimes> dense_layer_;  ///< a mixed model's dense layers (Workload::dense_layer)
+  /// The ops of the l-th layer of `sp` (its kind's: layer_ or dense_layer_).
+  const std::vector<OpWithTimes>& layer_ops(const StagePlan& sp, int l) const {
+    return work_.is_dense_layer(sp.first_layer + l) ? dense_layer_ : layer_;
+  }
   /// TP-comm overlap: per layer op, one row chunk of it (GEMMs only; others a copy).
   std::vector<OpWithTimes> layer_chunk_;
   int tp_chunks_ = 1;  ///< tp_overlap_chunks(p_)

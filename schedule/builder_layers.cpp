@@ -126,8 +126,11 @@ sim::TaskId Builder::emit_forward_ops(const std::vector<OpWithTimes>& ops,
                             after);
 }
 
-sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream,
+sim::TaskId Builder::emit_recompute(const StagePlan& sp, int l, sim::StreamId stream,
                                     sim::TaskId after) {
+  const LayerDecision& d = sp.layers[static_cast<size_t>(l)];
+  const bool dense = work_.is_dense_layer(sp.first_layer + l);
+  const std::vector<OpWithTimes>& ops = layer_ops(sp, l);
   // The dropped tensors come back during this pass: allocate them when it starts (they are
   // freed one by one by the backward ops that consume them).
   TaskArgs start;
@@ -135,13 +138,13 @@ sim::TaskId Builder::emit_recompute(const LayerDecision& d, sim::StreamId stream
   start.kind = sim::TaskKind::kMarker;
   start.name = name_recompute_;
   const sim::TaskId marker = add_task(start, {after});
-  for (const OpWithTimes& o : layer_)
+  for (const OpWithTimes& o : ops)
     if (d.action(o.op.group) != Action::kKeep)
       add_mem(marker, static_cast<std::int64_t>(o.op.saved_bytes), tag_of(o.op.group), false);
   // The plan's decisions outlive the builder: their op lists are computed once each.
-  auto [it, inserted] = recompute_indices_.try_emplace(&d);
-  if (inserted) it->second = recompute_ops(work_.layer, d);
-  return emit_forward_chain({&layer_, it->second, &d, stream, true}, marker);
+  auto [it, inserted] = recompute_indices_[dense ? 1 : 0].try_emplace(&d);
+  if (inserted) it->second = recompute_ops(dense ? work_.dense_layer : work_.layer, d);
+  return emit_forward_chain({&ops, it->second, &d, stream, true}, marker);
 }
 
 sim::TaskId Builder::emit_backward_ops(const std::vector<OpWithTimes>& ops, sim::TaskId after,

@@ -69,7 +69,11 @@ Builder::FsdpStep Builder::fsdp_units(const StepInfo& step, bool backward) const
   if (first && !backward) units.params.push_back(work_.embedding_params);
   if (last && backward) units.params.push_back(work_.head_params);
   units.layer_unit0 = static_cast<int>(units.params.size());
-  for (int l = 0; l < units.layers; ++l) units.params.push_back(work_.layer_params);
+  for (int l = 0; l < units.layers; ++l) {
+    // Backward: the units in compute order, top layer first.
+    const int layer = step.sp.first_layer + (backward ? units.layers - 1 - l : l);
+    units.params.push_back(work_.params_of_layers(layer, 1).params);
+  }
   if (last && !backward) units.params.push_back(work_.head_params);
   if (first && backward) units.params.push_back(work_.embedding_params);
   return units;

@@ -122,7 +122,8 @@ void Builder::emit_param_gathers(const std::vector<int>& chunks) {
       if (params >= std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2)) flush();
     };
     if (vs == 0) add(&gates.embedding, work_.embedding_params);
-    for (sim::TaskId& layer : gates.layer) add(&layer, work_.layer_params);
+    for (size_t l = 0; l < gates.layer.size(); ++l)
+      add(&gates.layer[l], work_.params_of_layers(sp.first_layer + static_cast<int>(l), 1).params);
     if (vs == p_.pp * p_.virtual_stages - 1) add(&gates.head, work_.head_params);
     flush();
   }
@@ -233,7 +234,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
         const std::uint32_t outer = instance_;
         set_layer_instance(next_step, static_cast<int>(l));
         fwd_ready_[{vs, next_step.st.micro_batch, static_cast<int>(l)}] =
-            emit_recompute(sp.layers[l], kRecomputeStream, anchor);
+            emit_recompute(sp, static_cast<int>(l), kRecomputeStream, anchor);
         instance_ = outer;
       };
     }
@@ -241,7 +242,7 @@ void Builder::emit_forward_step(const StepInfo& step, const PipeStep* next, GpuS
     if (gates) after = wait_for_params(after, gates->layer[l], waited);
     if (fsdp) after = fsdp_enter_unit(fsdp_layer_unit(static_cast<int>(l)), after);
     const sim::TaskId first = static_cast<sim::TaskId>(prog_.tasks.size());
-    after = emit_forward_ops(layer_, &sp.layers[l], after, hook);
+    after = emit_forward_ops(layer_ops(sp, static_cast<int>(l)), &sp.layers[l], after, hook);
     if (fsdp) fsdp_leave_unit(fsdp_layer_unit(static_cast<int>(l)), after, false, g);
     layer_fwd_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + static_cast<int>(l), first,
                                 static_cast<sim::TaskId>(prog_.tasks.size()), recv});
@@ -322,7 +323,7 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
       anchor = add_task(join, {anchor, fsdp_gather(fsdp_layer_unit(l))});
     }
     overlap_ready[static_cast<size_t>(l)] =
-        emit_recompute(sp.layers[static_cast<size_t>(l)], kRecomputeStream, anchor);
+        emit_recompute(sp, l, kRecomputeStream, anchor);
     instance_ = outer;
   };
   auto window_for = [&](int l) -> WindowHook {
@@ -366,16 +367,16 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
         --bottom;
       for (int j = bottom; j <= l; ++j) {
         set_layer_instance(step, j);
-        after = emit_recompute(sp.layers[static_cast<size_t>(j)], kCompute, after);
+        after = emit_recompute(sp, j, kCompute, after);
       }
       set_layer_instance(step, l);
     }
     const sim::TaskId first_backward = static_cast<sim::TaskId>(prog_.tasks.size());
-    after = emit_backward_ops(layer_, after, window_for(l - 1), zero_bubble());
+    after = emit_backward_ops(layer_ops(sp, l), after, window_for(l - 1), zero_bubble());
     layer_spans_.push_back({gpu_, vs, st.micro_batch, sp.first_layer + l, first_backward,
                             static_cast<sim::TaskId>(prog_.tasks.size()), step_marker});
     if (fsdp) fsdp_leave_unit(fsdp_layer_unit(l), after, true, g);
-    if (grads_final && !fsdp) layer_gradients_final(g, after);
+    if (grads_final && !fsdp) layer_gradients_final(g, sp.first_layer + l, after);
   }
   set_step_instance(step);
   if (vs == 0) {
@@ -390,18 +391,19 @@ void Builder::emit_backward_step(const StepInfo& step, bool grads_final, GpuStep
   add_step_span(st, step_marker, after, vs > 0);
 }
 
-void Builder::layer_gradients_final(GpuSteps& g, sim::TaskId after) {
+void Builder::layer_gradients_final(GpuSteps& g, int layer, sim::TaskId after) {
   if (p_.dp_overlap != DpOverlap::kBucketed) return;
-  hold_unsharded_grads(g.dp, work_.layer_params, after);
-  g.dp.bucket_params += work_.layer_params;
-  g.dp.expert_bucket_params += work_.layer_expert_params;
+  const model::LayerParams params = work_.params_of_layers(layer, 1);
+  hold_unsharded_grads(g.dp, params.params, after);
+  g.dp.bucket_params += params.params;
+  g.dp.expert_bucket_params += params.expert_params;
   const std::uint64_t full = std::max<std::uint64_t>(1, p_.dp_bucket_bytes / 2);
   if (g.dp.bucket_params >= full) flush_dp_bucket(g.dp, after);
   if (g.dp.expert_bucket_params >= full) flush_expert_bucket(g.dp, after);
 }
 
 void Builder::chunk_gradients_final(int vs, GpuSteps& g, sim::TaskId after) {
-  const std::uint64_t layer_grads = work_.layer_params * plan_.stages[static_cast<size_t>(vs)].layers.size();
+  const std::uint64_t layer_grads = chunk_layer_params(vs).params;
   const std::uint64_t chunk_extra = chunk_params(vs) - layer_grads;  // embedding / head
   if (p_.dp_overlap == DpOverlap::kBucketed) {
     hold_unsharded_grads(g.dp, chunk_extra, after);
@@ -422,8 +424,8 @@ void Builder::emit_weight_step(const StepInfo& step, bool grads_final, GpuSteps&
   const sim::TaskId step_marker = after;
   for (int l = static_cast<int>(step.sp.layers.size()) - 1; l >= 0; --l) {
     set_layer_instance(step, l);
-    after = emit_weight_ops(layer_, after);
-    if (grads_final) layer_gradients_final(g, after);
+    after = emit_weight_ops(layer_ops(step.sp, l), after);
+    if (grads_final) layer_gradients_final(g, step.sp.first_layer + l, after);
   }
   set_step_instance(step);
   g.compute_tail = after;

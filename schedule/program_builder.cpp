@@ -92,7 +92,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   std::int64_t tensors = 0;
   for (int c = 0; c < p_.virtual_stages; ++c) {
     const int vs = c * p_.pp + stage_;
-    tensors += work_.layer_param_tensors * static_cast<std::int64_t>(plan_.stages[static_cast<size_t>(vs)].layers.size());
+    tensors += chunk_layer_params(vs).tensors;
     if (vs == 0) tensors += work_.embedding_param_tensors;
     if (vs == p_.pp * p_.virtual_stages - 1) tensors += work_.head_param_tensors;
   }
@@ -163,6 +163,9 @@ BuiltProgram Builder::build() {
     }
   }
   layer_ = with_times(work_.layer, NamedOp::List::kLayer);
+  // A mixed model's dense layers. Names both kinds have (attention, norms) are the same ops, so
+  // their NamedOp may point into either list.
+  dense_layer_ = with_times(work_.dense_layer, NamedOp::List::kDenseLayer);
   tp_chunks_ = tp_overlap_chunks(p_);
   if (tp_chunks_ > 1) {
     layer_chunk_ = layer_;

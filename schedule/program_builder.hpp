@@ -57,10 +57,10 @@ struct StepSpan {
 /// Program::names. Names of no op (markers, pipeline sends, gradient all-reduces, the
 /// optimizer step) have list kNone.
 struct NamedOp {
-  enum class List : std::uint8_t { kNone, kLayer, kEmbedding, kHead };
+  enum class List : std::uint8_t { kNone, kLayer, kDenseLayer, kEmbedding, kHead };
   enum class Pass : std::uint8_t { kForward, kRecompute, kDgrad, kWgrad, kBackwardCollective, kInputAllGather };
   List list = List::kNone;
-  int index = 0;  ///< into Workload::layer / embedding / head
+  int index = 0;  ///< into Workload::layer / dense_layer / embedding / head
   Pass pass = Pass::kForward;
 };
 

@@ -5,6 +5,7 @@
 #include "model/workload.hpp"
 #include "schedule/pipeline_schedule.hpp"
 #include "schedule/program_builder.hpp"
+#include "strategies/recompute_plan.hpp"
 
 #include <algorithm>
 
@@ -13,9 +14,15 @@ namespace lynx::search {
 std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
   const ParallelSpec& p = sc.parallel;
   const model::Workload w = model::gpt_workload(sc.model, p);
-  std::int64_t layer_input = 0;  // what full recomputation keeps of a layer
-  for (const model::Op& op : w.layer)
-    if (op.group == model::OpGroup::kLayerInput) layer_input += static_cast<std::int64_t>(op.saved_bytes);
+  // What full recomputation keeps of a layer (a mixed model: the smaller of its two kinds').
+  auto input_bytes = [](const std::vector<model::Op>& ops) {
+    std::int64_t bytes = 0;
+    for (const model::Op& op : ops)
+      if (op.group == model::OpGroup::kLayerInput) bytes += static_cast<std::int64_t>(op.saved_bytes);
+    return bytes;
+  };
+  const std::int64_t layer_input =
+      w.dense_layer.empty() ? input_bytes(w.layer) : std::min(input_bytes(w.layer), input_bytes(w.dense_layer));
   std::int64_t embedding = 0, head = 0;  // kept by every strategy
   for (const model::Op& op : w.embedding) embedding += static_cast<std::int64_t>(op.saved_bytes);
   for (const model::Op& op : w.head) head += static_cast<std::int64_t>(op.saved_bytes);
@@ -26,12 +33,20 @@ std::int64_t memory_lower_bound_bytes(const Scenario& sc) {
   // bound of its stage with the fewest layers: none.
   const bool uniform = sc.recompute.partition == PartitionKind::kUniform;
   const std::vector<int> stage_layers = model::pipeline_stage_layers(sc.model.layers, p);
+  // The layers of each virtual stage (chunk c of GPU k: c·pp + k), for their parameters.
+  const std::vector<int> split = strategies::stage_partition(sc.model.layers, p);
+  std::vector<int> first_layer(split.size(), 0);
+  for (size_t vs = 1; vs < split.size(); ++vs) first_layer[vs] = first_layer[vs - 1] + split[vs - 1];
   std::int64_t most = 0;
   for (int k = 0; k < p.pp; ++k) {
     const int chunk_layers = stage_layers[static_cast<size_t>(k)] / v;
     std::uint64_t params = 0, expert_params = 0;
-    if (uniform) params += w.layer_params * static_cast<std::uint64_t>(chunk_layers * v);
-    if (uniform) expert_params += w.layer_expert_params * static_cast<std::uint64_t>(chunk_layers * v);
+    for (int c = 0; uniform && c < v; ++c) {
+      const auto vs = static_cast<size_t>(c * p.pp + k);
+      const model::LayerParams held = w.params_of_layers(first_layer[vs], split[vs]);
+      params += held.params;
+      expert_params += held.expert_params;
+    }
     if (k == 0) params += w.embedding_params;
     if (k == p.pp - 1) params += w.head_params;
     const std::int64_t in_flight_chunks =
@@ -75,8 +90,10 @@ double ops_solo_s(const Scenario& sc, const std::vector<model::Op>& ops) {
 double compute_lower_bound_s(const Scenario& sc) {
   const ParallelSpec& p = sc.parallel;
   const model::Workload w = model::gpt_workload(sc.model, p);
-  // One layer, one micro-batch, one GPU: forward + backward on the compute stream.
-  const double layer_s = ops_solo_s(sc, w.layer);
+  // One layer, one micro-batch, one GPU: forward + backward on the compute stream (a mixed
+  // model: its lighter kind of layer, so that the bound holds for every layer).
+  const double layer_s = w.dense_layer.empty() ? ops_solo_s(sc, w.layer)
+                                               : std::min(ops_solo_s(sc, w.layer), ops_solo_s(sc, w.dense_layer));
   // The LM head's forward + backward of every micro-batch run on the last stage's compute
   // stream too, between its last chunk's forward and backward.
   const double head_s = ops_solo_s(sc, w.head);

@@ -381,9 +381,19 @@ hardware: {profile: dgx-a100-80gb, nodes: 2}
   CHECK(back.scenario->parallel.ep == 4);
   CHECK(back.scenario->model.moe == expected->model.moe);
   // DeepSeek-style leading dense layers: Megatron-Core's list form of --moe-layer-freq.
-  // It is read as model.moe.first_dense_layers, which the simulation (identical layers) refuses.
-  CHECK(error_of([&] { load(kMixtral + " --moe-layer-freq '([0]*3+[1]*29)'", 16); })
-            .find("model.moe.first_dense_layers 3 / layer_freq 1") != std::string::npos);
+  CHECK(load(kMixtral + " --moe-layer-freq '([0]*3+[1]*29)'", 16).scenario->model.moe.first_dense_layers == 3);
+  // Leading dense layers and every other layer MoE: written as the per-layer list, read back.
+  const model::ResolvedScenario mixed = model::load_scenario_text(R"(
+model: {preset: mixtral-8x7b, seq_len: 4096, flash_attention: true, moe: {first_dense_layers: 1, layer_freq: 2}}
+parallel: {tp: 2, pp: 1, dp: 8, ep: 4, etp: 2, sequence_parallel: true, micro_batch: 1, global_batch: 64}
+hardware: {profile: dgx-a100-80gb, nodes: 2}
+)", "mixed");
+  const std::string mixed_args = scenario_to_megatron_args(mixed.scenario());
+  CHECK(mixed_args.find("--moe-layer-freq \"[0,1,0,1,0,1,") != std::string::npos);
+  const MegatronScenario mixed_back = load(mixed_args, 16);
+  CHECK(mixed_back.scenario->model.moe.first_dense_layers == 1);
+  CHECK(mixed_back.scenario->model.moe.layer_freq == 2);
+  CHECK(error_of([&] { load(kMixtral + " --moe-layer-freq '[0,1,1,0]'", 16); }).find("every k-th") != std::string::npos);
   CHECK(load(kMixtral + " --moe-shared-expert-intermediate-size 4096", 16).scenario->model.moe.shared_ffn_hidden == 4096);
   // Options lynxsim does not model, and MoE options without experts, are refused.
   std::string allgather = kMixtral;

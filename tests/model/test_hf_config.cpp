@@ -154,11 +154,27 @@ TEST_CASE("each shipped mixture-of-experts config reads to its published shape a
     CHECK(model::parameter_count(from_config) == model::parameter_count(from_preset));
     CHECK(model::active_parameter_count(from_config) == model::active_parameter_count(from_preset));
   }
-  // Qwen3-MoE's dense layers at chosen positions are refused.
+  // Qwen3-MoE's layer i is MoE when not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
   std::ifstream in(kHfDir + "qwen3-30b-a3b.json");
-  std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  qwen.replace(qwen.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": [0]");
-  CHECK(config_error(qwen, ErrorCode::kNotModelled).find("field 'mlp_only_layers'") != std::string::npos);
+  const std::string qwen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Folder folder;
+  const auto variant = [&](const std::string& dense, const std::string& step) {
+    std::string text = qwen;
+    text.replace(text.find("\"mlp_only_layers\": []"), 21, "\"mlp_only_layers\": " + dense);
+    text.replace(text.find("\"decoder_sparse_step\": 1"), 24, "\"decoder_sparse_step\": " + step);
+    return text;
+  };
+  const auto moe_of = [&](const std::string& dense, const std::string& step) {
+    folder.write("q.json", variant(dense, step));
+    const ModelSpec m = model::load_scenario_text(scenario("  hf_config: " + (folder.path / "q.json").string() + "\n"), "t.yaml")->model;
+    return std::pair{m.moe.first_dense_layers, m.moe.layer_freq};
+  };
+  CHECK(moe_of("[]", "1") == std::pair{0, 1});
+  CHECK(moe_of("[0, 1]", "1") == std::pair{2, 1});  // layers 0, 1 dense, the rest MoE
+  CHECK(moe_of("[]", "2") == std::pair{1, 2});      // layers 1, 3, 5, … MoE
+  CHECK(moe_of("[0, 1]", "2") == std::pair{3, 2});  // layers 3, 5, … MoE
+  // Dense layers elsewhere than at the start are refused.
+  CHECK(config_error(variant("[1]", "1"), ErrorCode::kNotModelled).find("field 'mlp_only_layers'") != std::string::npos);
 }
 
 TEST_CASE("hf_config: relative to the scenario file, explicit model keys override it") {

@@ -312,9 +312,9 @@ TEST_CASE("MoE layout errors name the keys") {
   ParallelSpec etp = layout(2, 2, 2);
   etp.etp = 1;
   CHECK(problem(m, etp).rfind("parallel.etp:", 0) == 0);
-  ModelSpec mixed = m;
+  ModelSpec mixed = m;  // dense and MoE layers mixed: simulated
   mixed.moe.first_dense_layers = 1;
-  CHECK(problem(mixed, layout(1, 2, 2)).rfind("model.moe.first_dense_layers:", 0) == 0);
+  CHECK(problem(mixed, layout(1, 2, 2)) == "no error");
   ModelSpec too_many = m;
   too_many.moe.router_topk = 9;
   CHECK(problem(too_many, layout(1, 1, 1)).rfind("model.moe.router_topk:", 0) == 0);
@@ -365,4 +365,70 @@ TEST_CASE("MoE with context parallelism and sharding: ep spans dp · cp, shardin
   sharded.sharding = Sharding::kOptimizer;
   sharded.shard_group = ShardGroup::kNode;
   CHECK(problem(sharded).rfind("parallel.shard_group:", 0) == 0);
+}
+
+TEST_CASE("mixed dense and MoE layers: each global layer's ops and parameters") {
+  // layer_freq 2 after first_dense_layers 1: layers 1 and 3 MoE, 0 and 2 dense; tp 2 (SP), ep 2.
+  ModelSpec m = small_moe();
+  m.moe.first_dense_layers = 1;
+  m.moe.layer_freq = 2;
+  CHECK(mixes_dense_and_moe(m));
+  const Workload w = gpt_workload(m, layout(2, 2, 2));
+  CHECK(w.dense_at == std::vector<bool>{true, false, true, false});
+  CHECK(&w.ops_of_layer(0) == &w.dense_layer);
+  CHECK(&w.ops_of_layer(1) == &w.layer);
+  CHECK(&w.ops_of_layer(2) == &w.dense_layer);
+  // The dense layer's MLP is model.ffn_hidden's (f = 4096), as Megatron-Core builds the non-MoE
+  // layers: FC1 (gate and up) s·b = 1024 rows × 2f/t = 4096 × h = 1024, 2·1024·4096·1024 FLOPs.
+  const Op& fc1 = find_op(w.dense_layer, "fc1_gemm");
+  CHECK(fc1.gemm_n * fc1.gemm_m * fc1.gemm_k == 1024ll * 4096 * 1024);
+  CHECK(fc1.fwd_flops == 2.0 * 1024 * 4096 * 1024);
+  for (const Op& op : w.dense_layer) CHECK(op.comm_group != CommGroup::kEp);
+  CHECK(find_op(w.layer, "ep_dispatch").comm_group == CommGroup::kEp);
+  // Ops both kinds have (attention, norms, residuals) are the same ops.
+  for (const Op& op : w.dense_layer)
+    for (const Op& other : w.layer)
+      if (other.name == op.name) {
+        CAPTURE(op.name);
+        CHECK(other.fwd_flops == op.fwd_flops);
+        CHECK(other.fwd_bytes == op.fwd_bytes);
+        CHECK(other.saved_bytes == op.saved_bytes);
+      }
+  // Parameters per GPU. Attention: h·(h + 2·8·64)/t + h·h/t = (1024·2048 + 1024²)/2 = 1572864;
+  // two RMSNorms 2h = 2048. Dense MLP: 3·h·f/t = 3·1024·4096/2 = 6291456 → 7866368 per dense
+  // layer. MoE layer: the router h·E = 8192 beside attention and norms (1583104), and the
+  // routed experts E/ep = 4 of 3·h·f_e/t = 786432 each (3145728).
+  CHECK(w.dense_layer_params == 7866368u);
+  CHECK(w.layer_params == 1583104u);
+  CHECK(w.layer_expert_params == 3145728u);
+  const LayerParams all = w.params_of_layers(0, 4);
+  CHECK(all.params == 2u * 7866368 + 2u * 1583104);
+  CHECK(all.expert_params == 2u * 3145728);
+  // Tensors: a dense layer QKV, out-proj, FC1, FC2 and two norms (6); an MoE layer the
+  // router and the experts' FC1 and FC2 for the MLP (7).
+  CHECK(all.tensors == 2 * 6 + 2 * 7);
+  const LayerParams top = w.params_of_layers(2, 2);
+  CHECK(top.params == 7866368u + 1583104u);
+  CHECK(top.expert_params == 3145728u);
+  // Every layer one kind: no second list.
+  CHECK(gpt_workload(small_moe(), layout(2, 2, 2)).dense_at.empty());
+  CHECK(gpt_workload(dense_layer_model(m), layout(2, 1, 2)).dense_layer.empty());
+}
+
+TEST_CASE("mixed dense and MoE layers: the planners refuse them, the fixed strategies take them") {
+  ModelSpec m = small_moe();
+  m.moe.first_dense_layers = 1;
+  RecomputeSpec r;
+  for (RecomputeKind k : {RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt, RecomputeKind::kCheckmate}) {
+    r.strategy = k;
+    const std::string message = error_of([&] { check_recompute_layers(m, r); });
+    CAPTURE(message);
+    CHECK(message.find("model.moe.first_dense_layers 1 / layer_freq 1") != std::string::npos);
+  }
+  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kFull, RecomputeKind::kSelective}) {
+    r.strategy = k;
+    CHECK_NOTHROW(check_recompute_layers(m, r));
+  }
+  r.strategy = RecomputeKind::kLynxHeu;  // every layer MoE: one kind
+  CHECK_NOTHROW(check_recompute_layers(small_moe(), r));
 }

@@ -185,6 +185,69 @@ TEST_CASE("MoE: expert parallelism cuts the experts' static memory, imbalance sl
   CHECK(skewed.stages[0].peak_memory_bytes > ep8.stages[0].peak_memory_bytes);
 }
 
+namespace {
+
+/// Tasks of the kept program named `name` in global layer `layer`'s instances, per pipeline stage.
+std::vector<int> layer_tasks_per_stage(const SimRun& r, const std::string& name, int layer) {
+  const sim::Program& prog = r.built.program;
+  std::vector<int> out(static_cast<std::size_t>(r.result.stages.size()), 0);
+  const auto it = std::find(prog.names.begin(), prog.names.end(), name);
+  if (it == prog.names.end()) return out;
+  const auto id = static_cast<std::uint32_t>(it - prog.names.begin());
+  const std::string tag = "L" + std::to_string(layer) + ".";
+  for (const sim::Task& t : prog.tasks) {
+    const std::string& label = prog.instances[t.instance];
+    if (t.name == id && label.size() >= tag.size() && label.ends_with("." + tag))
+      ++out[static_cast<std::size_t>(r.built.gpu_stage[t.gpu])];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("mixed dense and MoE layers: dense layers run the dense MLP, MoE layers the all-to-alls") {
+  // first_dense_layers 1: layer 0 dense, 1–3 MoE; pp 2 puts layers 0, 1 on stage 0 and 2, 3 on
+  // stage 1. Experts of 1376 make a dense layer's MLP (11008) twice the local experts' (8 · 1376 / ep 2).
+  const std::string layout =
+      "model.preset=llama2-7b model.layers=4 model.seq_len=2048 model.flash_attention=true model.moe.num_experts=8 "
+      "model.moe.router_topk=2 model.moe.expert_ffn_hidden=1376 model.moe.first_dense_layers=1 "
+      "hardware.profile=dgx-h100-80gb hardware.nodes=1 parallel.tp=2 parallel.sequence_parallel=true parallel.pp=2 "
+      "parallel.dp=2 parallel.ep=2 parallel.micro_batch=1 parallel.global_batch=8 recompute.strategy=none";
+  const SimRun r = run(layout + " sim.exploit_symmetry=false", true);
+  REQUIRE(!r.result.oom);
+  REQUIRE(r.result.stages.size() == 2);
+  // 4 GPUs per stage, 4 micro-batches each: the dense layer's FC1 runs forward once per
+  // micro-batch, no dispatch; every MoE layer dispatches once per micro-batch.
+  CHECK(layer_tasks_per_stage(r, "fc1_gemm", 0) == std::vector<int>{4 * 4, 0});
+  CHECK(layer_tasks_per_stage(r, "ep_dispatch", 0) == std::vector<int>{0, 0});
+  CHECK(layer_tasks_per_stage(r, "ep_combine_bwd", 0) == std::vector<int>{0, 0});
+  CHECK(layer_tasks_per_stage(r, "ep_dispatch", 1) == std::vector<int>{4 * 4, 0});
+  CHECK(layer_tasks_per_stage(r, "fc1_gemm", 1) == std::vector<int>{0, 0});
+  for (int layer : {2, 3}) {
+    CHECK(layer_tasks_per_stage(r, "ep_dispatch", layer) == std::vector<int>{0, 4 * 4});
+    CHECK(layer_tasks_per_stage(r, "ep_combine_bwd", layer) == std::vector<int>{0, 4 * 4});
+    CHECK(layer_tasks_per_stage(r, "fc1_gemm", layer) == std::vector<int>{0, 0});
+  }
+  // Static memory per stage, 18 bytes a parameter (bf16 weight, fp32 gradient, Adam), from the
+  // layers each stage holds. Dense layer at tp 2: attention 4·4096²/2 = 33554432, SwiGLU MLP
+  // 3·4096·11008/2 = 67633152, two RMSNorms 8192: 101195776. MoE layer: attention, norms and
+  // the router 4096·8 = 32768 (33595392); its 4 local experts 4 · 3·4096·1376/2 = 33816576.
+  const model::ResolvedScenario resolved = model::default_scenario(words(layout));
+  const model::Workload w = model::gpt_workload(resolved->model, resolved->parallel);
+  REQUIRE(w.dense_layer_params == 101195776u);
+  REQUIRE(w.layer_params == 33595392u);
+  REQUIRE(w.layer_expert_params == 33816576u);
+  const auto reserve = static_cast<std::int64_t>(resolved->hardware.memory_reserve_bytes);
+  CHECK(r.result.stages[0].static_memory_bytes ==
+        18 * static_cast<std::int64_t>(101195776u + 33595392u + 33816576u + w.embedding_params) + reserve);
+  CHECK(r.result.stages[1].static_memory_bytes ==
+        18 * static_cast<std::int64_t>(2 * (33595392u + 33816576u) + w.head_params) + reserve);
+  // Fast mode builds its steps with the same builder: the same static memory per stage.
+  const SimRun fast = run(layout + " sim.mode=fast");
+  CHECK(fast.result.stages[0].static_memory_bytes == r.result.stages[0].static_memory_bytes);
+  CHECK(fast.result.stages[1].static_memory_bytes == r.result.stages[1].static_memory_bytes);
+}
+
 TEST_CASE("fast mode agrees with exact mode within 1% on the committed MoE set") {
   const auto configs = read_agreement_set(std::string(LYNXSIM_SOURCE_DIR) + "/tests/fast/configs-moe.txt");
   REQUIRE(configs.size() >= 6);
