@@ -811,8 +811,8 @@ std::vector<FieldDesc> build_scenario_field_table() {
       [](auto& s) -> auto& { return s.sim.mode; }));
   t.push_back(bool_field(
       "sim.fast_forward", kScn,
-      "skip 1F1B steady-state periods (or cycles of up to 4 periods) proven to repeat; where it applies (one rank per stage, a fixed "
-      "plan, no --trace) only warm-up, 8 steady pairs and cool-down are built (same results and "
+      "skip 1F1B steady-state periods (or cycles of up to 4 periods) proven to repeat; where it applies (1F1B, a fixed plan, no host "
+      "model, no --trace) only warm-up, 8 (then 16, 32) steady pairs and cool-down are built (same results and "
       "events; the event fingerprint differs)",
       [](auto& s) -> auto& { return s.sim.fast_forward; }));
   t.push_back(bool_field(

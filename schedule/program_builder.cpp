@@ -45,9 +45,8 @@ sim::TaskId Builder::emit_tied_embedding_allreduce(sim::TaskId reduced) {
   if (!symmetric_)
     return emit_collective(kDp, sim::Category::kDpComm, hw_models::Collective::kAllReduce, ranks,
                            embedding_communicator(), bytes, name, {reduced});
-  // The reduced simulation has no groups (and groups turn the executor's steady-state
-  // fast-forward off): both members start it when both are ready and go on when both have
-  // finished, by dependencies on the other member's tasks.
+  // The reduced simulation has no groups: both members start it when both are ready and go
+  // on when both have finished, by dependencies on the other member's tasks.
   const auto key = [this](int member_stage, int what) -> std::int64_t {
     const int side = member_stage == 0 ? 0 : 1;
     return -1 - ((side * 2 + what) * static_cast<std::int64_t>(p_.tp * grad_replicas(p_)) + dp_rank_ * p_.tp + tp_rank_);
@@ -149,13 +148,12 @@ BuiltProgram Builder::build() {
   host_model_ = (!part_ || part_->host_start_ps >= 0) &&
                 sc_.hardware.host_model_on();
   blocking_exchange_ = p_.pipeline_exchange == PipelineExchange::kBlocking && p_.pp > 1 && !part_;
-  // Steady-state compression: 1F1B without interleaving, one rank per stage (no collective
-  // groups). Every GPU has the same number of steady pairs beyond its warm-up, and omitting
-  // some from all of them is the program for fewer micro-batches.
+  // Steady-state compression: 1F1B without interleaving. Every GPU has the same number of
+  // steady pairs beyond its warm-up, and omitting some from all of them is the program for
+  // fewer micro-batches (collective groups included: a group's members are in the same pair).
   // Not with the host model: its waits for the GPU (sim::Program::host_waits) turn the
   // executor's fast-forward off, which a compressed program needs.
-  if (built_pairs_ > kCutPair && !part_ && !host_model_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1 &&
-      (symmetric_ || p_.tp * grad_replicas(p_) == 1)) {
+  if (built_pairs_ > kCutPair && !part_ && !host_model_ && p_.schedule == ScheduleKind::kOneFOneB && p_.virtual_stages == 1) {
     const int first_gpu_pairs = micro_batches_ - p_.pp + 1;
     if (first_gpu_pairs > built_pairs_) {
       prog_.omitted_periods = first_gpu_pairs - built_pairs_;
@@ -284,7 +282,7 @@ BuiltProgram Builder::build() {
   out.name_ops = std::move(name_ops_);
   out.optimizer_bytes = std::move(optimizer_bytes_);
   out.compressed = out.program.omitted_periods > 0;
-  if (out.compressed && (!compressible_ || next_group_ > 0 || out.program.period_flows_per_gpu.size() != gpus.size()))
+  if (out.compressed && (!compressible_ || out.program.period_flows_per_gpu.size() != gpus.size()))
     out.compressed = false;  // build_program builds it again in full
   return out;
 }

@@ -156,8 +156,8 @@ bool simulates_one_gpu_per_stage(const Scenario& sc, const hw_models::Topology& 
 /// Builds the programs. `sc.model` must be resolved and the layout checked. With
 /// sc.sim.exploit_symmetry and a topology whose links are private to one GPU's traffic, one GPU
 /// per pipeline stage is simulated (exactly equal to the full simulation; tested).
-/// `steady_pairs` > 0: where the executor's fast-forward applies (1F1B, no interleaving, one
-/// rank per stage), build only warm-up, that many steady-state (forward, backward) pairs on the
+/// `steady_pairs` > 0: where the executor's fast-forward applies (1F1B, no interleaving, no
+/// host model), build only warm-up, that many steady-state (forward, backward) pairs on the
 /// first GPU and cool-down, with the omitted periods as data (sim::Program::omitted_periods);
 /// if sim::execute cannot insert them (ExecResult::complete false) the caller tries more pairs
 /// (kCompressedPairs) or builds the full program (0).
@@ -167,8 +167,9 @@ BuiltProgram build_program(const Scenario& sc, const strategies::RecomputePlan& 
 
 /// The built pairs of compressed programs, in the order to try them: the state repeats after a
 /// few pairs on most pipelines (GPT-175B, 1T: within 8), later on some (selective pp 8: from
-/// the 11th); a run whose state never repeats (host-bound) ends with the full program.
-inline constexpr int kCompressedPairs[] = {8, 16};
+/// the 11th; GPT-23B tp 8 on PCIe with TP-comm overlap: from about the 20th, its stages'
+/// phases settling); a run whose state never repeats (host-bound) ends with the full program.
+inline constexpr int kCompressedPairs[] = {8, 16, 32};
 
 /// The program of a part of one stage's schedule (fast/), with the same tasks the full program
 /// gives those steps, except the waits for other stages' transfers.

@@ -250,7 +250,7 @@ class Execution {
   void init_full_ids();
   std::size_t out_flow(std::uint32_t f, std::uint32_t unit) const {
     if (omitted_ == 0) return f;
-    return static_cast<std::size_t>(f + out_flow_shift_[static_cast<std::size_t>(program_.tasks[unit].gpu)]);  // unit = task
+    return static_cast<std::size_t>(f + out_flow_shift_[static_cast<std::size_t>(program_.tasks[flow_task(f, unit)].gpu)]);
   }
   TimePs start_of(TaskId t) const { return result_.task_start_ps[static_cast<std::size_t>(t)]; }
   TimePs end_of(TaskId t) const { return result_.task_end_ps[static_cast<std::size_t>(t)]; }
@@ -266,6 +266,17 @@ class Execution {
     if (unit < first_group_unit_) return {nullptr, static_cast<TaskId>(unit), 1};
     const std::uint32_t group = unit - first_group_unit_;
     return {unit_members_.data() + unit_offsets_[group], -1, unit_offsets_[group + 1] - unit_offsets_[group]};
+  }
+
+  /// The task of `unit` that flow `f` belongs to (a group's flows are its members').
+  TaskId flow_task(std::uint32_t f, std::uint32_t unit) const {
+    if (unit < first_group_unit_) return static_cast<TaskId>(unit);
+    const UnitMembers members = members_of(unit);
+    for (std::uint32_t m = 0; m < members.count; ++m) {
+      const Task& task = program_.tasks[static_cast<std::size_t>(members[m])];
+      if (f >= task.first_flow && f < task.first_flow + task.num_flows) return members[m];
+    }
+    fail(ErrorCode::kInternal, "flow {} belongs to no member of unit {}", f, unit);
   }
 
   UnitParts& parts_of(std::uint32_t unit) {
@@ -415,6 +426,23 @@ class Execution {
   TaskId phi(TaskId t, std::int64_t periods) const {
     return static_cast<TaskId>(t + periods * delta_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)]);
   }
+  /// The unit of phi^periods of `unit`'s first member: a group's image is the group of its
+  /// members' images (same_structure checks that they form one).
+  std::uint32_t phi_unit(std::uint32_t unit, std::int64_t periods) const {
+    if (periods == 0) return unit;
+    return state_[static_cast<std::size_t>(phi(members_of(unit)[0], periods))].unit;
+  }
+  /// Flow `f` of `unit` moved on by phi^periods: the same flow of its task's image, and that
+  /// image's unit.
+  struct FlowImage {
+    std::uint32_t flow = 0, unit = 0;
+  };
+  FlowImage phi_flow(std::uint32_t f, std::uint32_t unit, std::int64_t periods) const {
+    const TaskId owner = flow_task(f, unit);
+    const TaskId image = phi(owner, periods);
+    const std::uint32_t k = f - program_.tasks[static_cast<std::size_t>(owner)].first_flow;
+    return {program_.tasks[static_cast<std::size_t>(image)].first_flow + k, state_[static_cast<std::size_t>(image)].unit};
+  }
   /// phi(t, 1) for a task t that is usually on GPU `g`: its GPU comes from the id ranges, not
   /// from its Task record (a cache miss when t is far away, as dependencies across stages are).
   TaskId phi_near(TaskId t, std::size_t g) const {
@@ -429,7 +457,10 @@ class Execution {
   }
   bool untouched(TaskId t) const {
     const std::size_t ti = static_cast<std::size_t>(t);
-    return start_of(t) < 0 && state_[ti].pending == initial_pending(t);
+    const std::uint32_t unit = state_[ti].unit;
+    // A group counts its ready members (one of them may have had nothing to wait for).
+    return start_of(t) < 0 && state_[ti].pending == initial_pending(t) &&
+           (unit < first_group_unit_ || units_[unit - first_group_unit_].ready_members == 0);
   }
   void note_touched(TaskId t) {
     TaskId& hi = hi_[static_cast<std::size_t>(program_.tasks[static_cast<std::size_t>(t)].gpu)];
@@ -437,7 +468,8 @@ class Execution {
   }
   void log_flow_end(std::uint32_t f, std::uint32_t unit) {
     if (anchors_.empty()) return;  // the log is kept from the first anchor on
-    log_.push_back({engine_.now(), static_cast<TaskId>(unit), 2 + (f - program_.tasks[unit].first_flow)});
+    const TaskId task = flow_task(f, unit);
+    log_.push_back({engine_.now(), task, 2 + (f - program_.tasks[static_cast<std::size_t>(task)].first_flow)});
   }
 
   /// Tasks touched (released or started) and not ended, in id order.
@@ -516,7 +548,7 @@ class Execution {
   std::size_t ending_head_ = 0;
   std::size_t ended_tasks_ = 0;
 
-  // steady-state fast-forward (armed only with a period hint and no collective groups)
+  // steady-state fast-forward (armed only with a period hint and no host waits)
   bool ff_ = false;
   bool comm_contention_on_ = false;  ///< some GPU has GpuDesc::comm_contention > 0
   std::vector<TaskId> delta_;      ///< per GPU: task ids one period spans (a cycle's, in try_skip)

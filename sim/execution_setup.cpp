@@ -150,9 +150,8 @@ void Execution::init_full_ids() {
   full_flows_ = program_.flows.size();
   if (omitted_ == 0) return;
   if (omitted_ < 0 || program_.period_tasks_per_gpu.size() != num_gpus || program_.period_flows_per_gpu.size() != num_gpus ||
-      !gpus_contiguous_ || !units_.empty())
-    fail(ErrorCode::kInternal, "compressed program ({} omitted periods) without per-GPU periods, contiguous GPUs or free of "
-         "collective groups", omitted_);
+      !gpus_contiguous_)
+    fail(ErrorCode::kInternal, "compressed program ({} omitted periods) without per-GPU periods or contiguous GPUs", omitted_);
   std::vector<std::size_t> order;
   for (std::size_t g = 0; g < num_gpus; ++g)
     if (gpu_first_[g] >= 0) order.push_back(g);

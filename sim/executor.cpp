@@ -85,10 +85,11 @@ TimePs Execution::issue_time(std::uint32_t unit) const {
   TimePs latest = 0;
   for (std::uint32_t m = 0; m < members.count; ++m) {
     const std::size_t t = static_cast<std::size_t>(members[m]);
-    const TimePs shift = host_wait_shift_ps_.empty() ? 0 : host_wait_shift_ps_[static_cast<std::size_t>(program_.tasks[t].gpu)];
+    const std::size_t g = static_cast<std::size_t>(program_.tasks[t].gpu);
+    TimePs shift = host_wait_shift_ps_.empty() ? 0 : host_wait_shift_ps_[g];
+    if (omitted_ > 0) shift += issue_shift_ps_[g];
     latest = std::max(latest, checked_add(program_.issue_ps[t], shift, kSimulatedClock));
   }
-  if (omitted_ > 0) latest += issue_shift_ps_[static_cast<std::size_t>(program_.tasks[unit].gpu)];  // unit = task
   return latest;
 }
 

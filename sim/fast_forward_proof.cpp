@@ -13,7 +13,7 @@ void Execution::arm_fast_forward() {
   ff_ = false;
   const std::size_t num_gpus = machine_.gpus.size();
   if (!options_.fast_forward || options_.record_memory_timeline || options_.record_event_order ||
-      !units_.empty() || !program_.host_waits.empty())
+      !program_.host_waits.empty())
     return;
   if (program_.period_tasks_per_gpu.size() != num_gpus || program_.period_anchors.empty()) return;
   delta_.assign(program_.period_tasks_per_gpu.begin(), program_.period_tasks_per_gpu.end());
@@ -103,8 +103,9 @@ void Execution::encode(const std::vector<TaskId>& frontier, std::int64_t periods
       flow_label[handle] = next_flow++;
       out.push_back(flow_label[handle]);
       const FlowRun& run = flows_.at(handle);
-      out.push_back(id(static_cast<TaskId>(run.unit)));
-      out.push_back(run.flow - first_flow(run.unit));
+      const TaskId owner = flow_task(run.flow, run.unit);
+      out.push_back(id(owner));
+      out.push_back(run.flow - first_flow(static_cast<std::uint32_t>(owner)));
       put128(run.remaining);
       out.push_back(static_cast<std::int64_t>(run.rate.bytes_per_s_num));
       out.push_back(static_cast<std::int64_t>(run.rate.den));
@@ -136,12 +137,15 @@ void Execution::encode(const std::vector<TaskId>& frontier, std::int64_t periods
     switch (d.kind) {
       case EventKind::kKernelDone: out.push_back(kernel_label[d.a]); break;
       case EventKind::kFlowBytesDone: out.push_back(flow_label[d.a]); break;
-      case EventKind::kFlowDone:
-        out.push_back(id(static_cast<TaskId>(d.b)));
-        out.push_back(d.a - first_flow(d.b));
+      case EventKind::kFlowDone: {
+        const TaskId owner = flow_task(d.a, d.b);
+        out.push_back(id(owner));
+        out.push_back(d.a - first_flow(static_cast<std::uint32_t>(owner)));
         break;
-      case EventKind::kCommWorkDone: out.push_back(id(static_cast<TaskId>(d.a))); break;
-      case EventKind::kIssued: out.push_back(id(static_cast<TaskId>(d.a))); break;
+      }
+      // A unit as its first member (a group's image is the group of its members' images).
+      case EventKind::kCommWorkDone:
+      case EventKind::kIssued: out.push_back(id(members_of(d.a)[0])); break;
     }
   }
   for (const MemoryTracker& memory : memory_) {
@@ -153,8 +157,12 @@ void Execution::encode(const std::vector<TaskId>& frontier, std::int64_t periods
     const TaskState& st = state_[static_cast<std::size_t>(t)];
     out.push_back(id(t));
     out.push_back(st.pending);
-    out.push_back(st.parts.open_parts);
-    out.push_back(st.parts.open_flows);
+    // A member of a group: the group's state (written once per member: canonical all the same).
+    const bool grouped = st.unit >= first_group_unit_;
+    const UnitParts& parts = grouped ? units_[st.unit - first_group_unit_].parts : st.parts;
+    out.push_back(parts.open_parts);
+    out.push_back(parts.open_flows);
+    out.push_back(grouped ? units_[st.unit - first_group_unit_].ready_members : -1);
     out.push_back(start_of(t) >= 0 ? 1 : 0);
   }
 }
@@ -214,13 +222,21 @@ bool Execution::same_structure(TaskId a, TaskId b) const {
     // Omitted periods move the host's later issue times by one fixed step each.
     if (omitted_ > 0 && host_shift != issue_step_ps_[static_cast<std::size_t>(x.gpu)]) return false;
   }
-  if (x.work_ps != y.work_ps || x.gpu != y.gpu || x.stream != y.stream || x.group != y.group || x.kind != y.kind ||
+  if (x.work_ps != y.work_ps || x.gpu != y.gpu || x.stream != y.stream || (x.group < 0) != (y.group < 0) || x.kind != y.kind ||
       x.category != y.category || x.num_deps != y.num_deps || x.num_flows != y.num_flows || x.num_mem != y.num_mem)
     return false;
   if (has_stream_pred_[static_cast<std::size_t>(a)] != has_stream_pred_[static_cast<std::size_t>(b)]) return false;
   // Omitted periods: their flows are numbered one period's flows apart, as the built ones.
   if (omitted_ > 0 && y.first_flow - x.first_flow != program_.period_flows_per_gpu[static_cast<std::size_t>(x.gpu)]) return false;
   const std::size_t g = static_cast<std::size_t>(x.gpu);
+  // A collective group's image: the group of exactly its members' images, in the same order.
+  if (x.group >= 0) {
+    const UnitMembers mx = members_of(state_[static_cast<std::size_t>(a)].unit);
+    const UnitMembers my = members_of(state_[static_cast<std::size_t>(b)].unit);
+    if (mx.count != my.count) return false;
+    for (std::uint32_t m = 0; m < mx.count; ++m)
+      if (my[m] != phi_near(mx[m], g)) return false;
+  }
   for (std::uint32_t k = 0; k < x.num_deps; ++k)
     if (program_.deps[y.first_dep + k] != phi_near(program_.deps[x.first_dep + k], g)) return false;
   for (std::uint32_t k = 0; k < x.num_mem; ++k) {

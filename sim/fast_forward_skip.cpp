@@ -64,24 +64,35 @@ void Execution::apply_skip(std::int64_t periods, TimePs period_ps, bool insert) 
   };
   std::vector<Moved> moved;
   moved.reserve(frontier_.size());
+  // The collective groups of the frontier move to their images too (once each).
+  std::vector<std::pair<std::uint32_t, UnitState>> moved_groups;
   for (const TaskId t : frontier_) {
     TaskState& st = state_[static_cast<std::size_t>(t)];
     moved.push_back({phi(t, id_periods), st.pending, st.parts});
     st.pending = 0;
     st.parts = {};
+    if (st.unit >= first_group_unit_ && id_periods > 0) moved_groups.emplace_back(st.unit, UnitState{});
+  }
+  std::sort(moved_groups.begin(), moved_groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  moved_groups.erase(std::unique(moved_groups.begin(), moved_groups.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+                     moved_groups.end());
+  for (auto& [unit, saved] : moved_groups) {
+    saved = units_[unit - first_group_unit_];
+    units_[unit - first_group_unit_] = {};
   }
   for (const Moved& m : moved) {
     TaskState& st = state_[static_cast<std::size_t>(m.task)];
     st.pending = m.pending;
     st.parts = m.parts;
   }
+  for (const auto& [unit, saved] : moved_groups) units_[phi_unit(unit, id_periods) - first_group_unit_] = saved;
   for (std::size_t g = 0; g < hi_.size(); ++g) hi_[g] += static_cast<TaskId>(id_periods * delta_[g]);
   // Running kernels and flows belong to the image tasks; their clocks move with the shift.
   for (GpuState& gpu : gpus_) {
     for (const std::uint32_t index : gpu.running_kernels) {
       KernelRun& run = kernels_[index];
       run.task = phi(run.task, id_periods);
-      run.unit = static_cast<std::uint32_t>(run.task);
+      run.unit = state_[static_cast<std::size_t>(run.task)].unit;
       run.last_update_ps += shift_ps;
     }
   }
@@ -90,9 +101,9 @@ void Execution::apply_skip(std::int64_t periods, TimePs period_ps, bool insert) 
   for (std::uint32_t i = 0; i < flows_.size(); ++i) {
     if (free_flow[i]) continue;
     FlowRun& run = flows_[i];
-    const std::uint32_t k = run.flow - program_.tasks[run.unit].first_flow;
-    run.unit = static_cast<std::uint32_t>(phi(static_cast<TaskId>(run.unit), id_periods));
-    run.flow = program_.tasks[run.unit].first_flow + k;
+    const FlowImage image = phi_flow(run.flow, run.unit, id_periods);
+    run.flow = image.flow;
+    run.unit = image.unit;
     run.last_update_ps += shift_ps;
   }
   // Pending events: the same, in the same order, shifted.
@@ -109,13 +120,13 @@ void Execution::apply_skip(std::int64_t periods, TimePs period_ps, bool insert) 
       case EventKind::kKernelDone:
       case EventKind::kFlowBytesDone: break;
       case EventKind::kFlowDone: {
-        const std::uint32_t k = d.a - program_.tasks[d.b].first_flow;
-        d.b = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.b), id_periods));
-        d.a = program_.tasks[d.b].first_flow + k;
+        const FlowImage image = phi_flow(d.a, d.b, id_periods);
+        d.a = image.flow;
+        d.b = image.unit;
         break;
       }
       case EventKind::kCommWorkDone:
-      case EventKind::kIssued: d.a = static_cast<std::uint32_t>(phi(static_cast<TaskId>(d.a), id_periods)); break;
+      case EventKind::kIssued: d.a = phi_unit(d.a, id_periods); break;
     }
     const EventId id = schedule_event(events[i].time_ps + shift_ps, d);
     if (d.kind == EventKind::kKernelDone) kernels_[d.a].completion = id;
