@@ -123,7 +123,7 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
     option("--moe-grouped-gemm");
     option("--moe-token-dispatcher-type", "alltoall");
     option("--expert-model-parallel-size", std::to_string(p.ep));
-    option("--expert-tensor-parallel-size", std::to_string(p.etp > 0 ? p.etp : p.tp));
+    option("--expert-tensor-parallel-size", std::to_string(expert_tp(p)));
     if (e.expert_imbalance != 1.0)
       comments.push_back(fmt::format("model.moe.expert_imbalance {} has no Megatron-LM argument (it describes the "
                                      "routing, which the router's load balancing decides).",

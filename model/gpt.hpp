@@ -116,9 +116,10 @@ constexpr const char* op_group_name(OpGroup group) {
 /// kAllToAll: the MoE token dispatch and combine over the expert-parallel group.
 enum class CollectiveKind : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
 
-/// The GPUs a layer op's collective runs over: the tensor-parallel group, or the
-/// expert-parallel group (ep ranks of the data-parallel group, one per TP rank).
-enum class CommGroup : std::uint8_t { kTp, kEp };
+/// The GPUs a layer op's collective runs over: the tensor-parallel group, the expert-parallel
+/// group, or the expert-tensor-parallel group (model/expert_grid.hpp; the TP group's GPUs when
+/// etp = tp).
+enum class CommGroup : std::uint8_t { kTp, kEp, kEtp };
 
 /// Which tensors an op's saved_bytes are: what it reads (its input, the previous op's output),
 /// what it writes, or both. Ops of a layer form a chain (op i reads op i−1's output; op 0 reads

@@ -85,19 +85,22 @@ void check_moe_layout(const ModelSpec& m, const ParallelSpec& p) {
                 "model.moe.num_experts ({}) is not divisible by parallel.ep ({}): every "
                 "expert-parallel rank holds the same number of experts",
                 e.num_experts, p.ep);
-  if (p.etp != 0 && p.etp != p.tp)
-    fail_layout(ErrorCode::kIncompatibleSettings, {"parallel.etp", "parallel.tp"},
-                "parallel.etp {} differs from parallel.tp {}: only expert tensor parallelism equal "
-                "to tp is modelled (set parallel.etp 0 or {})",
-                p.etp, p.tp, p.tp);
+  // The routed experts shard over the expert-tensor-parallel group, the shared experts over
+  // tp like a dense MLP (Megatron-Core's TEGroupedMLP takes pg_collection.expt_tp,
+  // SharedExpertMLP the dense tp group).
+  const int etp = expert_tp(p);
   const int expert_ffn = e.expert_ffn_hidden > 0 ? e.expert_ffn_hidden : m.ffn_hidden;
-  if (expert_ffn % p.tp != 0 || e.shared_ffn_hidden % p.tp != 0)
+  if (expert_ffn % etp != 0)
     fail_layout(ErrorCode::kIndivisibleLayout,
-                {expert_ffn % p.tp != 0 ? "model.moe.expert_ffn_hidden" : "model.moe.shared_ffn_hidden",
-                 "parallel.tp"},
-                "model.moe.expert_ffn_hidden ({}) and model.moe.shared_ffn_hidden ({}) must be "
-                "divisible by parallel.tp ({}): the experts are sharded over the tensor-parallel ranks",
-                expert_ffn, e.shared_ffn_hidden, p.tp);
+                {"model.moe.expert_ffn_hidden", p.etp > 0 ? "parallel.etp" : "parallel.tp"},
+                "model.moe.expert_ffn_hidden ({}) must be divisible by the expert tensor-parallel "
+                "degree ({}, {}): each routed expert is sharded over those ranks",
+                expert_ffn, etp, p.etp > 0 ? "parallel.etp" : "parallel.tp, as parallel.etp is 0");
+  if (e.shared_ffn_hidden % p.tp != 0)
+    fail_layout(ErrorCode::kIndivisibleLayout, {"model.moe.shared_ffn_hidden", "parallel.tp"},
+                "model.moe.shared_ffn_hidden ({}) must be divisible by parallel.tp ({}): the shared "
+                "experts are sharded over the tensor-parallel ranks",
+                e.shared_ffn_hidden, p.tp);
   // Megatron-LM's validate_args: "When using expert parallelism and tensor parallelism,
   // sequence parallelism must be used" (the token dispatcher works on sequence-sharded tokens).
   if (p.tp > 1 && !p.sequence_parallel)
@@ -110,11 +113,21 @@ void check_moe_layout(const ModelSpec& m, const ParallelSpec& p) {
 /// What a simulation of a MoE model needs beyond its shape: expert parallelism inside data
 /// parallelism, and none of the features not modelled with it.
 void check_moe_simulation(const ParallelSpec& p) {
-  if (grad_replicas(p) % p.ep != 0)
-    fail_layout(ErrorCode::kIndivisibleLayout, {"parallel.ep", "parallel.dp", "parallel.cp"},
-                "parallel.ep ({}) does not divide parallel.dp · parallel.cp ({} · {}): the expert-parallel "
-                "ranks are data- and context-parallel ranks (Megatron-Core)",
-                p.ep, p.dp, p.cp);
+  // Megatron-Core's initialize_model_parallel requires world_size % (etp · ep · pp) == 0: the
+  // expert groups re-divide each stage's tp · dp · cp GPUs (model/expert_grid.hpp).
+  const int etp = expert_tp(p);
+  if ((std::int64_t{p.tp} * grad_replicas(p)) % (std::int64_t{etp} * p.ep) != 0) {
+    if (etp == p.tp)
+      fail_layout(ErrorCode::kIndivisibleLayout, {"parallel.ep", "parallel.dp", "parallel.cp"},
+                  "parallel.ep ({}) does not divide parallel.dp · parallel.cp ({} · {}): the expert-parallel "
+                  "ranks are data- and context-parallel ranks when parallel.etp is tp (Megatron-Core)",
+                  p.ep, p.dp, p.cp);
+    fail_layout(ErrorCode::kIndivisibleLayout, {"parallel.ep", "parallel.etp", "parallel.tp", "parallel.dp", "parallel.cp"},
+                "parallel.etp · parallel.ep ({} · {}) does not divide parallel.tp · parallel.dp · "
+                "parallel.cp ({} · {} · {}): Megatron-Core re-divides a pipeline stage's GPUs into "
+                "etp × ep × expert-data-parallel",
+                etp, p.ep, p.tp, p.dp, p.cp);
+  }
   // The expert gradients and optimizer states follow the expert-data-parallel group; the
   // simulation shards them with the distributed optimizer only (Megatron-Core's MoE path).
   if (sharding_level(p) > Sharding::kOptimizer)

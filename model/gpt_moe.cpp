@@ -46,7 +46,12 @@ ModelSpec dense_layer_model(const ModelSpec& m) {
 bool communicates(const Op& op, const ParallelSpec& p, bool backward) {
   if (op.kind != OpKind::kCollective) return false;
   if ((backward ? op.bwd_collective : op.collective) == CollectiveKind::kNone) return false;
-  return (op.comm_group == CommGroup::kEp ? p.ep : p.tp) > 1;
+  switch (op.comm_group) {
+    case CommGroup::kEp: return p.ep > 1;
+    case CommGroup::kEtp: return expert_tp(p) > 1;
+    case CommGroup::kTp: break;
+  }
+  return p.tp > 1;
 }
 
 namespace detail {
@@ -58,21 +63,26 @@ MoeDims moe_dims_of(const ModelSpec& m, const ParallelSpec& p, const Dims& d) {
   e.expert_ffn = m.moe.expert_ffn_hidden > 0 ? m.moe.expert_ffn_hidden : m.ffn_hidden;
   e.shared_ffn = m.moe.shared_ffn_hidden;
   e.ep = p.ep;
+  e.etp = expert_tp(p);
   e.local_experts = e.experts / e.ep;
-  // Uniform routing: each of the s·b tokens goes to topk experts, so the ep ranks' experts take
-  // s·b·topk rows in all; each rank receives s·b·topk/(ep·t) from the dispatch and, with expert
-  // tensor parallelism = tp, all-gathers its TP group's rows: s·b·topk rows per GPU. The busiest
-  // rank takes expert_imbalance times that, at most capacity_factor times (tokens beyond an
-  // expert's capacity are dropped; a capacity below 1 drops tokens even when routing is even).
+  // Uniform routing: each GPU routes its local tokens (s·b/(cp·tp): the SP shard) to topk
+  // experts each; the all-to-all over the ep group brings each GPU as many rows as it sent, and
+  // the all-gather over the expert-tensor-parallel group (etp > 1) gives every member of that
+  // group all of their rows for its shard of each expert: etp · local tokens · topk rows per GPU
+  // (with etp = tp, the TP group's s·b·topk). The busiest rank takes expert_imbalance times
+  // that, at most capacity_factor times (tokens beyond an expert's capacity are dropped; a
+  // capacity below 1 drops tokens even when routing is even).
   const double share = m.moe.capacity_factor > 0 ? std::min(m.moe.expert_imbalance, m.moe.capacity_factor)
                                                  : m.moe.expert_imbalance;
   e.load = share;
-  e.expert_rows = static_cast<std::int64_t>(std::ceil(share * dbl(d.tokens) * dbl(e.topk)));
+  e.expert_rows = static_cast<std::int64_t>(std::ceil(share * dbl(e.etp * d.local_tokens) * dbl(e.topk)));
   return e;
 }
 
 void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
   const bool tp = d.t > 1;
+  // The rows the expert-tensor-parallel group gathers: its etp members' received rows.
+  const std::int64_t gathered_bytes = kBytesPerElement * e.etp * d.local_tokens * e.topk * d.h;
   const std::int64_t act_bytes = kBytesPerElement * d.local_tokens * d.h;  // one local s·b·h tensor
   const std::int64_t routed = d.local_tokens * e.topk;                      // local rows after permute
   const std::int64_t routed_bytes = kBytesPerElement * routed * d.h;
@@ -107,23 +117,32 @@ void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
 
   // Dispatch: all-to-all over the expert-parallel group, each rank sending its routed rows to
   // the ranks owning their experts (1/ep of them each under uniform routing); backward sends
-  // the gradients back.
+  // the gradients back. Then, with etp > 1, the rows received by the expert-tensor-parallel
+  // group are all-gathered over it (backward: reduce-scatter), so that each member holds all of
+  // them for its shard of each expert. NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+  // megatron/core/transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher): the
+  // dispatcher's tp_group is pg_collection.expt_tp, token_dispatch all-to-alls over the expert
+  // ep group, dispatch_postprocess all-gathers over expt_tp when its size > 1, and
+  // combine_preprocess reduce-scatters over it; the dense tp group plays no part. With tp > 1
+  // and etp 1 the ep group spans the dense TP ranks' sequence shards and nothing is gathered.
   Op dispatch = collective_op("ep_dispatch", OpGroup::kMlp, CollectiveKind::kAllToAll,
                               CollectiveKind::kAllToAll, routed_bytes);
   dispatch.comm_group = CommGroup::kEp;
   ops.push_back(std::move(dispatch));
-  // Expert tensor parallelism = tp with sequence parallelism: the TP group's received rows are
-  // all-gathered (backward reduce-scatter) so every TP rank holds all of them for its shard
-  // of each expert (MoEAlltoAllTokenDispatcher with tp > 1).
-  if (tp)
-    ops.push_back(collective_op("moe_allgather", OpGroup::kMlp, CollectiveKind::kAllGather,
-                                CollectiveKind::kReduceScatter, kBytesPerElement * d.tokens * e.topk * d.h));
+  if (e.etp > 1) {
+    Op gather = collective_op("moe_allgather", OpGroup::kMlp, CollectiveKind::kAllGather,
+                              CollectiveKind::kReduceScatter, gathered_bytes);
+    gather.comm_group = CommGroup::kEtp;
+    ops.push_back(std::move(gather));
+  }
 
   // Grouped GEMMs over the local experts (--moe-grouped-gemm): the rows routed to this GPU's
   // E/ep experts as one GEMM of expert_rows rows, with every local expert's weight read once.
   const std::int64_t gates = d.swiglu ? 2 : 1;
-  const std::int64_t fc1_width = gates * e.expert_ffn / d.t;
-  const std::int64_t ffn_width = e.expert_ffn / d.t;
+  // Each expert's FC1 column-parallel and FC2 row-parallel over etp (experts.py: TEGroupedMLP's
+  // linear_fc1 / linear_fc2 take pg_collection.expt_tp).
+  const std::int64_t fc1_width = gates * e.expert_ffn / e.etp;
+  const std::int64_t ffn_width = e.expert_ffn / e.etp;
   const std::int64_t rows = e.expert_rows;
   auto grouped = [&](std::string name, OpGroup group, std::int64_t n, std::int64_t k) {
     Op op = gemm_op(std::move(name), group, rows, n, k);
@@ -156,9 +175,12 @@ void append_moe_mlp(const Dims& d, const MoeDims& e, std::vector<Op>& ops) {
   fc2.saved_bytes = u64(ffn_act);
   ops.push_back(std::move(fc2));
 
-  if (tp)
-    ops.push_back(collective_op("moe_reducescatter", OpGroup::kMlp, CollectiveKind::kReduceScatter,
-                                CollectiveKind::kAllGather, kBytesPerElement * d.tokens * e.topk * d.h));
+  if (e.etp > 1) {
+    Op scatter = collective_op("moe_reducescatter", OpGroup::kMlp, CollectiveKind::kReduceScatter,
+                               CollectiveKind::kAllGather, gathered_bytes);
+    scatter.comm_group = CommGroup::kEtp;
+    ops.push_back(std::move(scatter));
+  }
   Op combine = collective_op("ep_combine", OpGroup::kMlp, CollectiveKind::kAllToAll,
                              CollectiveKind::kAllToAll, routed_bytes);
   combine.comm_group = CommGroup::kEp;
@@ -206,9 +228,9 @@ std::uint64_t layer_expert_parameter_count_per_gpu(const ModelSpec& spec, const 
   const Dims d = dims_of(spec, p);
   const MoeDims e = moe_dims_of(spec, p, d);
   const std::int64_t gates = d.swiglu ? 2 : 1, bias = d.bias ? 1 : 0;
-  // FC1 column-parallel (its bias sharded), FC2 row-parallel (its bias replicated).
+  // FC1 column-parallel over etp (its bias sharded), FC2 row-parallel (its bias replicated).
   const std::int64_t per_expert =
-      (gates * d.h * e.expert_ffn + bias * gates * e.expert_ffn) / d.t + e.expert_ffn * d.h / d.t + bias * d.h;
+      (gates * d.h * e.expert_ffn + bias * gates * e.expert_ffn) / e.etp + e.expert_ffn * d.h / e.etp + bias * d.h;
   return u64(e.local_experts * per_expert);
 }
 

@@ -1,5 +1,6 @@
 #include "model/workload.hpp"
 
+#include "model/expert_grid.hpp"
 #include "model/sharding.hpp"
 
 namespace lynx::model {
@@ -57,10 +58,10 @@ std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,
   // Bytes per parameter by sharding level: model/sharding.hpp (16 with 16-bit gradients and
   // no sharding, ZeRO, Rajbhandari et al. 2020, Sec. 3.1; Megatron keeps fp32 main gradients
   // then too, which its distributed-optimizer table counts as 20). The routed experts' state
-  // is sharded over their expert-data-parallel group (dp · cp / ep ranks) instead.
+  // is sharded over their expert-data-parallel group (tp · dp · cp / (etp · ep) ranks) instead.
   const ParallelSpec& p = sc.parallel;
   const double per_param = static_bytes_per_param(p, shard_group_size(p, sc.hardware.gpus_per_node));
-  const int expert_shard = sharding_level(p) == Sharding::kNone ? 1 : grad_replicas(p) / p.ep;
+  const int expert_shard = sharding_level(p) == Sharding::kNone ? 1 : expert_data_parallel_size(p);
   const double expert_per_param = static_bytes_per_param(p, expert_shard);
   return static_cast<std::int64_t>(per_param * static_cast<double>(parameters_per_gpu) +
                                    expert_per_param * static_cast<double>(expert_parameters_per_gpu)) +

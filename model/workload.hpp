@@ -36,7 +36,8 @@ struct Workload {
   std::uint64_t boundary_gather_bytes = 0;
   std::uint64_t layer_params = 0;    ///< parameters of one layer per GPU (MoE: without the routed experts)
   /// MoE: the routed experts' parameters of one layer per GPU (layer_expert_parameter_count_per_gpu),
-  /// whose gradients are reduced over the expert-data-parallel group (dp / ep ranks); 0 when dense.
+  /// whose gradients are reduced over the expert-data-parallel group (tp · dp · cp / (etp · ep)
+  /// ranks: model/expert_grid.hpp); 0 when dense.
   std::uint64_t layer_expert_params = 0;
   std::uint64_t embedding_params = 0;  ///< first virtual stage extra: word + position embedding
   std::uint64_t head_params = 0;       ///< last virtual stage extra: final LN (+ tied embedding copy)
@@ -69,7 +70,8 @@ Workload gpt_workload(const ModelSpec& model, const ParallelSpec& parallel);
 /// weights, gradients (grad_bytes_per_param) and fp32 Adam state (main weights, momentum,
 /// variance), as the sharding level keeps them over its shard group
 /// (model::static_bytes_per_param). Routed-expert parameters (`expert_parameters_per_gpu`)
-/// count the same, except that their shard group is the expert-data-parallel group, dp · cp / ep.
+/// count the same, except that their shard group is the expert-data-parallel group, tp · dp · cp /
+/// (etp · ep).
 std::int64_t static_bytes(const Scenario& sc, std::uint64_t parameters_per_gpu,
                           std::uint64_t expert_parameters_per_gpu = 0);
 

@@ -481,12 +481,12 @@ std::vector<FieldDesc> build_scenario_field_table() {
   t.push_back(integer_field(
       "parallel.ep", kScn, 1, kMaxDp,
       "expert-parallel degree (--expert-model-parallel-size): each MoE layer's routed experts "
-      "are split over ep ranks of the data-parallel group; divides dp · cp and model.moe.num_experts",
+      "are split over ep ranks; etp · ep divides tp · dp · cp, and ep divides model.moe.num_experts",
       [](auto& s) -> auto& { return s.parallel.ep; }));
   t.push_back(integer_field(
       "parallel.etp", kScn, 0, kMaxTp,
-      "expert tensor-parallel degree (--expert-tensor-parallel-size); 0 = tp, Megatron-Core's "
-      "default and the only value modelled",
+      "expert tensor-parallel degree (--expert-tensor-parallel-size): the routed experts sharded "
+      "over etp GPUs; 0 = tp, Megatron-Core's default; divides model.moe.expert_ffn_hidden",
       [](auto& s) -> auto& { return s.parallel.etp; }));
   t.back().default_text = "0 (tp)";
   t.push_back(bool_field(

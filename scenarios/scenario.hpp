@@ -137,10 +137,12 @@ struct ParallelSpec {
   /// "Context parallelism"). Rank order tp-cp-dp-pp (schedule::global_rank).
   int cp = 1;
   /// Expert parallelism (Megatron-Core --expert-model-parallel-size): the routed experts of a
-  /// MoE layer are split over ep ranks of the data-parallel group (ep divides dp · cp); the
-  /// expert-data-parallel group of dp · cp / ep ranks reduces their gradients.
+  /// MoE layer are split over ep ranks; a pipeline stage's tp · dp · cp GPUs are re-divided
+  /// into etp × ep × expert-data-parallel (model/expert_grid.hpp), whose
+  /// tp · dp · cp / (etp · ep) ranks reduce the experts' gradients.
   int ep = 1;
-  /// Expert tensor parallelism (--expert-tensor-parallel-size); 0: tp, the only value modelled.
+  /// Expert tensor parallelism (--expert-tensor-parallel-size): the routed experts' FC1 / FC2
+  /// sharded over etp GPUs; 0: tp (Megatron-Core's default). Read it through expert_tp().
   int etp = 0;
   bool sequence_parallel = false;
   int micro_batch = 1;
@@ -352,6 +354,9 @@ inline std::int64_t gpus_used(const ParallelSpec& p) {
 /// data-parallel group with context parallelism), over which gradients are reduced and the
 /// distributed optimizer shards.
 inline int grad_replicas(const ParallelSpec& p) { return p.dp * p.cp; }
+
+/// The expert tensor-parallel degree in force: parallel.etp, or tp where it is 0.
+inline int expert_tp(const ParallelSpec& p) { return p.etp > 0 ? p.etp : p.tp; }
 
 /// Micro-batches each pipeline runs per iteration: global_batch / (micro_batch · dp).
 inline std::int64_t micro_batches_per_pipeline(const ParallelSpec& p) {

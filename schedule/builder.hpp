@@ -9,6 +9,7 @@
 #include "hw_models/collectives.hpp"
 #include "common/error.hpp"
 #include "hw_models/compute_model.hpp"
+#include "model/expert_grid.hpp"
 #include "model/gpt.hpp"
 #include "model/sharding.hpp"
 #include "schedule/pipeline_schedule.hpp"
@@ -373,8 +374,8 @@ class Builder {
   std::vector<hw_models::Rank> shard_ranks_, replica_ranks_;
   int shard_communicator_ = -1, replica_communicator_ = -1;
   sim::TagId gathered_tag_ = 0, unsharded_grad_tag_ = 0;  ///< memory tags (sharding gradients / full)
-  /// The routed experts' gradient reduction over the expert-data-parallel group (dp · cp / ep
-  /// ranks): all-reduce, or reduce-scatter with the distributed optimizer.
+  /// The routed experts' gradient reduction over the expert-data-parallel group (tp · dp · cp /
+  /// (etp · ep) ranks): all-reduce, or reduce-scatter with the distributed optimizer.
   sim::TaskId emit_expert_grad_reduction(std::uint64_t params, sim::TaskId after);
   /// After `reduced` (the gradient reductions): the tied-embedding gradient all-reduce of the
   /// first and last stage (pp > 1, tied); returns what the optimizer step waits for.
@@ -420,20 +421,36 @@ class Builder {
   const std::vector<hw_models::Rank>& cp_ranks() const { return cp_ranks_; }
   int cp_communicator() const { return 3'000'000 + (stage_ * p_.dp + dp_rank_ / p_.cp) * p_.tp + tp_rank_; }
   int dp_communicator() const { return 1'000'000 + stage_ * p_.tp + tp_rank_; }
-  /// Expert parallelism: the current GPU's expert-parallel group
-  /// (the ep data-parallel ranks of its block) and expert-data-parallel group (the dp · cp / ep
-  /// ranks holding the same experts), set by build_gpu. Communicator bases: tp 0, dp 1M,
-  /// embedding 2M, cp 3M, shard 4M, replica 5M, ep 6M, edp 7M (distinct: group_id matches
-  /// collectives by communicator).
-  int ep_communicator() const { return 6'000'000 + (stage_ * (grad_replicas(p_) / p_.ep) + dp_rank_ / p_.ep) * p_.tp + tp_rank_; }
-  int edp_communicator() const { return 7'000'000 + (stage_ * p_.tp + tp_rank_) * p_.ep + dp_rank_ % p_.ep; }
+  /// Expert parallelism: the current GPU's expert-tensor-parallel, expert-parallel and
+  /// expert-data-parallel groups (global ranks; model/expert_grid.hpp), set by build_gpu.
+  /// Communicator bases: tp 0, dp 1M, embedding 2M, cp 3M, shard 4M, replica 5M, ep 6M, edp 7M,
+  /// etp 8M (distinct: group_id matches collectives by communicator). The etp group is the TP
+  /// group's GPUs when etp = tp, and then shares its communicator.
+  int ep_communicator() const { return 6'000'000 + stage_ * (stage_gpus() / p_.ep) + expert_.ep_index; }
+  int edp_communicator() const { return 7'000'000 + stage_ * (expert_tp(p_) * p_.ep) + expert_.edp_index; }
+  int etp_communicator() const {
+    const int etp = expert_tp(p_);
+    return etp == p_.tp ? tp_communicator() : 8'000'000 + stage_ * (stage_gpus() / etp) + expert_.etp_index;
+  }
   /// The ranks and communicator of a layer op's collective (its comm_group).
   const std::vector<hw_models::Rank>& group_ranks(const Op& op) const {
-    return op.comm_group == model::CommGroup::kEp ? ep_ranks_ : tp_ranks_;
+    switch (op.comm_group) {
+      case model::CommGroup::kEp: return ep_ranks_;
+      case model::CommGroup::kEtp: return etp_ranks_;
+      case model::CommGroup::kTp: break;
+    }
+    return tp_ranks_;
   }
   int group_communicator(const Op& op) const {
-    return op.comm_group == model::CommGroup::kEp ? ep_communicator() : tp_communicator();
+    switch (op.comm_group) {
+      case model::CommGroup::kEp: return ep_communicator();
+      case model::CommGroup::kEtp: return etp_communicator();
+      case model::CommGroup::kTp: break;
+    }
+    return tp_communicator();
   }
+  /// GPUs of one pipeline stage: tp · dp · cp.
+  int stage_gpus() const { return p_.tp * grad_replicas(p_); }
   /// Routed-expert parameters per GPU of virtual stage `vs` (0 for a dense model).
   std::uint64_t chunk_expert_params(int vs) const { return chunk_layer_params(vs).expert_params; }
   /// Routed-expert parameters of the current GPU's chunks.
@@ -559,7 +576,8 @@ class Builder {
   sim::GpuId gpu_ = 0;
   hw_models::Rank rank_ = 0;
   int stage_ = 0, dp_rank_ = 0, tp_rank_ = 0;
-  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_, cp_ranks_, ep_ranks_, edp_ranks_;
+  std::vector<hw_models::Rank> tp_ranks_, dp_ranks_, cp_ranks_, ep_ranks_, edp_ranks_, etp_ranks_;
+  model::ExpertGroups expert_;  ///< the current GPU's expert groups (stage ranks and indices)
   std::vector<std::vector<PipeStep>> order_;  ///< every stage's pipeline order
   std::string label_;  ///< reused buffer for instance labels
 };

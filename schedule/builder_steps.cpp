@@ -450,13 +450,16 @@ void Builder::build_gpu(int stage, int dp_rank, int tp_rank) {
   if (blocking_exchange_) stream_tail_.assign(static_cast<std::size_t>(pp_grad_stream_) + 1, -1);  // pp_grad: the last stream
   fsdp_releases_.clear();
   fsdp_issued_ = 0;
-  // Expert parallelism inside data parallelism (Megatron-Core's rank order tp-ep-dp-pp over the
-  // dp · cp ranks): the ep consecutive data-parallel ranks of this GPU's block, and the
-  // dp · cp / ep ranks at its position in every block.
-  ep_ranks_.clear();
-  for (int e = 0; e < p_.ep; ++e) ep_ranks_.push_back(global_rank(p_, stage_, dp_rank_ / p_.ep * p_.ep + e, tp_rank_));
-  edp_ranks_.clear();
-  for (int d = dp_rank_ % p_.ep; d < grad_replicas(p_); d += p_.ep) edp_ranks_.push_back(global_rank(p_, stage_, d, tp_rank_));
+  // The expert groups re-divide this stage's GPUs (Megatron-Core's expert rank order
+  // etp-ep-edp: model/expert_grid.hpp); with etp = tp, ep consecutive data-parallel ranks.
+  expert_ = model::expert_groups(p_, rank_ - stage_ * stage_gpus());
+  const auto to_global = [&](const std::vector<int>& stage_ranks, std::vector<hw_models::Rank>& out) {
+    out.clear();
+    for (int r : stage_ranks) out.push_back(stage_ * stage_gpus() + r);
+  };
+  to_global(expert_.ep, ep_ranks_);
+  to_global(expert_.edp, edp_ranks_);
+  to_global(expert_.etp, etp_ranks_);
   // Every stage's order at once; computed for the first GPU only (a part brings its own steps).
   if (!part_ && order_.empty()) order_ = pipeline_order(p_.schedule, p_.pp, micro_batches_, p_.virtual_stages);
   const auto& steps = part_ ? part_->steps : order_[static_cast<size_t>(stage)];

@@ -77,7 +77,7 @@ void Builder::emit_optimizer_step(std::uint64_t params, std::uint64_t stage_para
   // weight, momentum, variance (12); the bf16 copy of the weights reads 4, writes 2. Zeroing
   // the gradient buffer for the next iteration writes its bytes for every parameter of the
   // stage (the buffer is not sharded).
-  // The routed experts' shard is over the expert-data-parallel group (dp · cp / ep ranks); MoE
+  // The routed experts' shard is over the expert-data-parallel group (edp_ranks_); MoE
   // models shard at most the optimizer (model::check_moe_simulation).
   const std::uint64_t experts = gpu_expert_params();
   const bool sharded = sharding_ != Sharding::kNone;

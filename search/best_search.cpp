@@ -140,6 +140,7 @@ BestOutcome run_best(const BestRequest& request) {
     space.num_experts = model::resolve_model(base.scenario.model).moe.num_experts;
   } catch (const Error&) {
   }
+  space.expert_tp = base.scenario.parallel.etp;
   const std::vector<Candidate> candidates = enumerate_candidates(space);
   out.considered = candidates.size();
   const bool bar = request.progress && is_terminal(stderr);

@@ -57,9 +57,13 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& space) {
       for (int pp = 1; pp <= ranks / tp; ++pp) {
         if ((ranks / tp) % pp != 0) continue;
         const int dp = ranks / tp / pp;
-        // Expert parallelism over the dp · cp ranks (Megatron-Core), dividing the experts.
-        for (int ep = 1; ep <= dp * cp; ++ep) {
-          if ((dp * cp) % ep != 0 || (space.num_experts > 0 ? space.num_experts % ep != 0 : ep > 1)) continue;
+        // Expert parallelism over a stage's tp · dp · cp GPUs after expert tensor parallelism
+        // (Megatron-Core's etp × ep × expert-dp), dividing the experts.
+        const int etp = space.expert_tp > 0 ? space.expert_tp : tp;
+        for (int ep = 1; ep <= tp * dp * cp; ++ep) {
+          const bool fits = space.num_experts > 0 ? (tp * dp * cp) % (etp * ep) == 0 && space.num_experts % ep == 0
+                                                  : ep == 1;
+          if (!fits) continue;
           for (int mb : space.micro_batches)
             for (int v : space.virtual_stages) {
               if (v > 1 && pp == 1) continue;

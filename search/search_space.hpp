@@ -13,7 +13,7 @@ namespace lynx::search {
 /// One point of the search space (the plan knobs it sets on the base scenario).
 struct Candidate {
   int tp = 1, pp = 1, dp = 1;
-  int ep = 1;            ///< expert parallelism (a divisor of dp and of the experts)
+  int ep = 1;            ///< expert parallelism (etp · ep divides tp · dp · cp; ep divides the experts)
   bool moe = false;      ///< the model has experts: parallel.ep is one of the overrides
   int micro_batch = 1;
   int cp = 1;  ///< context-parallel degree (written into the scenario only when > 1)
@@ -41,8 +41,12 @@ struct SearchSpace {
   std::vector<std::string> strategies = {"none", "full", "selective", "checkmate", "lynx-heu"};
   /// Context-parallel degrees; empty: default_context_parallel of the scenario's seq_len.
   std::vector<int> context_parallel;
-  /// The base model's routed experts (0: dense): ep takes every divisor of dp · cp that divides it.
+  /// The base model's routed experts (0: dense): ep takes every value that divides them with
+  /// etp · ep dividing tp · dp · cp (with etp = tp: every divisor of dp · cp).
   int num_experts = 0;
+  /// The base's parallel.etp, kept on every candidate: 0 follows each candidate's tp, a set
+  /// value stays fixed (etp is not searched).
+  int expert_tp = 0;
 };
 
 /// The context-parallel degrees searched by default: 1, and with seq_len >= 8192 every cp > 1
@@ -51,7 +55,7 @@ struct SearchSpace {
 std::vector<int> default_context_parallel(int gpus, int seq_len);
 
 /// Every candidate in key order: cp, tp, pp (ascending; dp = N / (tp·cp·pp)), ep (ascending;
-/// MoE models only), micro-batch, virtual stages, sp, sharding (as listed), flash attention (off
+/// MoE models only; none where a fixed etp does not divide tp · dp · cp), micro-batch, virtual stages, sp, sharding (as listed), flash attention (off
 /// before on), strategy (as listed). Knobs that change nothing are not enumerated twice: sp only
 /// with tp > 1, sharding other than none only with dp·cp > 1, v > 1 only with pp > 1, cp > 1
 /// only with flash attention (context parallelism needs it); MoE models shard at most the

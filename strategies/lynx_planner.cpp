@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 #include "hw_models/collectives.hpp"
 #include "hw_models/compute_model.hpp"
+#include "model/expert_grid.hpp"
 #include "strategies/milp_planner.hpp"
 
 #include <fmt/format.h>
@@ -39,10 +40,12 @@ std::vector<OpGroup> droppable_groups(const std::vector<model::Op>& layer) {
 
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
                                        const Workload& w, bool allow_overlap) {
-  std::vector<hw_models::Rank> tp_ranks, ep_ranks;
+  std::vector<hw_models::Rank> tp_ranks;
   for (int r = 0; r < sc.parallel.tp; ++r) tp_ranks.push_back(r);
-  // The expert-parallel group of the first GPUs: ep data-parallel ranks, tp apart.
-  for (int r = 0; r < sc.parallel.ep; ++r) ep_ranks.push_back(r * sc.parallel.tp);
+  // The expert groups of the first GPU (the first stage's ranks are the global ones).
+  const model::ExpertGroups expert = model::expert_groups(sc.parallel, 0);
+  const std::vector<hw_models::Rank> ep_ranks(expert.ep.begin(), expert.ep.end());
+  const std::vector<hw_models::Rank> etp_ranks(expert.etp.begin(), expert.etp.end());
   std::int64_t total_saved = 0;
   for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
 
@@ -79,7 +82,9 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
       } else if (op.kind != model::OpKind::kCollective) {
         kernels_ps += op_times(sc.hardware, op).fwd_ps;
       } else if (model::communicates(op, sc.parallel)) {
-        const auto& ranks = op.comm_group == model::CommGroup::kEp ? ep_ranks : tp_ranks;
+        const auto& ranks = op.comm_group == model::CommGroup::kEp    ? ep_ranks
+                            : op.comm_group == model::CommGroup::kEtp ? etp_ranks
+                                                                      : tp_ranks;
         comm_ps += hw_models::idle_collective_time_ps(
             topo, hw_models::plan_collective(topo, sc.hardware, hw_models::to_collective(op.collective),
                                       hw_models::Algorithm::kRing, ranks, op.collective_bytes));

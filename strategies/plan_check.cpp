@@ -17,7 +17,12 @@ using model::OpGroup;
 
 /// How a message names a layer op's collective.
 const char* collective_kind(const model::Op& op) {
-  return op.comm_group == model::CommGroup::kEp ? "an expert-parallel all-to-all" : "a TP collective";
+  switch (op.comm_group) {
+    case model::CommGroup::kEp: return "an expert-parallel all-to-all";
+    case model::CommGroup::kEtp: return "an expert tensor-parallel collective";
+    case model::CommGroup::kTp: break;
+  }
+  return "a TP collective";
 }
 
 /// Why an overlapped decision cannot be overlapped (it re-runs a collective), or "".

@@ -403,7 +403,20 @@ hardware: {profile: dgx-a100-80gb, nodes: 2}
   std::string dense = kMixtral;
   dense.replace(dense.find("--num-experts 8 "), 16, "");
   CHECK(error_of([&] { load(dense, 16); }).find("needs --num-experts") != std::string::npos);
-  CHECK(error_of([&] { load(kMixtral + " --expert-tensor-parallel-size 1", 16); }).find("parallel.etp") !=
+  // Expert tensor parallelism other than tp (Mixtral recipes run tp 2 with etp 1): read, written
+  // back, read again; layouts Megatron-Core cannot form are refused naming parallel.etp.
+  const MegatronScenario etp1 = load(kMixtral + " --expert-tensor-parallel-size 1", 16);
+  CHECK(etp1.scenario->parallel.etp == 1);
+  CHECK(etp1.scenario->parallel.tp == 2);
+  const std::string etp1_args = scenario_to_megatron_args(etp1.scenario.scenario());
+  CHECK(etp1_args.find("--expert-tensor-parallel-size 1 \\\n") != std::string::npos);
+  CHECK(etp1_args.find("--tensor-model-parallel-size 2 \\\n") != std::string::npos);
+  CHECK(load(etp1_args, 16).scenario->parallel.etp == 1);
+  // 14336 is not divisible by 3; etp 8 · ep 4 = 32 does not divide tp 2 · dp 8 = 16.
+  CHECK(error_of([&] { load(kMixtral + " --expert-tensor-parallel-size 3", 16); }).find("parallel.etp") !=
+        std::string::npos);
+  CHECK(error_of([&] { load(kMixtral + " --expert-tensor-parallel-size 8", 16); })
+            .find("parallel.etp · parallel.ep (8 · 4) does not divide parallel.tp · parallel.dp · parallel.cp (2 · 8 · 1)") !=
         std::string::npos);
 }
 

@@ -2,6 +2,7 @@
 // parameter counts, the MoE layer's ops (GEMM shapes, FLOPs, collectives, saved bytes) against
 // hand counts, imbalance and capacity, the moe_act op group's saved bytes, parameters per GPU
 // under expert parallelism, static memory, model FLOPs and the layout checks.
+#include "model/expert_grid.hpp"
 #include "model/gpt.hpp"
 #include "model/workload.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -139,7 +141,7 @@ TEST_CASE("MoE layer ops: tp 2 with sequence parallelism, ep 2") {
   CHECK(dispatch.collective_bytes == static_cast<std::uint64_t>(2 * local * k * h));
   CHECK(find_op(ops, "ep_combine").collective_bytes == dispatch.collective_bytes);
   const Op& gather = find_op(ops, "moe_allgather");
-  CHECK(gather.comm_group == CommGroup::kTp);
+  CHECK(gather.comm_group == CommGroup::kEtp);  // etp = tp: the TP group's GPUs
   CHECK(gather.collective_bytes == static_cast<std::uint64_t>(2 * s * k * h));
   // Grouped GEMMs over s·k rows (all TP ranks' tokens, each at k experts), sharded over tp.
   const Op& fc1 = find_op(ops, "expert_fc1_gemm");
@@ -271,6 +273,137 @@ TEST_CASE("MoE parameters per GPU and static memory under expert parallelism") {
   CHECK(w.layer_expert_params == 2u * 3 * 1024 * 512);
 }
 
+TEST_CASE("MoE under expert tensor parallelism: etp 1 with tp 2, etp 2 with tp 4") {
+  const ModelSpec m = small_moe();
+  const std::int64_t s = 1024, h = 1024, k = 2, fe = 512;
+  auto with_etp = [](int tp, int ep, int dp, int etp) {
+    ParallelSpec p = layout(tp, ep, dp);
+    p.etp = etp;
+    return p;
+  };
+  SUBCASE("tp 2, etp 1, ep 2, dp 2: whole experts, no gather over the TP ranks") {
+    const ParallelSpec p = with_etp(2, 2, 2, 1);
+    const std::vector<Op> ops = layer_ops(m, p);
+    const std::int64_t local = s / 2;  // this GPU's SP shard, routed as is
+    CHECK(names_of(ops) == std::vector<std::string>{
+                               "rmsnorm1", "sp_allgather_attn", "qkv_gemm", "rotary", "flash_attention",
+                               "out_proj_gemm", "sp_reducescatter_attn", "attn_dropout_residual", "rmsnorm2",
+                               "router_gemm", "router_topk", "moe_permute", "ep_dispatch", "expert_fc1_gemm",
+                               "expert_swiglu", "expert_fc2_gemm", "ep_combine", "moe_unpermute",
+                               "mlp_dropout_residual"});
+    // The all-to-all sends the local tokens' k rows: 2 bytes × 512 × 2 × 1024 = 2,097,152.
+    CHECK(find_op(ops, "ep_dispatch").collective_bytes == 2u * 512 * 2 * 1024);
+    CHECK(find_op(ops, "ep_dispatch").collective_bytes == static_cast<std::uint64_t>(2 * local * k * h));
+    CHECK(find_op(ops, "ep_combine").collective_bytes == 2'097'152u);
+    // The GEMMs take the rows received, local·k = 1024, against whole experts (SwiGLU: 2·fe).
+    const Op& fc1 = find_op(ops, "expert_fc1_gemm");
+    CHECK(fc1.gemm_m == 1024);
+    CHECK(fc1.gemm_n == 2 * fe);
+    CHECK(fc1.gemm_k == h);
+    CHECK(fc1.saved_bytes == 2u * 1024 * 1024);
+    CHECK(find_op(ops, "expert_fc2_gemm").gemm_k == fe);
+    // 4 experts of 3·h·fe each: 6,291,456 parameters, twice those of etp = tp = 2.
+    CHECK(layer_expert_parameter_count_per_gpu(m, p) == 6'291'456u);
+    CHECK(layer_expert_parameter_count_per_gpu(m, p) == 4u * 3 * 1024 * 512);
+    CHECK(layer_expert_parameter_count_per_gpu(m, layout(2, 2, 2)) == 6'291'456u / 2);
+    // The attention half and the router are tp's: the same as with etp = tp.
+    CHECK(layer_parameter_count_per_gpu(m, p) == layer_parameter_count_per_gpu(m, layout(2, 2, 2)));
+    CHECK(find_op(ops, "router_gemm").gemm_m == local);
+  }
+  SUBCASE("tp 4, etp 2, ep 2, dp 2: the expert-tensor-parallel pair gathers its rows") {
+    const ParallelSpec p = with_etp(4, 2, 2, 2);
+    const std::vector<Op> ops = layer_ops(m, p);
+    // Local tokens s/4 = 256: the all-to-all sends 2 × 256 × 2 × 1024 = 1,048,576 bytes; the
+    // all-gather over etp 2 makes 2 × 256 × 2 = 1024 rows, 2,097,152 bytes in all.
+    CHECK(find_op(ops, "ep_dispatch").collective_bytes == 1'048'576u);
+    const Op& gather = find_op(ops, "moe_allgather");
+    CHECK(gather.comm_group == CommGroup::kEtp);
+    CHECK(gather.collective == CollectiveKind::kAllGather);
+    CHECK(gather.bwd_collective == CollectiveKind::kReduceScatter);
+    CHECK(gather.collective_bytes == 2'097'152u);
+    CHECK(find_op(ops, "moe_reducescatter").collective_bytes == 2'097'152u);
+    CHECK(find_op(ops, "moe_reducescatter").comm_group == CommGroup::kEtp);
+    const Op& fc1 = find_op(ops, "expert_fc1_gemm");
+    CHECK(fc1.gemm_m == 1024);
+    CHECK(fc1.gemm_n == 2 * fe / 2);
+    CHECK(find_op(ops, "expert_fc2_gemm").gemm_k == fe / 2);
+    // 4 experts of 3·h·fe / 2: 3,145,728 parameters (tp 4 alone would halve them again).
+    CHECK(layer_expert_parameter_count_per_gpu(m, p) == 3'145'728u);
+    CHECK(layer_expert_parameter_count_per_gpu(m, layout(4, 2, 2)) == 3'145'728u / 2);
+    // The collectives run where their group has more than one GPU.
+    CHECK(communicates(gather, p));
+    CHECK(!communicates(gather, with_etp(4, 2, 2, 1)));
+  }
+  SUBCASE("the experts' optimizer state shards over tp · dp / (etp · ep)") {
+    Scenario sc;
+    sc.model = m;
+    sc.parallel = with_etp(2, 2, 4, 1);
+    sc.parallel.distributed_optimizer = true;
+    sc.hardware.memory_reserve_bytes = 0;
+    // Dense parameters over dp 4; experts over 2 · 4 / (1 · 2) = 4 (etp 2: 2 · 4 / 4 = 2).
+    CHECK(static_bytes(sc, 1000, 500) == static_cast<std::int64_t>(1000 * (6 + 12.0 / 4) + 500 * (6 + 12.0 / 4)));
+    sc.parallel.etp = 2;
+    CHECK(static_bytes(sc, 1000, 500) == static_cast<std::int64_t>(1000 * (6 + 12.0 / 4) + 500 * (6 + 12.0 / 2)));
+  }
+}
+
+TEST_CASE("expert groups follow Megatron-Core's expert rank order") {
+  // NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+  // megatron/core/parallel_state.py: the dense RankGenerator orders tp-cp-dp-pp and the expert
+  // one tp(=etp)-ep-dp(=edp)-pp over the same world, so inside a stage of 8 GPUs (tp 2, dp 4)
+  // the expert stage rank is etp_rank + etp · (ep_rank + ep · edp_rank).
+  // etp 1, ep 2 (edp 4): ep groups {0,1} {2,3} {4,5} {6,7} (each a dense TP pair),
+  //   edp groups {0,2,4,6} {1,3,5,7}, etp groups single GPUs.
+  // etp 2 = tp, ep 2 (edp 2): ep groups {0,2} {1,3} {4,6} {5,7}, edp {0,4} {1,5} {2,6} {3,7},
+  //   etp groups the TP pairs.
+  // etp 1, ep 4 (edp 2): ep groups {0,1,2,3} {4,5,6,7}, edp {0,4} {1,5} {2,6} {3,7}.
+  // tp 4, dp 2, etp 2, ep 2 (edp 2): GPU 5 has etp_rank 1, ep_rank 0, edp_rank 1: etp {4,5},
+  //   ep {5,7}, edp {1,5}.
+  auto groups = [](int tp, int dp, int etp, int ep, int stage_rank) {
+    ParallelSpec p = layout(tp, ep, dp);
+    p.etp = etp;
+    return expert_groups(p, stage_rank);
+  };
+  using V = std::vector<int>;
+  ExpertGroups g = groups(2, 4, 1, 2, 3);
+  CHECK(g.ep == V{2, 3});
+  CHECK(g.edp == V{1, 3, 5, 7});
+  CHECK(g.etp == V{3});
+  g = groups(2, 4, 2, 2, 3);
+  CHECK(g.ep == V{1, 3});
+  CHECK(g.edp == V{3, 7});
+  CHECK(g.etp == V{2, 3});
+  g = groups(2, 4, 1, 4, 6);
+  CHECK(g.ep == V{4, 5, 6, 7});
+  CHECK(g.edp == V{2, 6});
+  g = groups(4, 2, 2, 2, 5);
+  CHECK(g.etp == V{4, 5});
+  CHECK(g.ep == V{5, 7});
+  CHECK(g.edp == V{1, 5});
+  // The indices number each kind's groups of a stage once: every GPU of a group shares them.
+  for (int etp : {1, 2}) {
+    CAPTURE(etp);
+    std::vector<int> ep_of(8), edp_of(8), etp_of(8);
+    for (int r = 0; r < 8; ++r) {
+      const ExpertGroups e = groups(2, 4, etp, 2, r);
+      ep_of[static_cast<size_t>(r)] = e.ep_index;
+      edp_of[static_cast<size_t>(r)] = e.edp_index;
+      etp_of[static_cast<size_t>(r)] = e.etp_index;
+    }
+    for (int r = 0; r < 8; ++r) {
+      const ExpertGroups e = groups(2, 4, etp, 2, r);
+      for (int q = 0; q < 8; ++q) {
+        const bool same_ep = std::find(e.ep.begin(), e.ep.end(), q) != e.ep.end();
+        const bool same_edp = std::find(e.edp.begin(), e.edp.end(), q) != e.edp.end();
+        const bool same_etp = std::find(e.etp.begin(), e.etp.end(), q) != e.etp.end();
+        CHECK(same_ep == (ep_of[static_cast<size_t>(q)] == e.ep_index));
+        CHECK(same_edp == (edp_of[static_cast<size_t>(q)] == e.edp_index));
+        CHECK(same_etp == (etp_of[static_cast<size_t>(q)] == e.etp_index));
+      }
+    }
+  }
+}
+
 TEST_CASE("MoE model FLOPs count the active experts") {
   // A top-k MoE layer does the work of a dense SwiGLU MLP of k·f_e plus the router GEMM
   // (forward, dgrad, wgrad: 3 · 2·s·h·E per sequence).
@@ -309,9 +442,24 @@ TEST_CASE("MoE layout errors name the keys") {
   ParallelSpec no_sp = layout(2, 2, 2);
   no_sp.sequence_parallel = false;
   CHECK(problem(m, no_sp).rfind("parallel.sequence_parallel:", 0) == 0);
+  // Expert tensor parallelism: etp divides the expert FFN size (512), etp · ep divides tp · dp.
   ParallelSpec etp = layout(2, 2, 2);
   etp.etp = 1;
-  CHECK(problem(m, etp).rfind("parallel.etp:", 0) == 0);
+  CHECK(problem(m, etp) == "no error");
+  etp.etp = 3;
+  CHECK(problem(m, etp).rfind("model.moe.expert_ffn_hidden: model.moe.expert_ffn_hidden (512) must be divisible by the "
+                              "expert tensor-parallel degree (3, parallel.etp)", 0) == 0);
+  etp.etp = 4;  // 4 · 2 GPUs per expert-data-parallel rank, 4 in the stage
+  CHECK(problem(m, etp).rfind("parallel.ep: parallel.etp · parallel.ep (4 · 2) does not divide parallel.tp · "
+                              "parallel.dp · parallel.cp (2 · 2 · 1)", 0) == 0);
+  // ep 4 over dp 2 fits once etp 1 frees the TP ranks: the ep group spans tp · dp.
+  ParallelSpec wide = layout(2, 4, 2);
+  CHECK(problem(m, wide).rfind("parallel.ep: parallel.ep (4) does not divide parallel.dp · parallel.cp (2 · 1)", 0) == 0);
+  wide.etp = 1;
+  CHECK(problem(m, wide) == "no error");
+  ModelSpec odd_shared = m;
+  odd_shared.moe.shared_ffn_hidden = 1025;  // the shared experts shard over tp, whatever etp
+  CHECK(problem(odd_shared, wide).rfind("model.moe.shared_ffn_hidden:", 0) == 0);
   ModelSpec mixed = m;  // dense and MoE layers mixed: simulated
   mixed.moe.first_dense_layers = 1;
   CHECK(problem(mixed, layout(1, 2, 2)) == "no error");

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,24 @@ std::pair<int, int> tasks_named(const SimRun& r, const std::string& name) {
   return {tasks, flows};
 }
 
+/// The GPU groups (global ranks, sorted) that ran the collectives named `name` in the kept
+/// program: the members of each rendezvous.
+std::set<std::vector<int>> groups_named(const SimRun& r, const std::string& name) {
+  const sim::Program& prog = r.built.program;
+  const auto it = std::find(prog.names.begin(), prog.names.end(), name);
+  if (it == prog.names.end()) return {};
+  const auto id = static_cast<std::uint32_t>(it - prog.names.begin());
+  std::map<std::int32_t, std::vector<int>> members;
+  for (const sim::Task& t : prog.tasks)
+    if (t.name == id && t.group >= 0) members[t.group].push_back(r.built.gpu_rank[t.gpu]);
+  std::set<std::vector<int>> out;
+  for (auto& [group, ranks] : members) {
+    std::sort(ranks.begin(), ranks.end());
+    out.insert(ranks);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("MoE training runs: dispatch and combine on the ep group, expert gradients over dp / ep") {
@@ -139,6 +159,61 @@ TEST_CASE("MoE training runs: dispatch and combine on the ep group, expert gradi
   const std::uint64_t params = 4 * w.layer_params + w.embedding_params + w.head_params;
   CHECK(r.result.stages[0].static_memory_bytes ==
         static_cast<std::int64_t>(18 * (params + 4 * w.layer_expert_params) + resolved->hardware.memory_reserve_bytes));
+}
+
+TEST_CASE("MoE with tp 2, etp 1, ep 2: the all-to-all spans each TP pair, no expert gather") {
+  // tp 2, dp 4 on one node (8 GPUs), etp 1, ep 2, full simulation. Megatron-Core's expert rank
+  // order (model/expert_grid.hpp, tests/model/test_moe.cpp) puts each dense TP pair in one ep
+  // group and reduces the expert gradients over the 4 GPUs at the same place in every pair.
+  const std::string layout = "hardware.nodes=1 parallel.pp=1 parallel.tp=2 parallel.sequence_parallel=true parallel.dp=4 "
+                             "parallel.ep=2 parallel.etp=1 parallel.micro_batch=1 parallel.global_batch=8";
+  const SimRun r = run(moe_config(layout + " sim.exploit_symmetry=false"), true);
+  REQUIRE(!r.result.oom);
+  CHECK(r.result.gpus == 8);
+  using Groups = std::set<std::vector<int>>;
+  const Groups pairs = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  for (const char* name : {"ep_dispatch", "ep_combine", "ep_dispatch_bwd", "ep_combine_bwd"}) {
+    CAPTURE(name);
+    CHECK(groups_named(r, name) == pairs);
+    CHECK(tasks_named(r, name).first == 8 * 4 * 2);  // 4 layers x 2 micro-batches per GPU
+  }
+  // The dense TP collectives stay on the same pairs; nothing gathers the experts' rows.
+  CHECK(groups_named(r, "sp_allgather_attn") == pairs);
+  CHECK(tasks_named(r, "moe_allgather").first == 0);
+  CHECK(tasks_named(r, "moe_reducescatter").first == 0);
+  // Expert gradients over tp · dp / (etp · ep) = 4 GPUs, dense ones over the 4 dp ranks.
+  CHECK(groups_named(r, "edp_allreduce") == Groups{{0, 2, 4, 6}, {1, 3, 5, 7}});
+  CHECK(groups_named(r, "dp_allreduce") == Groups{{0, 2, 4, 6}, {1, 3, 5, 7}});
+  // Static memory: 18 bytes per parameter, each GPU holding 4 whole experts of 8 per layer.
+  const model::ResolvedScenario resolved = model::default_scenario(words(moe_config(layout)));
+  const model::Workload w = model::gpt_workload(resolved->model, resolved->parallel);
+  CHECK(w.layer_expert_params == 4u * 3 * 4096 * 2752);
+  const std::uint64_t params = 4 * w.layer_params + w.embedding_params + w.head_params;
+  CHECK(r.result.stages[0].static_memory_bytes ==
+        static_cast<std::int64_t>(18 * (params + 4 * w.layer_expert_params) + resolved->hardware.memory_reserve_bytes));
+  // With etp = tp the same layout pairs GPUs 2 apart and gathers over the TP pairs.
+  const SimRun same = run(moe_config("hardware.nodes=1 parallel.pp=1 parallel.tp=2 parallel.sequence_parallel=true "
+                                     "parallel.dp=4 parallel.ep=2 parallel.micro_batch=1 parallel.global_batch=8 "
+                                     "sim.exploit_symmetry=false"),
+                          true);
+  CHECK(groups_named(same, "ep_dispatch") == Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}});
+  CHECK(groups_named(same, "moe_allgather") == pairs);
+  CHECK(groups_named(same, "edp_allreduce") == Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}});
+  // Exploiting symmetry (one simulated GPU per stage) gives the same iteration.
+  CHECK(run(moe_config(layout)).result.iteration_time_s == r.result.iteration_time_s);
+}
+
+TEST_CASE("MoE with tp 4, etp 2, ep 2: the expert gather runs on GPU pairs inside the TP group") {
+  const std::string layout = "hardware.nodes=1 parallel.pp=1 parallel.tp=4 parallel.sequence_parallel=true parallel.dp=2 "
+                             "parallel.ep=2 parallel.etp=2 parallel.micro_batch=1 parallel.global_batch=4";
+  const SimRun r = run(moe_config(layout + " sim.exploit_symmetry=false"), true);
+  REQUIRE(!r.result.oom);
+  using Groups = std::set<std::vector<int>>;
+  CHECK(groups_named(r, "moe_allgather") == Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(groups_named(r, "moe_reducescatter_bwd") == Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  CHECK(groups_named(r, "ep_dispatch") == Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}});
+  CHECK(groups_named(r, "edp_allreduce") == Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}});
+  CHECK(groups_named(r, "sp_allgather_attn") == Groups{{0, 1, 2, 3}, {4, 5, 6, 7}});
 }
 
 TEST_CASE("MoE with context parallelism: the ep group spans dp · cp, experts sharded over dp · cp / ep") {

@@ -55,6 +55,21 @@ BestRequest small_request(int threads) {
   return r;
 }
 
+/// A request for `scenario_text` on `gpus` GPUs over one point of every axis but the layout:
+/// micro-batch 1, no interleaving, no sharding, flash attention, strategy none, one thread.
+BestRequest layout_request(const char* scenario_text, int gpus) {
+  BestRequest r;
+  r.scenario_text = scenario_text;
+  r.space.gpus = gpus;
+  r.space.micro_batches = {1};
+  r.space.virtual_stages = {1};
+  r.space.sharding = {Sharding::kNone};
+  r.space.flash_attention = {true};
+  r.space.strategies = {"none"};
+  r.threads = 1;
+  return r;
+}
+
 struct Brute {
   std::uint64_t index = 0;
   double time_s = 0;
@@ -204,8 +219,7 @@ TEST_CASE("best searches context parallelism: the default cp set, cp only with f
 }
 
 TEST_CASE("best with --cp finds a valid context-parallel plan on a long sequence") {
-  BestRequest r;
-  r.scenario_text = R"(name: long
+  BestRequest r = layout_request(R"(name: long
 model:
   layers: 4
   hidden: 1024
@@ -219,17 +233,10 @@ parallel:
   global_batch: 4
 hardware:
   profile: dgx-a100-80gb
-)";
-  r.space.gpus = 4;
-  r.space.micro_batches = {1};
-  r.space.virtual_stages = {1};
+)", 4);
   r.space.sequence_parallel = {false};
-  r.space.sharding = {Sharding::kNone};
-  r.space.flash_attention = {true};
-  r.space.strategies = {"none"};
   r.space.context_parallel = {1, 2, 4};
   r.top = 20;
-  r.threads = 1;
   const BestOutcome out = run_best(r);
   // The base's cp 2 is only a starting point: cp 1 candidates are laid out with cp 1.
   CHECK(out.invalid_reasons.empty());
@@ -241,6 +248,67 @@ hardware:
   }
   CHECK(cp_plan);
   CHECK(plain_plan);
+}
+
+TEST_CASE("best keeps the base's etp: ep ranges over tp · dp · cp / etp") {
+  SearchSpace space;
+  space.gpus = 8;
+  space.micro_batches = {1};
+  space.virtual_stages = {1};
+  space.sequence_parallel = {true};
+  space.sharding = {Sharding::kNone};
+  space.flash_attention = {true};
+  space.strategies = {"none"};
+  space.num_experts = 8;
+  /// The ep values enumerated for the layout tp × pp 1 × dp.
+  auto eps = [&](int tp) {
+    std::vector<int> out;
+    for (const Candidate& c : enumerate_candidates(space))
+      if (c.tp == tp && c.pp == 1) out.push_back(c.ep);
+    return out;
+  };
+  // etp 0 (= tp): ep divides dp · cp, as before etp could differ from tp.
+  CHECK(eps(2) == std::vector<int>{1, 2, 4});
+  CHECK(eps(8) == std::vector<int>{1});
+  // etp 1: the tp ranks join the expert-parallel groups.
+  space.expert_tp = 1;
+  CHECK(eps(2) == std::vector<int>{1, 2, 4, 8});
+  CHECK(eps(8) == std::vector<int>{1, 2, 4, 8});
+  // etp 2 fixed: etp · ep divides the 8 GPUs whatever tp.
+  space.expert_tp = 2;
+  CHECK(eps(1).empty());  // sp needs tp > 1: no tp 1 candidate in this space
+  CHECK(eps(2) == std::vector<int>{1, 2, 4});
+  CHECK(eps(8) == std::vector<int>{1, 2, 4});
+
+  // End to end: a MoE base with etp 1 on 4 GPUs; every plan keeps etp 1, and some use ep 4
+  // with tp 2 (ep beyond dp · cp, which only etp < tp allows).
+  BestRequest r = layout_request(R"(name: moe
+model:
+  layers: 2
+  hidden: 1024
+  heads: 16
+  seq_len: 1024
+  vocab: 8192
+  flash_attention: true
+  moe: {num_experts: 4, router_topk: 2, expert_ffn_hidden: 512}
+parallel:
+  etp: 1
+  micro_batch: 1
+  global_batch: 8
+hardware:
+  profile: dgx-a100-80gb
+)", 4);
+  r.space.sequence_parallel = {true};
+  r.top = 100;
+  const BestOutcome out = run_best(r);
+  CHECK(out.invalid_reasons.empty());
+  bool wide_ep = false;
+  for (const auto& plan : out.top) {
+    CHECK(plan.exact.result.scenario.parallel.etp == 1);
+    CHECK(plan.exact.result.scenario.parallel.ep == plan.candidate.ep);
+    wide_ep = wide_ep || plan.candidate.ep > plan.candidate.dp * plan.candidate.cp;
+  }
+  CHECK(wide_ep);
 }
 
 TEST_CASE("best with blocking pipeline exchanges: ranked with overlapped sends, confirmed with blocking ones") {
