@@ -213,6 +213,8 @@ void check_plan_scenario(const PlanFile& plan, const std::string& plan_label,
     const std::string va = field->get(a);
     const std::string vb = field->get(b);
     if (va == vb) continue;
+    // etp 0 means tp: a plan made with one spelling fits the other.
+    if (key == "parallel.etp" && expert_tp(a.parallel) == expert_tp(b.parallel)) continue;
     // The plan file's line of the key (its section's for a hand-written plan that leaves it out).
     std::string at = plan.scenario_origins.origin_of(key);
     if (at.empty()) at = plan_label;  // a plan made in memory

@@ -397,6 +397,9 @@ TEST_CASE("run --plan: the embedded scenario, or a scenario checked against it")
     CHECK(message({"model.seq_len=128"}) == fmt::format("p.yaml:{}: key 'scenario.model.seq_len': made for 256, s.yaml has 128 (s.yaml: --set model.seq_len=128)", value_at(plan_text, "scenario.model.seq_len")));
     CHECK(message({"model.flash_attention=true"}) == fmt::format("p.yaml:{}: key 'scenario.model.flash_attention': made for false, s.yaml has true (s.yaml: --set model.flash_attention=true)", value_at(plan_text, "scenario.model.flash_attention")));
     CHECK(message({"parallel.tp=1"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.tp': made for 2, s.yaml has 1 (s.yaml: --set parallel.tp=1)", value_at(plan_text, "scenario.parallel.tp")));
+    // parallel.etp: 0 is tp, so an explicit tp fits a plan made with 0, another value does not.
+    CHECK(message({"parallel.etp=2"}).empty());
+    CHECK(message({"parallel.etp=1"}).find("key 'scenario.parallel.etp': made for 0, s.yaml has 1") != std::string::npos);
     CHECK(message({"parallel.micro_batch=2"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.micro_batch': made for 1, s.yaml has 2 (s.yaml: --set parallel.micro_batch=2)", value_at(plan_text, "scenario.parallel.micro_batch")));
     CHECK(message({"parallel.schedule=gpipe"}) == fmt::format("p.yaml:{}: key 'scenario.parallel.schedule': made for 1f1b, s.yaml has gpipe (s.yaml: --set parallel.schedule=gpipe)", value_at(plan_text, "scenario.parallel.schedule")));
     CHECK(message({"parallel.sequence_parallel=true", "parallel.global_batch=8"}) ==
