@@ -114,7 +114,7 @@ class Builder {
   static constexpr std::uint32_t kNoName = UINT32_MAX;
   struct StepNames {
     std::uint32_t forward = kNoName, backward = kNoName, send_activation = kNoName, send_gradient = kNoName,
-                  recompute_ready = kNoName;
+                  recompute_ready = kNoName, exchange_posted = kNoName, exchange_done = kNoName;
   };
   StepNames step_names_;
   sim::TagId tag_of(OpGroup g) const { return static_cast<sim::TagId>(g); }
@@ -523,6 +523,9 @@ class Builder {
     std::uint32_t instance;  ///< the sending step's label
   };
   std::vector<QueuedSend> exchange_sends_;  ///< sends since the last exchange
+  /// A pipeline send task of `q` on `stream` after `after` (with `rendezvous`, also after its
+  /// receiver's exchange_posted marker), registered for its receiver.
+  void add_send(const QueuedSend& q, sim::StreamId stream, sim::TaskId after, bool rendezvous);
   std::vector<sim::TaskId> stream_tail_;    ///< the current GPU's last task per stream
   /// Whether Megatron exchanges after step i of `steps`: after every step, except that the
   /// interleaved schedule's steady state exchanges once per forward-backward pair.

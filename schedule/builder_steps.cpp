@@ -21,17 +21,23 @@ void Builder::emit_send(int from_vs, int to_vs, int micro_batch, bool forward, s
     exchange_sends_.push_back({from_vs, to_vs, micro_batch, forward, instance_});
     return;
   }
+  add_send({from_vs, to_vs, micro_batch, forward, instance_}, kPp, after, false);
+}
+
+void Builder::add_send(const QueuedSend& q, sim::StreamId stream, sim::TaskId after, bool rendezvous) {
   TaskArgs send;
-  send.stream = kPp;
+  send.stream = stream;
   send.kind = sim::TaskKind::kComm;
   send.category = sim::Category::kPpComm;
-  send.name = forward ? intern_once(step_names_.send_activation, "send_activation")
-                      : intern_once(step_names_.send_gradient, "send_gradient");
+  send.name = q.forward ? intern_once(step_names_.send_activation, "send_activation")
+                        : intern_once(step_names_.send_gradient, "send_gradient");
   send.kernels = 1;  // NCCL's send kernel
   send.host_call = true;
   const sim::TaskId t = add_task(send, {after});
-  add_flow(t, rank_, stage_rank(to_vs % p_.pp), work_.boundary_bytes);
-  transfers_[transfer_key(from_vs, micro_batch, forward)] = t;
+  const std::int64_t key = transfer_key(q.from_vs, q.micro_batch, q.forward);
+  if (rendezvous) add_pending_dep(t, key, /*posted=*/true);
+  add_flow(t, rank_, stage_rank(q.to_vs % p_.pp), work_.boundary_bytes);
+  transfers_[key] = t;
 }
 
 void Builder::emit_exchange(const std::vector<PipeStep>& steps, std::size_t next, sim::TaskId after) {
@@ -59,32 +65,20 @@ void Builder::emit_exchange(const std::vector<PipeStep>& steps, std::size_t next
   set_instance("");
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;
-  marker.name = intern_name("exchange_posted");
+  marker.name = intern_once(step_names_.exchange_posted, "exchange_posted");
   const sim::TaskId posted = add_task(marker, {after, exchange_done_});
   for (const std::int64_t key : received) exchanges_posted_[key] = posted;
   std::vector<sim::TaskId> done_deps = {posted};
   for (const QueuedSend& q : exchange_sends_) {
-    TaskArgs send;
-    send.stream = q.forward ? kPp : pp_grad_stream_;
-    send.kind = sim::TaskKind::kComm;
-    send.category = sim::Category::kPpComm;
-    send.name = q.forward ? intern_once(step_names_.send_activation, "send_activation")
-                          : intern_once(step_names_.send_gradient, "send_gradient");
-    send.kernels = 1;  // NCCL's send kernel
-    send.host_call = true;
     instance_ = q.instance;
-    const sim::TaskId t = add_task(send, {posted});
-    const std::int64_t key = transfer_key(q.from_vs, q.micro_batch, q.forward);
-    add_pending_dep(t, key, /*posted=*/true);
-    add_flow(t, rank_, stage_rank(q.to_vs % p_.pp), work_.boundary_bytes);
-    transfers_[key] = t;
+    add_send(q, q.forward ? kPp : pp_grad_stream_, posted, true);
   }
   exchange_sends_.clear();
   set_instance("");
   // torch.cuda.synchronize(): everything issued so far, on every stream.
   for (const sim::TaskId t : stream_tail_)
     if (t >= 0) done_deps.push_back(t);
-  marker.name = intern_name("exchange_done");
+  marker.name = intern_once(step_names_.exchange_done, "exchange_done");
   const sim::TaskId done = add_task(marker, done_deps.begin(), done_deps.end());
   for (const std::int64_t key : received) add_pending_dep(done, key);
   host_waits_for(done);

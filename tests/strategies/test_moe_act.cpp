@@ -66,6 +66,19 @@ RecomputePlan uniform_plan(const Scenario& sc, const LayerDecision& d) {
   return plan;
 }
 
+/// Full uniform recomputation in a chunk of two layers (recompute.num_layers 2) dropping every
+/// group listed but moe_act: the upper layer's input comes back only from a whole-layer
+/// recompute of the layer below.
+RecomputePlan two_layer_chunk(const Scenario& sc) {
+  LayerDecision whole = dropping({OpGroup::kPost, OpGroup::kAttnProjInput, OpGroup::kAttnCore, OpGroup::kMlp});
+  whole.rerun_whole_groups = true;
+  LayerDecision upper = whole;
+  upper.group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
+  RecomputePlan chunk = uniform_plan(sc, whole);
+  chunk.stages[0].layers[1] = upper;
+  return chunk;
+}
+
 }  // namespace
 
 TEST_CASE("dropping moe_act re-runs the experts' activation alone, never a collective") {
@@ -180,26 +193,14 @@ TEST_CASE("plan files: moe_act round-trips, and full-recompute chunks need only 
     CHECK(text.find("drop: [moe_act]") != std::string::npos);
     CHECK(same_decisions(read_plan_text(text, "plan.yaml").plan, file.plan));
     CHECK_FALSE(find_plan_problem(file.plan, sc, ops).has_value());
-    // A two-layer recompute chunk (full, uniform, num_layers 2) must drop moe_act too: its
-    // upper layer's input comes back only from a whole-layer recompute of the layer below.
-    LayerDecision whole = dropping({OpGroup::kPost, OpGroup::kAttnProjInput, OpGroup::kAttnCore, OpGroup::kMlp});
-    whole.rerun_whole_groups = true;
-    LayerDecision upper = whole;
-    upper.group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
-    RecomputePlan chunk = uniform_plan(sc, whole);
-    chunk.stages[0].layers[1] = upper;
+    // A two-layer recompute chunk must drop moe_act too on an MoE model.
+    RecomputePlan chunk = two_layer_chunk(sc);
     CHECK(find_plan_problem(chunk, sc, ops).has_value());
     for (LayerDecision& d : chunk.stages[0].layers) d.group[static_cast<size_t>(OpGroup::kMoeAct)] = Action::kRecompute;
     CHECK_FALSE(find_plan_problem(chunk, sc, ops).has_value());
   }
   SUBCASE("dense: a chunk that does not list moe_act is whole") {
     const Scenario sc = load(kDenseScenario);
-    LayerDecision whole = dropping({OpGroup::kPost, OpGroup::kAttnProjInput, OpGroup::kAttnCore, OpGroup::kMlp});
-    whole.rerun_whole_groups = true;
-    LayerDecision upper = whole;
-    upper.group[static_cast<size_t>(OpGroup::kLayerInput)] = Action::kRecompute;
-    RecomputePlan chunk = uniform_plan(sc, whole);
-    chunk.stages[0].layers[1] = upper;
-    CHECK_FALSE(find_plan_problem(chunk, sc, model::layer_ops(sc.model, sc.parallel)).has_value());
+    CHECK_FALSE(find_plan_problem(two_layer_chunk(sc), sc, model::layer_ops(sc.model, sc.parallel)).has_value());
   }
 }
