@@ -24,6 +24,17 @@ using Interval = std::pair<TimePs, TimePs>;
 struct Arrival {
   TimePs at_ps = -1;
   TimePs queue_start_ps = 0;
+  TimePs posted_ps = -1;  ///< blocking exchanges: when the receiver posted the exchange receiving it
+};
+
+/// Blocking exchanges: a send queued for the stage's next exchange (its transfer slot).
+struct QueuedSend {
+  bool forward = true;
+  std::size_t slot = 0;
+  TimePs send_ps = 0;  ///< on idle links, from the step's profile
+  int channel = -1;
+  std::size_t step = 0;  ///< index of the sending step in the stage's order (for the timeline)
+  bool timed = false;
 };
 
 /// What one stage carries from step to step while the schedule is composed.
@@ -46,6 +57,13 @@ struct StageState {
   FastStage out;
   TimePs other_comm_ps = 0;
   TimePs host_ps = 0;  ///< host model: the stage's host clock (issue of its last task so far)
+  // Blocking exchanges (Builder::emit_exchange): the exchange the stage is in, posted at
+  // posted_ps, with the sends of its steps since the last one and the inputs it receives.
+  bool exchanging = false;
+  TimePs posted_ps = 0;
+  std::vector<QueuedSend> queued_sends;
+  std::vector<std::pair<bool, std::size_t>> receives;  ///< (forward transfer, slot)
+  bool optimizer_after_exchange = false;  ///< the last step's exchange gates the optimizer step
 };
 
 TimePs overlap(Interval a, Interval b) {
@@ -290,11 +308,10 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
                          const model::Workload& workload, StepCache& cache, bool measure_windows,
                          bool record_timeline) {
   const ParallelSpec& p = sc.parallel;
-  // The scenario loader refuses the pair with the key to blame; this guards other callers.
+  // The scenario loader refuses it with the key to blame; this guards other callers.
   if (!supports_schedule(p))
-    fail(ErrorCode::kIncompatibleSettings, "{} needs sim.mode exact (fast mode composes whole backward steps with "
-         "sends beside the next step: no deferred weight-gradient passes, no blocking exchanges)",
-         p.schedule == ScheduleKind::kZbH1 ? "parallel.schedule zb-h1" : "parallel.pipeline_exchange blocking");
+    fail(ErrorCode::kIncompatibleSettings, "parallel.schedule zb-h1 needs sim.mode exact (fast mode composes whole "
+         "backward steps: no deferred weight-gradient passes)");
   const int m = p.global_batch / (p.micro_batch * p.dp);
   const int last_vs = p.pp * p.virtual_stages - 1;
   const auto order = schedule::pipeline_order(p.schedule, p.pp, m, p.virtual_stages);
@@ -303,9 +320,13 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   if (!context.links_private) cache.add_channels(context, sc, workload);
   const PlanKey plan_key(plan);
   const double contention = sc.hardware.contention_factor;
+  // Blocking exchanges (Megatron's _communicate): after the steps that call it a stage sends
+  // its outputs once its receivers have posted their exchange, waits for its inputs and
+  // synchronizes the GPU, so the next step starts on an idle GPU: its profile alone is exact.
+  const bool blocking = blocking_exchange(p);
   // Links shared between GPUs (PCIe): a step's collectives share links with the previous
   // step's send, so each step is simulated after its predecessor.
-  const bool after_previous = !context.links_private;
+  const bool after_previous = !context.links_private && !blocking;
 
   std::vector<bool> forward_windows(static_cast<size_t>(last_vs + 1));
   for (int vs = 0; vs <= last_vs; ++vs) forward_windows[static_cast<size_t>(vs)] = has_forward_windows(plan.stages[static_cast<size_t>(vs)]);
@@ -407,22 +428,106 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   std::vector<std::vector<TimePs>> channel_send_stretch_ps;  ///< per channel and send, for the second pass
   // Links shared between GPUs and more than one replica: the second pass's steps (per stage),
   // replayed per replica (replica_drift_ps); per transfer slot, the (stage, step) that sent it.
-  const bool replay_replicas = !context.channels.empty() && grad_replicas(p) > 1;
+  // (Not with blocking exchanges: the replay's steps wait for their inputs, not for the
+  // exchanges' rendezvous; the replicas are composed in lockstep.)
+  const bool replay_replicas = !context.channels.empty() && grad_replicas(p) > 1 && !blocking;
   std::vector<std::vector<ComposedStep>> composed;
   std::vector<std::pair<int, int>> fwd_from, bwd_from;
 
-  // Runs stage s's next step if its input has arrived; false when it has to wait.
+  std::size_t steps_done = 0;
+  // Blocking exchanges: stage s posts the exchange before its step `next` at `posted`
+  // (Builder::emit_exchange): it sends what its steps since the last one queued, and receives
+  // the inputs of its steps up to the next exchange.
+  auto open_exchange = [&](int s, std::size_t next, TimePs posted) {
+    StageState& g = state[static_cast<size_t>(s)];
+    const auto& steps = order[static_cast<size_t>(s)];
+    for (std::size_t k = next; k < schedule::exchange_inputs_end(steps, next); ++k) {
+      const int vs = steps[k].chunk * p.pp + s;
+      if (steps[k].forward && vs > 0) g.receives.push_back({true, slot(vs - 1, steps[k].micro_batch)});
+      if (steps[k].backward() && vs < last_vs) g.receives.push_back({false, slot(vs + 1, steps[k].micro_batch)});
+    }
+    if (g.receives.empty() && g.queued_sends.empty() && !schedule::calls_empty_exchange(p.schedule, next)) return;
+    g.exchanging = true;
+    g.posted_ps = posted;
+    for (const auto& [forward, at] : g.receives) (forward ? fwd_in : bwd_in)[at].posted_ps = posted;
+  };
+  // Times the sends of stage s's exchange whose receivers have posted theirs (NCCL's
+  // rendezvous); once all are sent and its inputs have arrived, the exchange ends with the
+  // synchronize (every stream of the GPU idle) and the stage may run its next step. Returns
+  // whether anything was timed.
+  auto progress_exchange = [&](int s) {
+    StageState& g = state[static_cast<size_t>(s)];
+    bool progressed = false, all_sent = true;
+    for (QueuedSend& q : g.queued_sends) {
+      if (q.timed) continue;
+      Arrival& out = (q.forward ? fwd_in : bwd_in)[q.slot];
+      if (out.posted_ps < 0) {
+        all_sent = false;
+        continue;
+      }
+      // Both directions leave through the GPU's own link: an exchange's sends share its
+      // bandwidth (exact mode runs them at once on two streams), so here they queue.
+      const TimePs start = std::max({g.posted_ps, out.posted_ps, g.pp_free_ps});
+      TimePs end = start + q.send_ps;
+      if (charge_channels && q.channel >= 0)
+        end += channel_send_stretch_ps[static_cast<size_t>(q.channel)][channel_sends[static_cast<size_t>(q.channel)].size()];
+      if (q.channel >= 0) channel_sends[static_cast<size_t>(q.channel)].push_back({start, end});
+      out.at_ps = end;
+      out.queue_start_ps = start;
+      g.pp_free_ps = end;
+      g.sends.push_back({start, end});
+      if (record_timeline) std::tie(r.timeline[static_cast<size_t>(s)][q.step].send_start_ps,
+                                    r.timeline[static_cast<size_t>(s)][q.step].send_end_ps) = g.sends.back();
+      q.timed = progressed = true;
+    }
+    if (!all_sent) return progressed;
+    std::vector<Interval> transfers;  // what the compute stream waits for, to count it as pp exposed
+    TimePs done = std::max({g.posted_ps, g.compute_free_ps, g.tail_end_ps, g.dp_free_ps, g.pp_free_ps});
+    for (const auto& [forward, at] : g.receives) {
+      const Arrival& in = (forward ? fwd_in : bwd_in)[at];
+      if (in.at_ps < 0) return progressed;
+      done = std::max(done, in.at_ps);
+      transfers.push_back({in.queue_start_ps, in.at_ps});
+    }
+    for (std::size_t i = g.sends.size() - std::min(g.sends.size(), g.queued_sends.size()); i < g.sends.size(); ++i)
+      transfers.push_back(g.sends[i]);
+    std::sort(transfers.begin(), transfers.end());
+    TimePs covered_to = g.compute_free_ps;
+    for (const Interval& t : transfers) {
+      g.out.pp_exposed_ps += overlap({covered_to, done}, t);
+      covered_to = std::max(covered_to, t.second);
+    }
+    g.end_ps = std::max(g.end_ps, done);
+    g.compute_free_ps = g.tail_end_ps = done;
+    if (g.optimizer_after_exchange) {  // the optimizer step waits for the last exchange too
+      g.grads_reduced_ps = std::max(g.grads_reduced_ps, done);
+      g.end_ps = std::max(g.end_ps, std::max(done, g.dp_free_ps) + g.optimizer_ps);
+    }
+    g.host_ps = std::max(g.host_ps, done);  // the host waited in the synchronize (unused without a host model)
+    g.exchanging = false;
+    g.queued_sends.clear();
+    g.receives.clear();
+    return true;
+  };
+
+  // Runs stage s's next step if its input has arrived (with blocking exchanges: first finishes
+  // the exchange before it); returns whether anything was composed.
   auto advance = [&](int s) {
     StageState& g = state[static_cast<size_t>(s)];
     const auto& steps = order[static_cast<size_t>(s)];
-    if (g.next >= steps.size()) return false;
+    bool progressed = false;
+    if (g.exchanging) {
+      progressed = progress_exchange(s);
+      if (g.exchanging) return progressed;
+    }
+    if (g.next >= steps.size()) return progressed;
     const schedule::PipeStep& st = steps[g.next];
     const StepKey& key = keys[static_cast<size_t>(s)][g.next];
     const int vs = key.virtual_stage;
     const Arrival* in = nullptr;
     if (st.forward && vs > 0) in = &fwd_in[slot(vs - 1, st.micro_batch)];
     if (!st.forward && vs < last_vs) in = &bwd_in[slot(vs + 1, st.micro_batch)];
-    if (in && in->at_ps < 0) return false;
+    if (in && in->at_ps < 0) return progressed;
     const TimePs start = std::max(g.compute_free_ps, in ? in->at_ps : 0);
     ComposedStep* replayed = nullptr;
     if (replay_replicas && charge_channels) {
@@ -541,7 +646,11 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     const TimePs compute_end = host_bound_ps(host, start + pr.compute_end_ps + delta, g.host_ps, host.compute_end_ps);
     const TimePs tail_end = host_bound_ps(host, start + pr.tail_end_ps + delta, g.host_ps, host.tail_end_ps);
     TimePs end = std::max(compute_end, tail_end);
-    if (pr.sends) {
+    if (pr.sends && blocking) {  // sent by the exchange after the step
+      const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
+      const int channel = context.channels.empty() ? -1 : context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
+      g.queued_sends.push_back({st.forward, slot(vs, st.micro_batch), pr.send_ps, channel, g.next});
+    } else if (pr.sends) {
       const TimePs send_start = host_bound_ps(host, std::max(tail_end, g.pp_free_ps), g.host_ps, host.send_issue_ps);
       const int to_stage = (st.forward ? vs + 1 : vs - 1) % p.pp;
       const int channel = context.channels.empty() ? -1 : context.channel_of[static_cast<size_t>(s * p.pp + to_stage)];
@@ -579,9 +688,11 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     if (key.with_tail) {
       end = std::max(end, host_bound_ps(host, start + pr.end_ps + delta, g.host_ps, host.end_ps));
       // The optimizer step follows every gradient reduction: earlier buckets still running,
-      // or this step's own, delayed behind them.
-      end = std::max(end, std::max(dp_before, g.dp_free_ps) + pr.optimizer_ps);
-      g.grads_reduced_ps = std::max({start + pr.end_ps + delta - pr.optimizer_ps, dp_before, g.dp_free_ps});
+      // or this step's own, delayed behind them; and the step's own compute (later than its
+      // profile says where the host issued it late).
+      const TimePs grads_ready_ps = std::max({compute_end, tail_end, dp_before, g.dp_free_ps});
+      end = std::max(end, grads_ready_ps + pr.optimizer_ps);
+      g.grads_reduced_ps = std::max(start + pr.end_ps + delta - pr.optimizer_ps, grads_ready_ps);
       g.optimizer_ps = pr.optimizer_ps;
     }
     g.end_ps = std::max(g.end_ps, end);
@@ -623,8 +734,15 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     }
     g.compute_free_ps = compute_end;
     g.tail_end_ps = tail_end;
+    // Blocking: the host posts the exchange once the step is issued and its tail has run.
+    const TimePs posted = host_bound_ps(host, tail_end, g.host_ps, host.send_issue_ps);
     g.host_ps += host.cost_ps;
     ++g.next;
+    ++steps_done;
+    if (blocking && schedule::exchanges_after(steps, g.next - 1)) {
+      g.optimizer_after_exchange = key.with_tail;
+      open_exchange(s, g.next, posted);
+    }
     return true;
   };
 
@@ -698,14 +816,19 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
     state.assign(static_cast<size_t>(p.pp), StageState{});
     window_samples.assign(static_cast<size_t>(last_vs + 1), {});
     forward_samples.assign(static_cast<size_t>(last_vs + 1), {});
-    std::size_t done = 0;
-    while (done < total) {
-      const std::size_t before = done;
+    steps_done = 0;
+    if (blocking)
+      for (int s = 0; s < p.pp; ++s) open_exchange(s, 0, 0);  // the first step's input
+    const auto exchanging = [&] {
+      return std::any_of(state.begin(), state.end(), [](const StageState& g) { return g.exchanging; });
+    };
+    while (steps_done < total || exchanging()) {
+      bool progressed = false;
       for (int s = 0; s < p.pp; ++s)
-        while (advance(s)) ++done;
+        while (advance(s)) progressed = true;
       for (int s = p.pp - 1; s >= 0; --s)
-        while (advance(s)) ++done;
-      LYNX_CHECK(done > before, "fast mode: the pipeline schedule cannot progress");
+        while (advance(s)) progressed = true;
+      LYNX_CHECK(progressed, "fast mode: the pipeline schedule cannot progress");
     }
   }
   if (replay_replicas) {

@@ -1,7 +1,7 @@
 #pragma once
 /// Fast mode's iteration: the pipeline schedule composed from cached step profiles as a
 /// critical path over the schedule's order, with pipeline sends queued on each stage's pp
-/// stream, the contention their communication adds to the kernels they overlap, the gradient
+/// stream (or exchanged as Megatron's blocking _communicate does), the contention their communication adds to the kernels they overlap, the gradient
 /// all-reduces and the optimizer step; memory from the steps' effects in schedule order.
 #include "fast/step_cache.hpp"
 
@@ -47,11 +47,8 @@ struct FastResult {
 };
 
 /// Whether fast mode can simulate `p`'s schedule: every schedule but ZB-H1, whose deferred
-/// weight-gradient passes are not whole pipeline steps, with overlapped pipeline sends (a
-/// blocking exchange couples a step to its neighbours' progress, which steps timed alone miss).
-inline bool supports_schedule(const ParallelSpec& p) {
-  return p.schedule != ScheduleKind::kZbH1 && (p.pipeline_exchange == PipelineExchange::kOverlapped || p.pp == 1);
-}
+/// weight-gradient passes are not whole pipeline steps.
+inline bool supports_schedule(const ParallelSpec& p) { return p.schedule != ScheduleKind::kZbH1; }
 
 /// Whether fast mode is held to its error bound on `hw` (the planners' screening trusts it):
 /// not with gpu.comm_contention > 0, which fast mode models only inside each step's own engine

@@ -90,9 +90,9 @@ std::string scenario_to_megatron_args(const Scenario& scenario) {
   if (p.schedule == ScheduleKind::kGpipe)
     comments.push_back("parallel.schedule gpipe has no Megatron-LM equivalent; closest: its 1F1B "
                        "schedule (the default, printed here).");
-  if (p.pp > 1 && p.schedule == ScheduleKind::kInterleaved && p.pipeline_exchange == PipelineExchange::kBlocking)
+  if (p.schedule == ScheduleKind::kInterleaved && blocking_exchange(p))
     option("--no-overlap-p2p-communication");
-  if (p.pp > 1 && p.schedule != ScheduleKind::kInterleaved && p.pipeline_exchange == PipelineExchange::kOverlapped)
+  if (p.pp > 1 && p.schedule == ScheduleKind::kOneFOneB && !blocking_exchange(p))
     comments.push_back("parallel.pipeline_exchange overlapped has no Megatron-LM argument without interleaving: "
                        "Megatron-Core's 1F1B exchanges blocking (batch_isend_irecv, then torch.cuda.synchronize()), "
                        "as parallel.pipeline_exchange blocking simulates.");

@@ -594,12 +594,11 @@ void map_parallel(const Options& o, Overrides& set, std::vector<std::string>& no
   // Megatron-Core's pipeline p2p (megatron/training/arguments.py at d98e8a64dd): the interleaved
   // schedule overlaps it (overlap_p2p_comm, on unless --no-overlap-p2p-communication); without
   // interleaving it is forced off, and each exchange is a batch_isend_irecv followed by
-  // torch.cuda.synchronize() (batch_p2p_comm, batch_p2p_sync). That case keeps lynxsim's
-  // overlapped sends, which fast mode composes (docs/megatron.md says so).
+  // torch.cuda.synchronize() (batch_p2p_comm, batch_p2p_sync): lynxsim's default
+  // parallel.pipeline_exchange auto does both.
   const Given* no_overlap_p2p = o.get("--no-overlap-p2p-communication");
-  if (out.pp > 1 && chunks > 1)
-    set.set("parallel.pipeline_exchange", no_overlap_p2p ? "blocking" : "overlapped", no_overlap_p2p,
-            o.label() + ": interleaved schedule without --no-overlap-p2p-communication");
+  if (out.pp > 1 && chunks > 1 && no_overlap_p2p)
+    set.set("parallel.pipeline_exchange", "blocking", no_overlap_p2p, "");
   if (chunk_source != nullptr && chunks == 1)
     notes.push_back(fmt::format("{}: {} gives one chunk per GPU: plain 1F1B", chunk_source->origin,
                                 chunk_source->name));

@@ -514,7 +514,7 @@ std::vector<FieldDesc> build_scenario_field_table() {
       [](auto& s) -> auto& { return s.parallel.virtual_stages; }));
   t.push_back(choice_field<PipelineExchange>(
       "parallel.pipeline_exchange", kScn,
-      {{"overlapped", PipelineExchange::kOverlapped}, {"blocking", PipelineExchange::kBlocking}},
+      {{"auto", PipelineExchange::kAuto}, {"overlapped", PipelineExchange::kOverlapped}, {"blocking", PipelineExchange::kBlocking}},
       "pipeline-parallel transfers: overlapped (each send runs beside the sender's next step; the "
       "receiver waits for its input only: Megatron-Core's interleaved schedule with its default "
       "--overlap-p2p-communication) or blocking (Megatron's batch_isend_irecv, wait and "
@@ -522,7 +522,8 @@ std::vector<FieldDesc> build_scenario_field_table() {
       "non-interleaved 1F1B. Each exchange sends the outputs of the steps since the last one and "
       "receives the inputs of the steps up to the next; a send waits for its receiver to reach "
       "its exchange, and the next step waits for every transfer of the exchange and for all of "
-      "the GPU's work; docs/schedules.md); blocking: exact mode, schedules gpipe, 1f1b and interleaved",
+      "the GPU's work; docs/schedules.md); auto: as Megatron-Core, blocking for 1f1b and "
+      "overlapped for the other schedules; blocking: schedules gpipe, 1f1b and interleaved",
       [](auto& s) -> auto& { return s.parallel.pipeline_exchange; }));
   t.push_back(bool_field(
       "parallel.pipeline_scatter_gather", kScn,

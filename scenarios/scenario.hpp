@@ -114,8 +114,9 @@ enum class ScheduleKind { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
 enum class DpOverlap { kBucketed, kEnd };
 /// How neighbouring pipeline stages exchange activations and gradients (docs/schedules.md,
 /// "Pipeline exchange"): overlapped sends the receiver waits for, or Megatron's blocking
-/// batch_isend_irecv exchanges followed by torch.cuda.synchronize().
-enum class PipelineExchange : std::uint8_t { kOverlapped, kBlocking };
+/// batch_isend_irecv exchanges followed by torch.cuda.synchronize(); kAuto as Megatron-Core
+/// chooses (blocking_exchange()).
+enum class PipelineExchange : std::uint8_t { kAuto, kOverlapped, kBlocking };
 /// What data parallelism shards over its shard group (ZeRO stages; docs/scenario.md, "Sharded
 /// data parallelism"): nothing (replicated, gradient all-reduce), the optimizer state (ZeRO-1,
 /// Megatron's distributed optimizer), also the fp32 main gradients (ZeRO-2), also the 16-bit
@@ -149,7 +150,7 @@ struct ParallelSpec {
   int global_batch = 1;
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int virtual_stages = 1;            ///< model chunks per GPU (interleaved only)
-  PipelineExchange pipeline_exchange = PipelineExchange::kOverlapped;
+  PipelineExchange pipeline_exchange = PipelineExchange::kAuto;  ///< read it through blocking_exchange()
   /// Megatron-LM's --scatter-gather-tensors-in-pipeline (its default from 2021 until pipeline
   /// parallelism moved to Megatron-Core in 2023): without sequence parallelism each tensor-
   /// parallel rank sends 1/tp of the boundary tensor and the receivers all-gather it.
@@ -357,6 +358,15 @@ inline int grad_replicas(const ParallelSpec& p) { return p.dp * p.cp; }
 
 /// The expert tensor-parallel degree in force: parallel.etp, or tp where it is 0.
 inline int expert_tp(const ParallelSpec& p) { return p.etp > 0 ? p.etp : p.tp; }
+/// Whether `p`'s pipeline stages exchange blocking (Megatron's _communicate with
+/// torch.cuda.synchronize()). kAuto follows Megatron-Core (megatron/training/arguments.py at
+/// d98e8a64dd): its non-interleaved 1F1B forces overlap_p2p_comm off and exchanges blocking;
+/// its interleaved schedule overlaps; gpipe and zb-h1 are not Megatron-Core's, and overlap.
+inline bool blocking_exchange(const ParallelSpec& p) {
+  if (p.pp == 1) return false;
+  if (p.pipeline_exchange == PipelineExchange::kAuto) return p.schedule == ScheduleKind::kOneFOneB;
+  return p.pipeline_exchange == PipelineExchange::kBlocking;
+}
 
 /// Micro-batches each pipeline runs per iteration: global_batch / (micro_batch · dp).
 inline std::int64_t micro_batches_per_pipeline(const ParallelSpec& p) {

@@ -696,13 +696,6 @@ void check_scenario_layout(const Scenario& s, const KeyOrigins& origins) {
            "interleaved (Megatron's), not zb-h1",
            origins.origin_of(key), key);
     }
-    if (s.sim.mode == SimMode::kFast) {
-      const std::string key = origins.blame({"parallel.pipeline_exchange", "sim.mode"});
-      fail(ErrorCode::kIncompatibleSettings,
-           "{}: key '{}': parallel.pipeline_exchange blocking needs sim.mode exact (fast mode composes "
-           "steps whose sends run beside the next step)",
-           origins.origin_of(key), key);
-    }
   }
   if (p.tp_comm_overlap && !p.sequence_parallel) {
     // Megatron-LM's validate_args: "Tensor parallel communication/GEMM overlap can happen only

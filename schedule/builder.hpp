@@ -527,12 +527,6 @@ class Builder {
   /// receiver's exchange_posted marker), registered for its receiver.
   void add_send(const QueuedSend& q, sim::StreamId stream, sim::TaskId after, bool rendezvous);
   std::vector<sim::TaskId> stream_tail_;    ///< the current GPU's last task per stream
-  /// Whether Megatron exchanges after step i of `steps`: after every step, except that the
-  /// interleaved schedule's steady state exchanges once per forward-backward pair.
-  bool exchanges_after(const std::vector<PipeStep>& steps, std::size_t i) const {
-    return i + 1 >= steps.size() || p_.schedule != ScheduleKind::kInterleaved || !steps[i].forward ||
-           steps[i + 1].forward;
-  }
   /// A blocking exchange after the current GPU's last step (before steps[next] on): the
   /// queued sends, and the receives of steps[next] up to the next exchange.
   void emit_exchange(const std::vector<PipeStep>& steps, std::size_t next, sim::TaskId after);

@@ -51,17 +51,12 @@ void Builder::emit_exchange(const std::vector<PipeStep>& steps, std::size_t next
   // then does the host issue the next step.
   const int last_vs = p_.pp * p_.virtual_stages - 1;
   std::vector<std::int64_t> received;
-  for (std::size_t k = next; k < steps.size(); ++k) {
+  for (std::size_t k = next; k < exchange_inputs_end(steps, next); ++k) {
     const StepInfo step = step_info(steps[k]);
     if (step.st.forward && step.vs > 0) received.push_back(transfer_key(step.vs - 1, step.st.micro_batch, true));
     if (step.st.backward() && step.vs < last_vs) received.push_back(transfer_key(step.vs + 1, step.st.micro_batch, false));
-    if (exchanges_after(steps, k)) break;
   }
-  // Nothing to send or receive: the non-interleaved schedule's wrappers (recv_forward on the
-  // first stage, send_backward on it, ...) make no call; the interleaved one calls
-  // _communicate after every step of its loops whatever it carries (and synchronizes).
-  const bool calls_anyway = p_.schedule == ScheduleKind::kInterleaved && next > 0;
-  if (received.empty() && exchange_sends_.empty() && !calls_anyway) return;
+  if (received.empty() && exchange_sends_.empty() && !calls_empty_exchange(p_.schedule, next)) return;
   set_instance("");
   TaskArgs marker;
   marker.kind = sim::TaskKind::kMarker;

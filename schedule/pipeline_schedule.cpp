@@ -47,7 +47,7 @@ std::vector<PipeStep> interleaved_stage(int stages, int stage, int micro_batches
   int b = 0;
   for (; f < warmup; ++f) steps.push_back({true, micro_batch_of(f), chunk_of(f, true)});
   while (f < total) {
-    steps.push_back({true, micro_batch_of(f), chunk_of(f, true)});
+    steps.push_back({true, micro_batch_of(f), chunk_of(f, true), false, /*paired=*/true});
     ++f;
     steps.push_back({false, micro_batch_of(b), chunk_of(b, false)});
     ++b;

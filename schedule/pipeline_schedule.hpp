@@ -5,6 +5,7 @@
 #include "model/gpt.hpp"
 #include "scenarios/scenario.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include <vector>
@@ -19,6 +20,9 @@ struct PipeStep {
   int micro_batch = 0;
   int chunk = 0;  ///< model chunk (virtual stage index on this GPU), 0 unless interleaved
   bool weight = false;  ///< ZB-H1's deferred weight-gradient pass (then forward is false)
+  /// Interleaved steady state: a forward that shares the backward after it one exchange
+  /// (Megatron's send_forward_backward_recv_forward_backward after both).
+  bool paired = false;
   /// A backward step that carries pipeline traffic and gradients (not a weight pass).
   bool backward() const { return !forward && !weight; }
 };
@@ -27,6 +31,33 @@ struct PipeStep {
 /// Throws lynx::Error when interleaving is asked with m not a multiple of p (Megatron's rule).
 std::vector<std::vector<PipeStep>> pipeline_order(ScheduleKind kind, int stages, int micro_batches,
                                                   int chunks);
+
+/// Blocking pipeline exchanges (parallel.pipeline_exchange blocking): whether a stage calls
+/// Megatron's p2p _communicate after its step `i` (of `steps`). The interleaved schedule's steady
+/// state calls it once per forward-backward pair (after the backward: the forward's output is
+/// sent then); every other step, and the last, is followed by one. (A stage whose forwards are
+/// all warm-up, Megatron-Core's are_all_microbatches_in_warmup, exchanges after its last
+/// forward too, its first backward's gradient received before the cool-down: megatron/core/
+/// pipeline_parallel/schedules.py at 00611e6eeb.)
+inline bool exchanges_after(const std::vector<PipeStep>& steps, std::size_t i) {
+  return i + 1 >= steps.size() || !steps[i].paired;
+}
+
+/// The steps whose inputs the exchange before steps[next] receives: next up to and including
+/// the first step after which the stage exchanges again. Returns one past the last of them.
+inline std::size_t exchange_inputs_end(const std::vector<PipeStep>& steps, std::size_t next) {
+  std::size_t k = next;
+  while (k < steps.size() && !exchanges_after(steps, k)) ++k;
+  return std::min(k + 1, steps.size());
+}
+
+/// Whether the exchange before steps[next] is called when it carries nothing: the
+/// non-interleaved schedule's wrappers (recv_forward on the first stage, send_backward on it,
+/// ...) make no call; the interleaved one calls _communicate after every step of its loops
+/// whatever it carries (and synchronizes).
+inline bool calls_empty_exchange(ScheduleKind kind, std::size_t next) {
+  return kind == ScheduleKind::kInterleaved && next > 0;
+}
 
 /// Number of micro-batches whose activations stage k holds at most under `kind`
 /// (GPipe: m; 1F1B and ZB-H1: min(p - k, m)). Used by planners to size memory budgets.

@@ -147,7 +147,7 @@ BuiltProgram Builder::build() {
   symmetric_ = simulates_one_gpu_per_stage(sc_, topo_);
   host_model_ = (!part_ || part_->host_start_ps >= 0) &&
                 sc_.hardware.host_model_on();
-  blocking_exchange_ = p_.pipeline_exchange == PipelineExchange::kBlocking && p_.pp > 1 && !part_;
+  blocking_exchange_ = blocking_exchange(p_) && !part_;
   // Steady-state compression: 1F1B without interleaving. Every GPU has the same number of
   // steady pairs beyond its warm-up, and omitting some from all of them is the program for
   // fewer micro-batches (collective groups included: a group's members are in the same pair).

@@ -117,11 +117,6 @@ BestOutcome run_best(const BestRequest& request) {
   if (static_cast<std::int64_t>(base.scenario.hardware.nodes) * per_node < gpus)
     common.push_back(fmt::format("hardware.nodes={}", (gpus + per_node - 1) / per_node));
   common.push_back("sim.mode=fast");
-  // Fast mode composes overlapped pipeline sends only: candidates are ranked with them, and
-  // the confirmations in exact mode run the base's exchange (blocking costs a plan 0.3-1.5%,
-  // docs/schedules.md).
-  const PipelineExchange exchange = base.scenario.parallel.pipeline_exchange;
-  common.push_back("parallel.pipeline_exchange=overlapped");
   // The base's layout is only a starting point: a candidate without context parallelism has
   // cp 1 (Candidate::overrides writes parallel.cp only when > 1).
   common.push_back("parallel.cp=1");
@@ -350,7 +345,6 @@ BestOutcome run_best(const BestRequest& request) {
     sweep::OrderedPool<std::optional<runner::SimRun>> pool(confirm, out.threads, [&](std::uint64_t j) {
       Scenario sc = read_candidate(fits[j].second).scenario();
       sc.sim.mode = SimMode::kExact;
-      sc.parallel.pipeline_exchange = exchange;
       return std::optional<runner::SimRun>(runner::simulate(model::resolve_scenario(sc, label)));
     }, 1);
     ProgressBar progress(confirm.size(), "best: confirming (exact mode)", bar);

@@ -31,7 +31,7 @@ def make_plan(b, tmp):
 def case_dry_run(b, tmp):
     plan = make_plan(b, tmp)
     out = run(b, "live", "--dry-run", plan).stdout
-    for text in ("streams per rank: compute tp pp dp recompute pp_recv", "rank 0 (stage0.dp0.tp0)",
+    for text in ("streams per rank: compute tp pp dp recompute pp_grad pp_recv", "rank 0 (stage0.dp0.tp0)",
                  "qkv_gemm_dgrad", "all_reduce", "re.softmax", "+act/attn_core", "memory peak",
                  "predicted iteration time"):
         check(text in out, f"dry run prints '{text}'")

@@ -444,17 +444,24 @@ TEST_CASE("--no-overlap-p2p-communication: interleaved pipeline exchanges block,
       "--max-position-embeddings 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 "
       "--pipeline-model-parallel-size 2 ";
   const std::string interleaved = base + "--num-layers-per-virtual-pipeline-stage 2 ";
-  CHECK(load(interleaved, 2).scenario->parallel.pipeline_exchange == PipelineExchange::kOverlapped);
+  // Megatron-Core's default: overlapped with interleaving (auto takes it there).
+  const MegatronScenario overlapped = load(interleaved, 2);
+  CHECK_FALSE(blocking_exchange(overlapped.scenario->parallel));
   const MegatronScenario blocking = load(interleaved + "--no-overlap-p2p-communication", 2);
   CHECK(blocking.scenario->parallel.pipeline_exchange == PipelineExchange::kBlocking);
   const std::string out = scenario_to_megatron_args(blocking.scenario.scenario());
   CHECK(out.find("--no-overlap-p2p-communication") != std::string::npos);
   CHECK(content_of(load(out, 2).scenario.scenario()) == content_of(blocking.scenario.scenario()));
-  // Without interleaving Megatron-Core always blocks; lynxsim keeps its overlapped sends, and
-  // the printed arguments say that they do not say so.
+  // Without interleaving Megatron-Core always blocks, and so does the default (auto).
   const MegatronScenario plain = load(base, 2);
-  CHECK(plain.scenario->parallel.pipeline_exchange == PipelineExchange::kOverlapped);
-  CHECK(scenario_to_megatron_args(plain.scenario.scenario())
+  CHECK(plain.scenario->parallel.pipeline_exchange == PipelineExchange::kAuto);
+  CHECK(blocking_exchange(plain.scenario->parallel));
+  CHECK(scenario_to_megatron_args(plain.scenario.scenario()).find("pipeline_exchange") == std::string::npos);
+  // Overlapped sends without interleaving: no Megatron-LM argument carries them, and the printed
+  // arguments say so.
+  Scenario overlapped_1f1b = plain.scenario.scenario();
+  overlapped_1f1b.parallel.pipeline_exchange = PipelineExchange::kOverlapped;
+  CHECK(scenario_to_megatron_args(overlapped_1f1b)
             .find("parallel.pipeline_exchange overlapped has no Megatron-LM argument without interleaving") !=
         std::string::npos);
 }

@@ -29,9 +29,11 @@ namespace {
 /// pp 8 over two DGX A100 nodes, with the collective and memory-bound numbers the cases below
 /// were written for (NCCL's tuning.cc defaults, before dgx-a100-80gb was fitted to measured
 /// all-reduce tables; memory-bound kernels at 0.85 of HBM bandwidth, before Korthikanti Table 4
-/// set 0.69): the micro-batch load's two-period cycle and the pair from which selective repeats
-/// depend on them.
+/// set 0.69), and overlapped pipeline sends (blocking exchanges, the 1F1B default, synchronize
+/// every step and repeat sooner): the micro-batch load's two-period cycle and the pair from
+/// which selective repeats depend on them.
 const std::vector<std::string> kPp8 = {
+    "parallel.pipeline_exchange=overlapped",
     "parallel.pp=8", "parallel.micro_batch=1", "parallel.global_batch=64", "model.preset=gpt-1.3b",
     "hardware.nodes=2", "hardware.collective_efficiency=0.8", "hardware.nccl.buffer_bw=0GB/s",
     "hardware.nccl.simple.base=8.4us", "hardware.nccl.simple.step_nvlink=3.4us", "hardware.nccl.ll128.base=14us",
@@ -410,6 +412,9 @@ TEST_CASE("compressed program: the omitted periods inserted give the full progra
   CHECK(check_compressed("selective-1f1b.yaml", {"parallel.pp=1", "parallel.global_batch=512", "model.preset=gpt-1.3b"}));
   CHECK(check_compressed("lynx-heu-multinode-dp.yaml", {"parallel.global_batch=512"}));
   CHECK(check_compressed("lynx-opt-1f1b.yaml", {"parallel.global_batch=256"}));
+  // Blocking exchanges (cross-GPU rendezvous on the receivers' exchange markers): selective's
+  // state repeats within 16 pairs there, and the inserted periods are the full program's.
+  CHECK(check_compressed("selective-1f1b.yaml", with(kPp8, "parallel.pipeline_exchange=blocking")));
 }
 
 TEST_CASE("compressed program: every rank simulated, with collective groups, on PCIe with TP-comm overlap") {
@@ -417,6 +422,7 @@ TEST_CASE("compressed program: every rank simulated, with collective groups, on 
   // of its ranks' tasks (chunked by the overlap), and a group's image one period on is the group
   // of its members' images. GPT-23B's shape with 24 layers, micro-batch 2.
   const std::vector<std::string> overlap = {"model.preset=gpt-23b", "model.layers=24", "parallel.micro_batch=2",
+                                            "parallel.pipeline_exchange=overlapped",
                                             "recompute.strategy=full", "parallel.tp_comm_overlap=true",
                                             "parallel.sequence_parallel=true"};
   // tp 4, 32 micro-batches: repeats within 8 built pairs.

@@ -1,14 +1,18 @@
 // Pipeline transfers as Megatron makes them: blocking exchanges (parallel.pipeline_exchange
 // blocking: batch_isend_irecv, wait, torch.cuda.synchronize()) and Megatron-LM's scatter-gather
 // of pipeline tensors over tensor-parallel ranks (parallel.pipeline_scatter_gather).
+#include "fast/compose.hpp"
 #include "model/resolved_scenario.hpp"
 #include "model/workload.hpp"
 #include "runner/simulate.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "schedule/pipeline_schedule.hpp"
 #include "schedule/program_builder.hpp"
+#include "strategies/recompute_plan.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -75,7 +79,7 @@ TimePs micro_batch_compute_end(const SimRun& r, int stage, int mb) {
 TEST_CASE("blocking exchange: a send waits for its receiver to reach the exchange that receives it") {
   // pp 2, two micro-batches, 1F1B. Stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1. Stage 0 sends
   // F1's activation in the exchange after F1; stage 1 receives it in the exchange after B0.
-  const SimRun overlapped = run(yaml(1, 2, 2), {});
+  const SimRun overlapped = run(yaml(1, 2, 2), {"parallel.pipeline_exchange=overlapped"});
   const SimRun blocking = run(yaml(1, 2, 2), {"parallel.pipeline_exchange=blocking"});
   for (const SimRun* r : {&overlapped, &blocking}) {
     const sim::TaskId send = find_task(*r, 0, "send_activation", "mb1.");
@@ -93,7 +97,7 @@ TEST_CASE("blocking exchange: a send waits for its receiver to reach the exchang
 TEST_CASE("blocking exchange: the next step starts when the exchange's transfers are done") {
   // Stage 0's F1 follows the exchange that sends F0's activation (stage 1 posted its receive at
   // the start): with blocking exchanges F1 starts when that send ends, otherwise when F0 ends.
-  const SimRun overlapped = run(yaml(1, 2, 2), {});
+  const SimRun overlapped = run(yaml(1, 2, 2), {"parallel.pipeline_exchange=overlapped"});
   const SimRun blocking = run(yaml(1, 2, 2), {"parallel.pipeline_exchange=blocking"});
   for (const SimRun* r : {&overlapped, &blocking}) {
     const TimePs send_end = r->exec.task_end_ps[static_cast<std::size_t>(find_task(*r, 0, "send_activation", "mb0."))];
@@ -112,7 +116,7 @@ TEST_CASE("blocking exchange: schedules run to the end, and fast-forward skips p
     const std::string text = yaml(2, 4, 16, schedule, chunks);
     const SimRun on = run(text, {"parallel.pipeline_exchange=blocking", "sim.fast_forward=true"});
     const SimRun off = run(text, {"parallel.pipeline_exchange=blocking", "sim.fast_forward=false"});
-    const SimRun overlapped = run(text, {});
+    const SimRun overlapped = run(text, {"parallel.pipeline_exchange=overlapped"});
     CHECK(on.result.iteration_time_s == off.result.iteration_time_s);
     CHECK(on.result.iteration_time_s >= overlapped.result.iteration_time_s);
     // Same input, same bytes out.
@@ -120,16 +124,76 @@ TEST_CASE("blocking exchange: schedules run to the end, and fast-forward skips p
   }
 }
 
-TEST_CASE("blocking exchange: fast mode and zb-h1 refuse it naming the key") {
-  const std::string text = yaml(2, 2, 8);
-  CHECK_THROWS_WITH_AS(model::load_scenario_text(text, "x.yaml", {"parallel.pipeline_exchange=blocking", "sim.mode=fast"}),
-                       doctest::Contains("key 'parallel.pipeline_exchange': parallel.pipeline_exchange blocking needs sim.mode exact"), Error);
+TEST_CASE("blocking exchange: the default follows Megatron-Core, zb-h1 refuses it naming the key") {
+  const auto blocks = [](const std::string& text, std::vector<std::string> sets) {
+    return blocking_exchange(model::load_scenario_text(text, "x.yaml", sets).scenario().parallel);
+  };
+  CHECK(blocks(yaml(2, 2, 8), {}));                       // 1F1B: Megatron-Core's batch_p2p_sync
+  CHECK_FALSE(blocks(yaml(2, 2, 8, "interleaved", 2), {}));  // its default --overlap-p2p-communication
+  CHECK_FALSE(blocks(yaml(2, 2, 8, "gpipe"), {}));
+  CHECK_FALSE(blocks(yaml(2, 1, 8), {"parallel.pipeline_exchange=blocking"}));  // nothing to exchange
+  CHECK(blocks(yaml(2, 2, 8, "interleaved", 2), {"parallel.pipeline_exchange=blocking"}));
+  CHECK_FALSE(blocks(yaml(2, 2, 8), {"parallel.pipeline_exchange=overlapped"}));
   CHECK_THROWS_WITH_AS(model::load_scenario_text(yaml(2, 2, 8, "zb-h1"), "x.yaml", {"parallel.pipeline_exchange=blocking"}),
                        doctest::Contains("key 'parallel.pipeline_exchange': parallel.pipeline_exchange blocking is modelled "
                                          "for the schedules gpipe, 1f1b and interleaved"),
                        Error);
-  // Without pipeline parallelism there is nothing to exchange: fast mode takes it.
-  CHECK_NOTHROW(model::load_scenario_text(yaml(2, 1, 8), "x.yaml", {"parallel.pipeline_exchange=blocking", "sim.mode=fast"}));
+}
+
+TEST_CASE("blocking exchange: fast mode agrees with exact mode") {
+  // NVLink node, tp 2 x pp 4, and a PCIe server at pp 2 (links shared: other stages' sends and
+  // an exchange's two directions share the GPUs' links), every schedule that exchanges.
+  const std::string pcie = "hardware.profile=a100-pcie-40gb";
+  for (const auto& [schedule, chunks] : {std::pair<std::string, int>{"1f1b", 1}, {"interleaved", 2}, {"gpipe", 1}})
+    for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {pcie, "parallel.pp=2", "parallel.global_batch=32"}}) {
+      CAPTURE(schedule);
+      CAPTURE(extra.size());
+      std::vector<std::string> sets = extra;
+      sets.push_back("parallel.pipeline_exchange=blocking");
+      const double exact = run(yaml(2, 4, 16, schedule, chunks), sets).result.iteration_time_s;
+      sets.push_back("sim.mode=fast");
+      const double fast =
+          simulate(model::load_scenario_text(yaml(2, 4, 16, schedule, chunks), "x.yaml", sets)).result.iteration_time_s;
+      CHECK(std::abs(fast - exact) / exact < 0.005);
+    }
+}
+
+TEST_CASE("blocking exchange: interleaved stages whose forwards are all warm-up exchange after the last one") {
+  // Micro-batches = pp: stage 0 runs every forward before its first backward (Megatron-Core's
+  // are_all_microbatches_in_warmup), so its last forward's output goes out before that
+  // backward's gradient comes in; paired with the backward, as the steady state pairs them,
+  // stage 0 would wait for a gradient that needs that output (a cycle).
+  const auto order = schedule::pipeline_order(ScheduleKind::kInterleaved, 4, 4, 2);
+  CHECK(std::none_of(order[0].begin(), order[0].end(), [](const schedule::PipeStep& s) { return s.paired; }));
+  CHECK(std::count_if(order[3].begin(), order[3].end(), [](const schedule::PipeStep& s) { return s.paired; }) == 4);
+  const std::string text = yaml(2, 4, 4, "interleaved", 2);
+  const double exact = run(text, {"parallel.pipeline_exchange=blocking"}).result.iteration_time_s;
+  const double fast = simulate(model::load_scenario_text(text, "x.yaml", {"parallel.pipeline_exchange=blocking", "sim.mode=fast"}))
+                          .result.iteration_time_s;
+  CHECK(exact > run(text, {"parallel.pipeline_exchange=overlapped"}).result.iteration_time_s);
+  CHECK(std::abs(fast - exact) / exact < 0.005);
+}
+
+TEST_CASE("blocking exchange in fast mode: a send waits for its receiver, the next step for the exchange") {
+  // As the exact-mode cases above, on fast mode's composed steps: pp 2, two micro-batches.
+  const model::ResolvedScenario resolved =
+      model::load_scenario_text(yaml(1, 2, 2), "x.yaml", {"parallel.pipeline_exchange=blocking", "sim.mode=fast"});
+  const Scenario& sc = resolved.scenario();
+  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+  const strategies::RecomputePlan plan =
+      strategies::plan_fixed_strategy(sc.recompute, strategies::stage_partition(sc.model.layers, sc.parallel));
+  fast::StepCache cache;
+  const fast::FastResult r = fast::simulate_fast(sc, plan, w, cache, false, true);
+  REQUIRE(r.timeline.size() == 2);
+  // Stage 0: F0 F1 B0 B1; stage 1: F0 B0 F1 B1.
+  const std::vector<fast::FastStep>& s0 = r.timeline[0];
+  const std::vector<fast::FastStep>& s1 = r.timeline[1];
+  REQUIRE(s0.size() == 4);
+  REQUIRE(s1.size() == 4);
+  CHECK(s0[1].start_ps == s0[0].send_end_ps);             // F1 after the exchange sending F0
+  CHECK(s0[1].send_start_ps == s1[1].compute_end_ps);     // F1's activation: once stage 1 posts after B0
+  CHECK(s1[2].start_ps >= s0[1].send_end_ps);             // stage 1's F1 after receiving it
+  CHECK(s0[2].start_ps == std::max(s0[1].send_end_ps, s1[1].send_end_ps));  // B0: both directions done
 }
 
 TEST_CASE("scatter-gather: 1/tp of the boundary tensor is sent and the receiver all-gathers it") {

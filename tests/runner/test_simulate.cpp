@@ -505,11 +505,11 @@ struct HostModelRun {
   model::ResolvedScenario resolved;
   SimRun run;
 };
-HostModelRun host_model_run(int pp) {
+HostModelRun host_model_run(int pp, const std::string& exchange = "overlapped") {
   model::ResolvedScenario resolved = model::default_scenario(
       {"model.preset=gpt-1.3b", "parallel.tp=1", "parallel.pp=" + std::to_string(pp), "parallel.dp=1",
        "parallel.micro_batch=1", "parallel.global_batch=24", "recompute.strategy=none", "hardware.nodes=1",
-       "hardware.gpu.host_kernel=10us"});
+       "hardware.gpu.host_kernel=10us", "parallel.pipeline_exchange=" + exchange});
   SimRun run = simulate(resolved);
   return {std::move(resolved), std::move(run)};
 }
@@ -517,18 +517,27 @@ HostModelRun host_model_run(int pp) {
 }  // namespace
 
 TEST_CASE("host model: with a pipeline the first and the last stage wait for their GPU at each micro-batch") {
-  const HostModelRun r = host_model_run(4);
-  const Scenario& sc = r.resolved.scenario();
-  const hw_models::Topology topo(sc.hardware);
-  const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
-  const schedule::BuiltProgram built = schedule::build_program(sc, r.run.plan, topo, w);
-  std::vector<int> waits(static_cast<std::size_t>(built.machine.gpus.size()), 0);
-  for (const sim::Program::HostWait& hw : built.program.host_waits)
-    ++waits[static_cast<std::size_t>(built.program.tasks[static_cast<std::size_t>(hw.resume)].gpu)];
+  const auto host_waits = [](const std::string& exchange) {
+    const HostModelRun r = host_model_run(4, exchange);
+    const Scenario& sc = r.resolved.scenario();
+    const hw_models::Topology topo(sc.hardware);
+    const model::Workload w = model::gpt_workload(sc.model, sc.parallel);
+    const schedule::BuiltProgram built = schedule::build_program(sc, r.run.plan, topo, w);
+    std::vector<int> waits(static_cast<std::size_t>(built.machine.gpus.size()), 0);
+    for (const sim::Program::HostWait& hw : built.program.host_waits)
+      ++waits[static_cast<std::size_t>(built.program.tasks[static_cast<std::size_t>(hw.resume)].gpu)];
+    return waits;
+  };
   // 24 micro-batches: 24 loads (on the last stage each waits for its activation's receive too,
   // the first one's included), and the gradient norm; the middle stages load nothing
   // (DeepSpeed's LoadMicroBatch runs on the first and last stage).
-  CHECK(waits == std::vector<int>{25, 1, 1, 25});
+  CHECK(host_waits("overlapped") == std::vector<int>{25, 1, 1, 25});
+  // Blocking exchanges add the synchronize of every exchange made: on the first stage after
+  // each of its 24 forwards (it sends) and after the backwards followed by a backward (the 3 of
+  // the cool-down receive a gradient; one followed by a forward moves nothing and is skipped);
+  // on the last stage before its first step (its input) and after each of its 24 backwards; in
+  // the middle before the first step and after each of the 48.
+  CHECK(host_waits("blocking") == std::vector<int>{25 + 27, 1 + 49, 1 + 49, 25 + 25});
 }
 
 TEST_CASE("host model: a program with host waits is never compressed (the same one without is)") {

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 using namespace lynx;
@@ -311,12 +312,12 @@ hardware:
   CHECK(wide_ep);
 }
 
-TEST_CASE("best with blocking pipeline exchanges: ranked with overlapped sends, confirmed with blocking ones") {
+TEST_CASE("best with blocking pipeline exchanges: ranked and confirmed with them") {
   BestRequest r = small_request(1);
   r.overrides = {"parallel.pipeline_exchange=blocking"};
   r.top = 20;
   const BestOutcome out = run_best(r);
-  // No layout is refused for it (fast mode ranks them with overlapped sends).
+  // No layout is refused for it.
   CHECK(out.invalid == run_best(small_request(1)).invalid);
   int pipelined = 0, differ = 0;
   for (const RankedPlan& plan : out.top) {
@@ -325,9 +326,8 @@ TEST_CASE("best with blocking pipeline exchanges: ranked with overlapped sends, 
     CHECK(reported.sim.mode == SimMode::kExact);
     if (plan.candidate.pp == 1) continue;
     ++pipelined;
-    // The reported time is the blocking run's, not the overlapped one fast mode ranked by.
-    CHECK(plan.exact.result.iteration_time_s ==
-          runner::simulate(model::resolve_scenario(reported, "blocking")).result.iteration_time_s);
+    // Fast mode ranked the blocking exchange it confirms (within its 1% of exact mode).
+    CHECK(std::abs(plan.fast_time_s / plan.exact.result.iteration_time_s - 1) < 0.01);
     Scenario overlapped = reported;
     overlapped.parallel.pipeline_exchange = PipelineExchange::kOverlapped;
     if (runner::simulate(model::resolve_scenario(overlapped, "overlapped")).result.iteration_time_s !=
@@ -335,5 +335,5 @@ TEST_CASE("best with blocking pipeline exchanges: ranked with overlapped sends, 
       ++differ;
   }
   CHECK(pipelined > 0);
-  CHECK(differ > 0);
+  CHECK(differ > 0);  // the exchange matters to these plans
 }
