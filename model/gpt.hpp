@@ -44,10 +44,6 @@ std::vector<std::string> preset_keys(const std::string& preset);
 /// seq_len divisible by tp with sequence parallelism, layers divisible by pp·virtual_stages.
 /// Throws LayoutError with one message per problem (the first found).
 void check_layout(const ModelSpec& m, const ParallelSpec& p);
-/// Whether recompute strategy `r` can plan model `m`: the planners (lynx-heu, lynx-opt,
-/// checkmate) solve one kind of layer, so a model mixing dense and MoE layers takes the fixed
-/// strategies or a plan file. Throws LayoutError naming the keys.
-void check_recompute_layers(const ModelSpec& m, const RecomputeSpec& r);
 /// Layers on each pipeline stage (GPU k of pp, all its model chunks): layers / pp each, or
 /// parallel.first_stage_layers / last_stage_layers on the first / last stage with the rest split
 /// evenly over the others (Megatron-Core's uneven pipeline). Throws LayoutError naming the keys

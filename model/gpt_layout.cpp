@@ -195,18 +195,6 @@ void check_tensor_layout(const ModelSpec& m, const ParallelSpec& p) {
 
 }  // namespace detail
 
-void check_recompute_layers(const ModelSpec& m, const RecomputeSpec& r) {
-  const RecomputeKind k = r.strategy;
-  if (mixes_dense_and_moe(m) &&
-      (k == RecomputeKind::kLynxHeu || k == RecomputeKind::kLynxOpt || k == RecomputeKind::kCheckmate))
-    fail_layout(ErrorCode::kNotModelled,
-                {"recompute.strategy", "model.moe.first_dense_layers", "model.moe.layer_freq"},
-                "recompute.strategy {} plans one kind of layer, and model.moe.first_dense_layers {} / "
-                "layer_freq {} mix dense and MoE layers: use none, full or selective (or a plan file) "
-                "for this model, or make every layer an MoE layer (first_dense_layers 0, layer_freq 1)",
-                recompute_kind_name(k), m.moe.first_dense_layers, m.moe.layer_freq);
-}
-
 void check_layout(const ModelSpec& m, const ParallelSpec& p) {
   check_tensor_layout(m, p);
   if (is_moe(m)) check_moe_simulation(p);

@@ -49,7 +49,6 @@ ResolvedScenario resolve_scenario(const UnresolvedScenario& read) {
   try {
     scenario.model = resolve_model(scenario.model);
     check_layout(scenario.model, scenario.parallel);
-    check_recompute_layers(scenario.model, scenario.recompute);
   } catch (const LayoutError& e) {
     std::vector<std::string> keys;
     for (const std::string& key : e.keys())

@@ -39,7 +39,7 @@ std::vector<OpGroup> droppable_groups(const std::vector<model::Op>& layer) {
 }  // namespace
 
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
-                                       const Workload& w, bool allow_overlap) {
+                                       const std::vector<model::Op>& layer, bool allow_overlap) {
   std::vector<hw_models::Rank> tp_ranks;
   for (int r = 0; r < sc.parallel.tp; ++r) tp_ranks.push_back(r);
   // The expert groups of the first GPU (the first stage's ranks are the global ones).
@@ -47,9 +47,9 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
   const std::vector<hw_models::Rank> ep_ranks(expert.ep.begin(), expert.ep.end());
   const std::vector<hw_models::Rank> etp_ranks(expert.etp.begin(), expert.etp.end());
   std::int64_t total_saved = 0;
-  for (const auto& op : w.layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
+  for (const auto& op : layer) total_saved += static_cast<std::int64_t>(op.saved_bytes);
 
-  const std::vector<OpGroup> droppable = droppable_groups(w.layer);
+  const std::vector<OpGroup> droppable = droppable_groups(layer);
   std::vector<LayerOption> options;
   for (unsigned mask = 0; mask < (1u << droppable.size()); ++mask) {
     LayerDecision d;
@@ -61,13 +61,13 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
       dropped_label += dropped_label.empty() ? label : fmt::format(",{}", label);
     }
     std::int64_t dropped = 0;
-    for (const auto& op : w.layer)
+    for (const auto& op : layer)
       if (d.action(op.group) != Action::kKeep) dropped += static_cast<std::int64_t>(op.saved_bytes);
     TimePs kernels_ps = 0;
     TimePs comm_ps = 0;
     bool needs_comm = false;
-    for (int i : recompute_ops(w.layer, d)) {
-      const model::Op& op = w.layer[static_cast<size_t>(i)];
+    for (int i : recompute_ops(layer, d)) {
+      const model::Op& op = layer[static_cast<size_t>(i)];
       if (op.kind != model::OpKind::kCollective && op.cp_steps > 1) {
         // Ring attention (context parallelism): cp blocks, each after the key/value block the
         // ring brings; on an idle ring a transfer shows beyond its block's time. It needs the
@@ -128,9 +128,19 @@ std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topo
 
 StageSolution solve_stage_heuristic(const StageProblem& p) {
   const auto start = WallClock::now();
-  LYNX_CHECK(p.layers >= 1 && !p.options.empty(), "empty stage problem");
-  // Layers with the most common window are the identical inner layers; the others (each
-  // chunk's top layer) form the second structure.
+  LYNX_CHECK(p.layers >= 1 && !p.option_sets.empty(), "empty stage problem");
+  // The kind of layer the stage holds most of is searched as below; every other kind's layers
+  // share one policy, tried in every combination (a mixed model's few dense layers).
+  std::vector<int> layers_of_set(p.option_sets.size(), 0);
+  for (int l = 0; l < p.layers; ++l) layers_of_set[static_cast<size_t>(p.set_of(l))]++;
+  const int main_set = static_cast<int>(std::max_element(layers_of_set.begin(), layers_of_set.end()) -
+                                        layers_of_set.begin());
+  std::vector<int> minor_sets;
+  for (size_t set = 0; set < layers_of_set.size(); ++set)
+    if (layers_of_set[set] > 0 && static_cast<int>(set) != main_set) minor_sets.push_back(static_cast<int>(set));
+
+  // Of the main kind's layers, those with the most common window are the identical inner
+  // layers; the others (each chunk's top layer) form the second structure.
   // A layer's class: the first layer with the same windows (capacities and timelines).
   auto same_windows = [&](int a, int b) {
     const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
@@ -141,6 +151,7 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
   std::vector<int> class_of(static_cast<size_t>(p.layers));
   std::map<int, int> count;
   for (int l = 0; l < p.layers; ++l) {
+    if (p.set_of(l) != main_set) continue;
     int c = 0;
     while (!same_windows(c, l)) ++c;  // stops at l at the latest
     class_of[static_cast<size_t>(l)] = c;
@@ -151,9 +162,39 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
                        [](const auto& a, const auto& b) { return a.second < b.second; })->first;
   std::vector<int> inner, other;
   for (int l = 0; l < p.layers; ++l)
-    (class_of[static_cast<size_t>(l)] == inner_class ? inner : other).push_back(l);
+    if (p.set_of(l) == main_set) (class_of[static_cast<size_t>(l)] == inner_class ? inner : other).push_back(l);
   const auto n_inner = static_cast<std::int64_t>(inner.size());
-  const int n_options = static_cast<int>(p.options.size());
+  const std::vector<LayerOption>& options = p.option_sets[static_cast<size_t>(main_set)];
+  const int n_options = static_cast<int>(options.size());
+  std::vector<TimePs> exposed_inner(options.size(), 0), exposed_other(options.size(), 0), work(options.size());
+  for (size_t o = 0; o < options.size(); ++o) {
+    if (!inner.empty()) exposed_inner[o] = exposed_ps(p, inner.front(), options[o]);
+    for (int l : other) exposed_other[o] += exposed_ps(p, l, options[o]);
+    work[o] = recompute_work_ps(options[o]);
+  }
+
+  // The minor kinds' policies: one option index per minor set. minor_of(l): layer l's minor set
+  // (index into minor_sets), or -1 for the main kind.
+  auto minor_of = [&](int l) {
+    const auto at = std::find(minor_sets.begin(), minor_sets.end(), p.set_of(l));
+    return at == minor_sets.end() ? -1 : static_cast<int>(at - minor_sets.begin());
+  };
+  struct Minor {
+    TimePs time = 0, work = 0;
+    std::int64_t kept = 0, transient = 0;
+  };
+  auto minor_cost = [&](const std::vector<int>& choice) {
+    Minor m;
+    for (int l = 0; l < p.layers; ++l) {
+      if (minor_of(l) < 0) continue;
+      const LayerOption& o = p.option(l, choice[static_cast<size_t>(minor_of(l))]);
+      m.time += exposed_ps(p, l, o);
+      m.work += recompute_work_ps(o);
+      m.kept += o.kept_bytes;
+      m.transient = std::max(m.transient, o.transient_bytes);
+    }
+    return m;
+  };
 
   // Ties on exposed time go to the plan that recomputes least, then to the one using least
   // memory.
@@ -163,48 +204,64 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
     std::int64_t memory = std::numeric_limits<std::int64_t>::max();
     int b = 0, a = 0, a2 = 0;
     std::int64_t j = 0;
+    std::vector<int> minor;
   } best;
-  for (int b = 0; b < n_options; ++b) {
-    const LayerOption& ob = p.options[static_cast<size_t>(b)];
-    if (other.empty() && b > 0) break;  // no second structure: B is irrelevant
-    TimePs time_other = 0;
-    for (int l : other) time_other += exposed_ps(p, l, ob);
-    const std::int64_t kept_other = static_cast<std::int64_t>(other.size()) * ob.kept_bytes;
-    for (int a = 0; a < n_options; ++a) {
-      const LayerOption& oa = p.options[static_cast<size_t>(a)];
-      const TimePs ea = inner.empty() ? 0 : exposed_ps(p, inner.front(), oa);
-      for (int a2 = 0; a2 < n_options; ++a2) {
-        const LayerOption& oa2 = p.options[static_cast<size_t>(a2)];
-        const TimePs ea2 = inner.empty() ? 0 : exposed_ps(p, inner.front(), oa2);
-        // A is the faster policy of the pair; give it as many inner layers as memory allows.
-        if (ea > ea2 || (a != a2 && oa.kept_bytes <= oa2.kept_bytes && ea == ea2)) continue;
-        const std::int64_t transient =
-            std::max({other.empty() ? 0 : ob.transient_bytes, oa.transient_bytes, oa2.transient_bytes});
-        const std::int64_t room = p.budget_bytes - transient -
-                                  p.in_flight * (kept_other + n_inner * oa2.kept_bytes);
-        if (room < 0) continue;
-        const std::int64_t per_layer = p.in_flight * (oa.kept_bytes - oa2.kept_bytes);
-        const std::int64_t j = per_layer <= 0 ? n_inner : std::min(n_inner, room / per_layer);
-        const TimePs time = time_other + j * ea + (n_inner - j) * ea2;
-        const TimePs work = static_cast<TimePs>(other.size()) * recompute_work_ps(ob) +
-                            j * recompute_work_ps(oa) + (n_inner - j) * recompute_work_ps(oa2);
-        const std::int64_t memory = p.in_flight * (kept_other + j * oa.kept_bytes + (n_inner - j) * oa2.kept_bytes) + transient;
-        if (std::tie(time, work, memory) < std::tie(best.time, best.work, best.memory))
-          best = {time, work, memory, b, a, a2, j};
+  std::vector<int> minor_choice(minor_sets.size(), 0);
+  for (bool more = true; more;) {
+    const Minor m = minor_cost(minor_choice);
+    for (int b = 0; b < n_options; ++b) {
+      const LayerOption& ob = options[static_cast<size_t>(b)];
+      if (other.empty() && b > 0) break;  // no second structure: B is irrelevant
+      const TimePs time_other = exposed_other[static_cast<size_t>(b)] + m.time;
+      const std::int64_t kept_other = static_cast<std::int64_t>(other.size()) * ob.kept_bytes + m.kept;
+      for (int a = 0; a < n_options; ++a) {
+        const LayerOption& oa = options[static_cast<size_t>(a)];
+        const TimePs ea = exposed_inner[static_cast<size_t>(a)];
+        for (int a2 = 0; a2 < n_options; ++a2) {
+          const LayerOption& oa2 = options[static_cast<size_t>(a2)];
+          const TimePs ea2 = exposed_inner[static_cast<size_t>(a2)];
+          // A is the faster policy of the pair; give it as many inner layers as memory allows.
+          if (ea > ea2 || (a != a2 && oa.kept_bytes <= oa2.kept_bytes && ea == ea2)) continue;
+          const std::int64_t transient = std::max(
+              {other.empty() ? 0 : ob.transient_bytes, oa.transient_bytes, oa2.transient_bytes, m.transient});
+          const std::int64_t room = p.budget_bytes - transient -
+                                    p.in_flight * (kept_other + n_inner * oa2.kept_bytes);
+          if (room < 0) continue;
+          const std::int64_t per_layer = p.in_flight * (oa.kept_bytes - oa2.kept_bytes);
+          const std::int64_t j = per_layer <= 0 ? n_inner : std::min(n_inner, room / per_layer);
+          const TimePs time = time_other + j * ea + (n_inner - j) * ea2;
+          const TimePs w = static_cast<TimePs>(other.size()) * work[static_cast<size_t>(b)] + m.work +
+                           j * work[static_cast<size_t>(a)] + (n_inner - j) * work[static_cast<size_t>(a2)];
+          const std::int64_t memory =
+              p.in_flight * (kept_other + j * oa.kept_bytes + (n_inner - j) * oa2.kept_bytes) + transient;
+          if (std::tie(time, w, memory) < std::tie(best.time, best.work, best.memory))
+            best = {time, w, memory, b, a, a2, j, minor_choice};
+        }
       }
+    }
+    // Next combination of the minor kinds' options (odometer order).
+    more = false;
+    for (size_t k = 0; k < minor_sets.size() && !more; ++k) {
+      const auto size = static_cast<int>(p.option_sets[static_cast<size_t>(minor_sets[k])].size());
+      more = ++minor_choice[k] < size;
+      if (!more) minor_choice[k] = 0;
     }
   }
   std::vector<int> assignment(static_cast<size_t>(p.layers), 0);
   if (best.time == std::numeric_limits<TimePs>::max()) {
-    // Nothing fits: the least memory (the plan will be reported OOM).
-    int least = 0;
-    for (int o = 1; o < n_options; ++o) {
-      const auto& x = p.options[static_cast<size_t>(o)];
-      const auto& y = p.options[static_cast<size_t>(least)];
-      if (x.kept_bytes * p.in_flight + x.transient_bytes < y.kept_bytes * p.in_flight + y.transient_bytes) least = o;
-    }
-    std::fill(assignment.begin(), assignment.end(), least);
+    // Nothing fits: every kind's least memory (the plan will be reported OOM).
+    std::vector<int> least(p.option_sets.size(), 0);
+    for (size_t set = 0; set < p.option_sets.size(); ++set)
+      for (size_t o = 1; o < p.option_sets[set].size(); ++o) {
+        const auto& x = p.option_sets[set][o];
+        const auto& y = p.option_sets[set][static_cast<size_t>(least[set])];
+        if (x.kept_bytes * p.in_flight + x.transient_bytes < y.kept_bytes * p.in_flight + y.transient_bytes)
+          least[set] = static_cast<int>(o);
+      }
+    for (int l = 0; l < p.layers; ++l) assignment[static_cast<size_t>(l)] = least[static_cast<size_t>(p.set_of(l))];
   } else {
+    for (int l = 0; l < p.layers; ++l)
+      if (minor_of(l) >= 0) assignment[static_cast<size_t>(l)] = best.minor[static_cast<size_t>(minor_of(l))];
     for (int l : other) assignment[static_cast<size_t>(l)] = best.b;
     for (size_t i = 0; i < inner.size(); ++i)
       assignment[static_cast<size_t>(inner[i])] = static_cast<std::int64_t>(i) < best.j ? best.a : best.a2;
@@ -216,7 +273,7 @@ StageSolution solve_stage_heuristic(const StageProblem& p) {
 }
 
 std::vector<int> min_max_partition(int layers, int stages,
-                                   const std::function<TimePs(int stage, int layers)>& stage_time) {
+                                   const std::function<TimePs(int stage, int first, int layers)>& stage_time) {
   LYNX_CHECK(stages >= 1 && layers >= stages, "{} layers over {} stages", layers, stages);
   const auto L = static_cast<size_t>(layers);
   // best[k][i]: the slowest of stages 0..k-1 when they hold the first i layers.
@@ -226,14 +283,13 @@ std::vector<int> min_max_partition(int layers, int stages,
   const int even = layers / stages;
   for (int k = 0; k < stages; ++k) {
     const int most = layers - (stages - k - 1);  // leave one layer for every later stage
-    std::vector<TimePs> time_of(L + 1, kInfeasiblePs);
-    for (int n = 1; n <= most - k; ++n) time_of[static_cast<size_t>(n)] = stage_time(k, n);
     for (int i = k + 1; i <= most; ++i) {
       auto& slot = best[static_cast<size_t>(k + 1)][static_cast<size_t>(i)];
       auto& picked = choice[static_cast<size_t>(k + 1)][static_cast<size_t>(i)];
       for (int n = 1; n <= i - k; ++n) {
         const TimePs prev = best[static_cast<size_t>(k)][static_cast<size_t>(i - n)];
-        const TimePs t = std::max(prev, time_of[static_cast<size_t>(n)]);
+        if (prev >= kInfeasiblePs) continue;
+        const TimePs t = std::max(prev, stage_time(k, i - n, n));
         if (t >= kInfeasiblePs) continue;
         if (t < slot || (t == slot && std::abs(n - even) < std::abs(picked - even))) {
           slot = t;
@@ -280,37 +336,51 @@ LynxPlanner::LynxPlanner(const Scenario& sc, const hw_models::Topology& topo, co
                  static_cast<int>(inputs_.in_flight_chunks.size()) == p_.pp,
              "planning inputs for {} virtual stages and {} stages", inputs_.windows.size(),
              inputs_.in_flight_chunks.size());
-  options_ = layer_options(sc, topo, w, k != RecomputeKind::kCheckmate);
-  for (const auto& op : w.embedding) embedding_saved_ += static_cast<std::int64_t>(op.saved_bytes);
-  for (const auto& op : w.head) head_saved_ += static_cast<std::int64_t>(op.saved_bytes);
   auto all_passes = [&](const model::Op& op) {
     const OpTimes t = op_times(sc.hardware, op);
     return t.fwd_ps + t.dgrad_ps + t.wgrad_ps;
   };
-  for (const auto& op : w.layer) layer_ps_ += all_passes(op);
+  // Set 0: the workload's `layer`; set 1: a mixed model's dense layers.
+  std::vector<const std::vector<model::Op>*> kinds = {&w.layer};
+  if (!w.dense_layer.empty()) kinds.push_back(&w.dense_layer);
+  for (const std::vector<model::Op>* ops : kinds) {
+    option_sets_.push_back(layer_options(sc, topo, *ops, k != RecomputeKind::kCheckmate));
+    TimePs& layer_ps = layer_ps_of_set_.emplace_back(0);
+    for (const auto& op : *ops) layer_ps += all_passes(op);
+  }
+  for (const auto& op : w.embedding) embedding_saved_ += static_cast<std::int64_t>(op.saved_bytes);
+  for (const auto& op : w.head) head_saved_ += static_cast<std::int64_t>(op.saved_bytes);
   for (const auto& op : w.embedding) embedding_ps_ += all_passes(op);
   for (const auto& op : w.head) head_ps_ += all_passes(op);
 }
+
+int LynxPlanner::option_set_of(int global_layer) const { return w_.is_dense_layer(global_layer) ? 1 : 0; }
 
 int LynxPlanner::in_flight(int stage) const {
   return (inputs_.in_flight_chunks[static_cast<size_t>(stage)] + chunks_ - 1) / chunks_;
 }
 
-/// The stage problem for GPU `stage` holding layers_per_vs[c·pp + stage] layers per chunk.
-StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const {
+/// The stage problem for GPU `stage` holding layers_per_vs[c·pp + stage] layers per chunk,
+/// chunk c's from global layer first_layer_of_vs[c·pp + stage] on.
+StageProblem LynxPlanner::problem(int stage, const std::vector<int>& layers_per_vs,
+                                  const std::vector<int>& first_layer_of_vs, std::int64_t cut) const {
   StageProblem pr;
   pr.stage = stage;
   pr.in_flight = in_flight(stage);
-  pr.options = options_;
-  for (LayerOption& o : pr.options)  // held bytes as kept bytes of this stage
-    o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
+  pr.option_sets = option_sets_;
+  for (auto& set : pr.option_sets)
+    for (LayerOption& o : set)  // held bytes as kept bytes of this stage
+      o.kept_bytes += (o.held_bytes + pr.in_flight - 1) / pr.in_flight;
   std::uint64_t params = 0, expert_params = 0;
   std::int64_t extras = 0;
   for (int c = 0; c < chunks_; ++c) {
     const int vs = c * p_.pp + stage;
     const int n = layers_per_vs[static_cast<size_t>(vs)];
-    params += w_.layer_params * static_cast<std::uint64_t>(n);
-    expert_params += w_.layer_expert_params * static_cast<std::uint64_t>(n);
+    const int first = first_layer_of_vs[static_cast<size_t>(vs)];
+    const model::LayerParams layer_params = w_.params_of_layers(first, n);
+    params += layer_params.params;
+    expert_params += layer_params.expert_params;
+    for (int l = first; l < first + n; ++l) pr.set_of_layer.push_back(option_set_of(l));
     if (vs == 0) {
       params += w_.embedding_params;
       extras += embedding_saved_;
@@ -355,13 +425,19 @@ std::vector<int> LynxPlanner::per_virtual_stage(const std::vector<int>& per_gpu)
   return strategies::per_virtual_stage(per_gpu, chunks_);
 }
 
-TimePs LynxPlanner::partition_stage_time_ps(int k, int n, std::int64_t cut) const {
+TimePs LynxPlanner::partition_stage_time_ps(int k, int first_row, int n, std::int64_t cut) const {
   std::vector<int> per_gpu(static_cast<size_t>(p_.pp), 0);
   per_gpu[static_cast<size_t>(k)] = n;
-  const StageSolution s = solve_stage_heuristic(problem(k, per_virtual_stage(per_gpu), cut));
+  std::vector<int> first_layer_of_vs(static_cast<size_t>(virtual_stages_), 0);
+  for (int c = 0; c < chunks_; ++c)
+    first_layer_of_vs[static_cast<size_t>(c * p_.pp + k)] = c * (sc_.model.layers / chunks_) + first_row;
+  const StageProblem pr = problem(k, per_virtual_stage(per_gpu), first_layer_of_vs, cut);
+  const StageSolution s = solve_stage_heuristic(pr);
   if (!s.feasible) return kInfeasiblePs;
-  return chunks_ * n * (layer_ps_ + inputs_.tp_exposed_per_layer_ps) + (k == 0 ? embedding_ps_ : 0) +
-         (k == p_.pp - 1 ? head_ps_ : 0) + s.exposed_ps;
+  TimePs layers_ps = 0;
+  for (int l = 0; l < pr.layers; ++l)
+    layers_ps += layer_ps_of_set_[static_cast<size_t>(pr.set_of(l))] + inputs_.tp_exposed_per_layer_ps;
+  return layers_ps + (k == 0 ? embedding_ps_ : 0) + (k == p_.pp - 1 ? head_ps_ : 0) + s.exposed_ps;
 }
 
 /// Recomputation-aware partition: minimise the slowest GPU's time per micro-batch
@@ -371,10 +447,17 @@ TimePs LynxPlanner::partition_stage_time_ps(int k, int n, std::int64_t cut) cons
 /// layers / v "layer rows" over the pp GPUs, and GPU k's time and budget cover all its chunks.
 std::vector<int> LynxPlanner::balanced_partition(const std::vector<std::int64_t>& cut) const {
   LYNX_CHECK(sc_.model.layers % chunks_ == 0, "{} layers over {} chunks per GPU", sc_.model.layers, chunks_);
-  const std::vector<int> split =
-      min_max_partition(sc_.model.layers / chunks_, p_.pp, [&](int k, int n) {
-        return partition_stage_time_ps(k, n, cut[static_cast<size_t>(k)]);
-      });
+  const int rows = sc_.model.layers / chunks_;
+  // A stage's time depends on its first row only through the kinds of its layers.
+  std::map<std::tuple<int, int, std::vector<int>>, TimePs> time_of;
+  const std::vector<int> split = min_max_partition(rows, p_.pp, [&](int k, int first_row, int n) {
+    std::vector<int> sets;
+    for (int c = 0; c < chunks_; ++c)
+      for (int row = first_row; row < first_row + n; ++row) sets.push_back(option_set_of(c * rows + row));
+    auto [at, added] = time_of.try_emplace({k, n, std::move(sets)}, 0);
+    if (added) at->second = partition_stage_time_ps(k, first_row, n, cut[static_cast<size_t>(k)]);
+    return at->second;
+  });
   if (split.empty()) return uniform_partition(sc_.model.layers, virtual_stages_);  // nothing fits anyway
   return per_virtual_stage(split);
 }
@@ -397,7 +480,9 @@ RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
       const int vs = c * p_.pp + k;
       const int n = layers_per_vs[static_cast<size_t>(vs)];
       for (int l = 0; l < n; ++l, ++i) {
-        LayerDecision d = options_[static_cast<size_t>(s.option_of_layer[i])].decision;
+        const int global = plan.stages[static_cast<size_t>(vs)].first_layer + l;
+        LayerDecision d = option_sets_[static_cast<size_t>(option_set_of(global))]
+                              [static_cast<size_t>(s.option_of_layer[i])].decision;
         if (d.overlapped() && d.window != Window::kFwdTpComm) {
           const bool top = l + 1 == n;
           d.window = top && vs != virtual_stages_ - 1 ? Window::kPpRecvWait : Window::kBwdTpComm;
@@ -412,9 +497,12 @@ RecomputePlan LynxPlanner::materialize(const std::vector<int>& layers_per_vs,
 SearchResult LynxPlanner::search(const std::vector<std::int64_t>& cut, const SolveProgress& progress) const {
   std::vector<int> layers_per_vs = stage_partition(sc_.model.layers, p_);
   if (sc_.recompute.partition == PartitionKind::kBalanced) layers_per_vs = balanced_partition(cut);
+  std::vector<int> first_layer_of_vs;
+  for (int vs = 0, first = 0; vs < virtual_stages_; first += layers_per_vs[static_cast<size_t>(vs++)])
+    first_layer_of_vs.push_back(first);
   SearchResult out;
   for (int k = 0; k < p_.pp; ++k) {
-    out.problems.push_back(problem(k, layers_per_vs, cut[static_cast<size_t>(k)]));
+    out.problems.push_back(problem(k, layers_per_vs, first_layer_of_vs, cut[static_cast<size_t>(k)]));
     out.solutions.push_back(solve(out.problems.back()));
     if (progress) progress(k + 1, p_.pp);
   }
@@ -443,15 +531,20 @@ RecomputePlan LynxPlanner::solve_restricted(const SearchResult& searched,
   std::vector<StageSolution> solutions;
   for (const StageProblem& pr : searched.problems) {
     StageProblem restricted = pr;
-    restricted.options.clear();
-    std::vector<int> index_of;
-    for (size_t o = 0; o < pr.options.size(); ++o)
-      if (allowed(pr.options[o])) {
-        restricted.options.push_back(pr.options[o]);
-        index_of.push_back(static_cast<int>(o));
-      }
+    std::vector<std::vector<int>> index_of(pr.option_sets.size());
+    for (size_t set = 0; set < pr.option_sets.size(); ++set) {
+      restricted.option_sets[set].clear();
+      for (size_t o = 0; o < pr.option_sets[set].size(); ++o)
+        if (allowed(pr.option_sets[set][o])) {
+          restricted.option_sets[set].push_back(pr.option_sets[set][o]);
+          index_of[set].push_back(static_cast<int>(o));
+        }
+    }
     StageSolution sol = solve(restricted);
-    for (int& o : sol.option_of_layer) o = index_of[static_cast<size_t>(o)];
+    for (int l = 0; l < pr.layers; ++l) {
+      int& o = sol.option_of_layer[static_cast<size_t>(l)];
+      o = index_of[static_cast<size_t>(pr.set_of(l))][static_cast<size_t>(o)];
+    }
     solutions.push_back(std::move(sol));
     if (progress) progress(static_cast<int>(solutions.size()), static_cast<int>(searched.problems.size()));
   }

@@ -18,29 +18,33 @@
 
 namespace lynx::strategies {
 
-/// Every way to treat one layer: keep everything (index 0), or drop a non-empty subset of the
-/// op groups {post-collective tensors, attention projections, attention core, MLP, and in an
-/// MoE layer the experts' activation output (moe_act)} and bring it
+/// Every way to treat one layer with forward ops `layer` (a Workload's `layer` or, of a model
+/// mixing dense and MoE layers, its `dense_layer`): keep everything (index 0), or drop a
+/// non-empty subset of the op groups some op of it belongs to {post-collective tensors,
+/// attention projections, attention core, MLP, and in an MoE layer the experts' activation
+/// output (moe_act)} and bring it
 /// back on demand or — when the recompute needs no communication (no TP collective, no
 /// context-parallel ring) and `allow_overlap` — on the recompute stream in a window. Costs from
 /// the compute model and idle-network collectives (and ring transfers).
 std::vector<LayerOption> layer_options(const Scenario& sc, const hw_models::Topology& topo,
-                                       const model::Workload& workload, bool allow_overlap);
+                                       const std::vector<model::Op>& layer, bool allow_overlap);
 
-/// lynx-heu for one stage: identical layers share one policy. Inner layers (window: the
-/// layer above's backward) take policy A — or A on j of them and A' on the rest, to use the
-/// memory budget exactly — and each chunk's top layer (window: the pipeline wait) policy B;
-/// all (B, A, A', j) are scanned with O(1) evaluations.
+/// lynx-heu for one stage: identical layers share one policy. Of the kind of layer the stage
+/// holds most of, inner layers (window: the layer above's backward) take policy A — or A on j
+/// of them and A' on the rest, to use the memory budget exactly — and each chunk's top layer
+/// (window: the pipeline wait) policy B; all (B, A, A', j) are scanned with O(1) evaluations.
+/// Every other kind's layers (a mixed model's dense layers) take one policy per kind, each
+/// combination of which is scanned with all (B, A, A', j).
 StageSolution solve_stage_heuristic(const StageProblem& problem);
 
 /// A stage time that marks a split as impossible (the stage does not fit in memory).
 inline constexpr TimePs kInfeasiblePs = INT64_MAX / 4;
 
 /// The contiguous split of `layers` over `stages` (each ≥ 1 layer) minimising the largest
-/// stage_time(stage, layers_on_it), by dynamic programming; ties keep the split closer to
-/// uniform. Empty when every split has an infeasible stage.
+/// stage_time(stage, first_layer_on_it, layers_on_it), by dynamic programming; ties keep the
+/// split closer to uniform. Empty when every split has an infeasible stage.
 std::vector<int> min_max_partition(int layers, int stages,
-                                   const std::function<TimePs(int stage, int layers)>& stage_time);
+                                   const std::function<TimePs(int stage, int first, int layers)>& stage_time);
 
 /// Windows measured on the baseline, per virtual stage: inner layers and top layer.
 struct StageWindows {
@@ -120,14 +124,18 @@ class LynxPlanner {
   const PlanningInputs& inputs() const { return inputs_; }
 
   /// The recomputation-aware partition's objective for GPU `stage` holding `layers_per_chunk`
-  /// layers in each of its chunks (budget cut by `cut_bytes`): its time per micro-batch —
-  /// layers, embedding / head, exposed recompute of lynx-heu's plan under its own memory
-  /// budget — or kInfeasiblePs when nothing fits. The balanced split minimises its maximum.
-  TimePs partition_stage_time_ps(int stage, int layers_per_chunk, std::int64_t cut_bytes) const;
+  /// layers in each of its chunks, from layer row `first_row` of each chunk's layers (budget
+  /// cut by `cut_bytes`): its time per micro-batch — layers, embedding / head, exposed
+  /// recompute of lynx-heu's plan under its own memory budget — or kInfeasiblePs when nothing
+  /// fits. The balanced split minimises its maximum.
+  TimePs partition_stage_time_ps(int stage, int first_row, int layers_per_chunk, std::int64_t cut_bytes) const;
 
  private:
   int in_flight(int stage) const;
-  StageProblem problem(int stage, const std::vector<int>& layers_per_vs, std::int64_t cut) const;
+  /// Index into option_sets_ of global layer `global_layer`.
+  int option_set_of(int global_layer) const;
+  StageProblem problem(int stage, const std::vector<int>& layers_per_vs, const std::vector<int>& first_layer_of_vs,
+                       std::int64_t cut) const;
   StageSolution solve(const StageProblem& pr) const;
   std::vector<int> balanced_partition(const std::vector<std::int64_t>& cut) const;
   std::vector<int> per_virtual_stage(const std::vector<int>& per_gpu) const;
@@ -142,9 +150,12 @@ class LynxPlanner {
   const model::Workload& w_;
   PlanningInputs inputs_;
   int micro_batches_ = 0, chunks_ = 1, virtual_stages_ = 1;
-  std::vector<LayerOption> options_;
+  /// Per kind of layer (0: the workload's `layer`, 1: a mixed model's dense layers): its
+  /// options and its forward + backward time.
+  std::vector<std::vector<LayerOption>> option_sets_;
+  std::vector<TimePs> layer_ps_of_set_;
   std::int64_t embedding_saved_ = 0, head_saved_ = 0;
-  TimePs layer_ps_ = 0, embedding_ps_ = 0, head_ps_ = 0;
+  TimePs embedding_ps_ = 0, head_ps_ = 0;
 };
 
 /// What planning produced, for reports and plan files (runner/planning.cpp fills it).

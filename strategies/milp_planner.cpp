@@ -31,7 +31,7 @@ namespace lynx::strategies {
 namespace {
 
 
-/// Options each layer may pick (indices into StageProblem::options), per layer.
+/// Options each layer may pick (indices into its StageProblem::options_of), per layer.
 using Candidates = std::vector<std::vector<int>>;
 
 /// Owns one CBC model; deleted on every exit path, exceptions included.
@@ -72,17 +72,27 @@ double to_ns(TimePs ps) { return static_cast<double>(ps) * 1e-3; }
 
 void validate(const StageProblem& p, const MilpOptions& options) {
   if (p.layers < 1) fail(ErrorCode::kInternal, "milp planner: stage {} has {} layers (need >= 1)", p.stage, p.layers);
-  if (p.options.empty()) fail(ErrorCode::kInternal, "milp planner: stage {} has no layer options", p.stage);
+  if (p.option_sets.empty() ||
+      std::any_of(p.option_sets.begin(), p.option_sets.end(), [](const auto& set) { return set.empty(); }))
+    fail(ErrorCode::kInternal, "milp planner: stage {} has a kind of layer without options", p.stage);
+  if (!p.set_of_layer.empty() && p.set_of_layer.size() != static_cast<size_t>(p.layers))
+    fail(ErrorCode::kInternal, "milp planner: stage {} has {} option sets of layers for {} layers", p.stage,
+         p.set_of_layer.size(), p.layers);
+  for (int set : p.set_of_layer)
+    if (set < 0 || static_cast<size_t>(set) >= p.option_sets.size())
+      fail(ErrorCode::kInternal, "milp planner: stage {} names option set {} of {}", p.stage, set,
+           p.option_sets.size());
   if (p.window_ps.size() != static_cast<size_t>(p.layers))
     fail(ErrorCode::kInternal, "milp planner: stage {} has {} windows for {} layers", p.stage, p.window_ps.size(),
          p.layers);
   if (p.in_flight < 1)
     fail(ErrorCode::kInternal, "milp planner: stage {} has in_flight = {} (need >= 1)", p.stage, p.in_flight);
-  for (size_t i = 0; i < p.options.size(); ++i) {
-    const LayerOption& o = p.options[i];
-    if (o.kept_bytes < 0 || o.transient_bytes < 0 || o.recompute_ps < 0 || o.overlapped_ps < 0)
-      fail(ErrorCode::kInternal, "milp planner: option {} ('{}') has a negative size or time", i, o.label);
-  }
+  for (const std::vector<LayerOption>& set : p.option_sets)
+    for (size_t i = 0; i < set.size(); ++i) {
+      const LayerOption& o = set[i];
+      if (o.kept_bytes < 0 || o.transient_bytes < 0 || o.recompute_ps < 0 || o.overlapped_ps < 0)
+        fail(ErrorCode::kInternal, "milp planner: option {} ('{}') has a negative size or time", i, o.label);
+    }
   for (size_t l = 0; l < p.window_ps.size(); ++l)
     if (p.window_ps[l] < 0) fail(ErrorCode::kInternal, "milp planner: layer {} has a negative window", l);
   if (options.node_limit < 1)
@@ -93,16 +103,20 @@ void validate(const StageProblem& p, const MilpOptions& options) {
 /// (exposed, kept, transient, recompute work): dropping them loses no optimum and shrinks the
 /// MILP.
 Candidates pareto_candidates(const StageProblem& p, bool allow_overlap) {
-  std::vector<int> allowed;
-  for (size_t i = 0; i < p.options.size(); ++i)
-    if (allow_overlap || !p.options[i].overlapped) allowed.push_back(static_cast<int>(i));
-  if (allowed.empty())
-    fail(ErrorCode::kInternal, "milp planner: stage {} has no on-demand option (checkmate needs one)", p.stage);
+  std::vector<std::vector<int>> allowed_of_set;
+  for (const std::vector<LayerOption>& set : p.option_sets) {
+    std::vector<int>& allowed = allowed_of_set.emplace_back();
+    for (size_t i = 0; i < set.size(); ++i)
+      if (allow_overlap || !set[i].overlapped) allowed.push_back(static_cast<int>(i));
+    if (allowed.empty())
+      fail(ErrorCode::kInternal, "milp planner: stage {} has no on-demand option (checkmate needs one)", p.stage);
+  }
 
   Candidates candidates(static_cast<size_t>(p.layers));
   for (int l = 0; l < p.layers; ++l) {
+    const std::vector<int>& allowed = allowed_of_set[static_cast<size_t>(p.set_of(l))];
     auto key = [&](int o) {
-      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      const LayerOption& opt = p.option(l, o);
       return std::make_tuple(exposed_ps(p, l, opt), opt.kept_bytes, opt.transient_bytes, recompute_work_ps(opt));
     };
     for (int o : allowed) {
@@ -128,8 +142,8 @@ std::vector<int> fastest_assignment(const StageProblem& p, const Candidates& can
   for (int l = 0; l < p.layers; ++l) {
     const auto& cands = candidates[static_cast<size_t>(l)];
     choice.push_back(*std::min_element(cands.begin(), cands.end(), [&](int a, int b) {
-      const LayerOption& oa = p.options[static_cast<size_t>(a)];
-      const LayerOption& ob = p.options[static_cast<size_t>(b)];
+      const LayerOption& oa = p.option(l, a);
+      const LayerOption& ob = p.option(l, b);
       return std::make_tuple(exposed_ps(p, l, oa), recompute_work_ps(oa), oa.kept_bytes, oa.transient_bytes) <
              std::make_tuple(exposed_ps(p, l, ob), recompute_work_ps(ob), ob.kept_bytes, ob.transient_bytes);
     }));
@@ -147,11 +161,11 @@ StageSolution with_least_work(const StageProblem& p, const Candidates& candidate
   std::vector<int> choice = s.option_of_layer;
   for (int l = 0; l < p.layers; ++l) {
     const int current = choice[static_cast<size_t>(l)];
-    const LayerOption& cur = p.options[static_cast<size_t>(current)];
+    const LayerOption& cur = p.option(l, current);
     int pick = current;
     for (int o : candidates[static_cast<size_t>(l)]) {
-      const LayerOption& opt = p.options[static_cast<size_t>(o)];
-      const LayerOption& best = p.options[static_cast<size_t>(pick)];
+      const LayerOption& opt = p.option(l, o);
+      const LayerOption& best = p.option(l, pick);
       if (exposed_ps(p, l, opt) > exposed_ps(p, l, cur) || recompute_work_ps(opt) >= recompute_work_ps(best)) continue;
       choice[static_cast<size_t>(l)] = o;
       if (activation_bytes(p, choice) <= p.budget_bytes) pick = o;
@@ -168,8 +182,8 @@ StageSolution with_least_work(const StageProblem& p, const Candidates& candidate
 /// for each cap on the largest transient, every layer takes its fewest kept bytes under the cap.
 std::vector<int> least_memory_assignment(const StageProblem& p, const Candidates& candidates) {
   std::vector<std::int64_t> caps;
-  for (const auto& cands : candidates)
-    for (int o : cands) caps.push_back(p.options[static_cast<size_t>(o)].transient_bytes);
+  for (int l = 0; l < p.layers; ++l)
+    for (int o : candidates[static_cast<size_t>(l)]) caps.push_back(p.option(l, o).transient_bytes);
   std::sort(caps.begin(), caps.end());
   caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
 
@@ -181,13 +195,13 @@ std::vector<int> least_memory_assignment(const StageProblem& p, const Candidates
     for (int l = 0; l < p.layers; ++l) {
       int pick = -1;
       for (int o : candidates[static_cast<size_t>(l)]) {
-        const LayerOption& opt = p.options[static_cast<size_t>(o)];
+        const LayerOption& opt = p.option(l, o);
         if (opt.transient_bytes > cap) continue;
         if (pick < 0) {
           pick = o;
           continue;
         }
-        const LayerOption& cur = p.options[static_cast<size_t>(pick)];
+        const LayerOption& cur = p.option(l, pick);
         if (std::make_pair(opt.kept_bytes, exposed_ps(p, l, opt)) <
             std::make_pair(cur.kept_bytes, exposed_ps(p, l, cur)))
           pick = o;
@@ -325,14 +339,14 @@ class MilpBuilder {
   std::vector<Entry> entries_;
 };
 
-/// For every layer, the closest earlier layer identical to it (same candidates, same exposed
-/// times; e.g. the inner layers of a stage), or −1.
+/// For every layer, the closest earlier layer identical to it (same option set and candidates,
+/// same exposed times; e.g. the inner layers of a stage), or −1.
 std::vector<int> previous_twin(const StageProblem& p, const Candidates& candidates) {
   auto identical = [&](int a, int b) {
     const auto& ca = candidates[static_cast<size_t>(a)];
-    if (ca != candidates[static_cast<size_t>(b)]) return false;
+    if (p.set_of(a) != p.set_of(b) || ca != candidates[static_cast<size_t>(b)]) return false;
     return std::all_of(ca.begin(), ca.end(), [&](int o) {
-      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+      const LayerOption& opt = p.option(a, o);
       return exposed_ps(p, a, opt) == exposed_ps(p, b, opt);
     });
   };
@@ -463,9 +477,9 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
   const int layers = p.layers;
   double max_bytes = 1;
   std::int64_t max_transient = 0;
-  for (const auto& cands : candidates)
-    for (int o : cands) {
-      const LayerOption& opt = p.options[static_cast<size_t>(o)];
+  for (int l = 0; l < layers; ++l)
+    for (int o : candidates[static_cast<size_t>(l)]) {
+      const LayerOption& opt = p.option(l, o);
       max_bytes = std::max({max_bytes,
                             static_cast<double>(p.in_flight) * static_cast<double>(opt.kept_bytes),
                             static_cast<double>(opt.transient_bytes)});
@@ -479,7 +493,7 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
   for (int l = 0; l < layers; ++l) {
     first_column.push_back(milp.columns());
     for (int o : candidates[static_cast<size_t>(l)])
-      milp.add_column(0.0, 1.0, to_ns(exposed_ps(p, l, p.options[static_cast<size_t>(o)])), true);
+      milp.add_column(0.0, 1.0, to_ns(exposed_ps(p, l, p.option(l, o))), true);
   }
   const int transient_column = milp.add_column(0.0, scaled(max_transient), 0.0, false);
   auto y = [&](int l, size_t k) {
@@ -491,7 +505,7 @@ SolverRun run_cbc(const StageProblem& p, const Candidates& candidates,
     const auto& cands = candidates[static_cast<size_t>(l)];
     std::vector<std::pair<int, double>> one_choice, transient{{transient_column, -1.0}};
     for (size_t k = 0; k < cands.size(); ++k) {
-      const LayerOption& opt = p.options[static_cast<size_t>(cands[k])];
+      const LayerOption& opt = p.option(l, cands[k]);
       one_choice.emplace_back(y(l, k), 1.0);
       transient.emplace_back(y(l, k), scaled(opt.transient_bytes));
       memory.emplace_back(y(l, k), static_cast<double>(p.in_flight) * scaled(opt.kept_bytes));

@@ -79,6 +79,17 @@ std::optional<PlanProblem> layer_problem(const LayerDecision& d, const LayerDeci
                                        "the same (its whole recompute brings this input back); "
                                        "other plans keep it, the recompute starts from it "
                                        "(droppable groups: {})", layer, droppable_group_names()));
+  // A whole-layer recompute (Megatron's full) may name every group; otherwise a dropped group
+  // must be one of this layer's (a dense layer of a mixed model has no moe_act).
+  if (!whole_layer_on_demand(d, ops))
+    for (size_t g = 0; g < kNumOpGroups; ++g) {
+      const auto group = static_cast<OpGroup>(g);
+      if (d.group[g] == Action::kKeep || group == OpGroup::kLayerInput) continue;
+      if (std::none_of(ops.begin(), ops.end(), [&](const model::Op& op) { return op.group == group; }))
+        return problem("drop", fmt::format("layer {} drops group '{}', which it does not have (a dense "
+                                           "layer has no moe_act); drop only groups of its own",
+                                           layer, model::kOpGroupNames[g]));
+    }
   if (d.keeps_everything() && d.rerun_whole_groups)
     return problem("rerun_whole_groups",
                    fmt::format("layer {} drops nothing, so there is no group to re-run whole "
@@ -135,7 +146,7 @@ std::string plan_key(const PlanProblem& p) {
 }
 
 std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Scenario& sc,
-                                             const std::vector<model::Op>& layer_ops) {
+                                             const model::Workload& workload) {
   const ParallelSpec& p = sc.parallel;
   const int virtual_stages = p.pp * p.virtual_stages;
   if (static_cast<int>(plan.stages.size()) != virtual_stages)
@@ -161,9 +172,10 @@ std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Sc
     const StagePlan& sp = plan.stages[static_cast<size_t>(vs)];
     const int n = static_cast<int>(sp.layers.size());
     for (int i = 0; i < n; ++i) {
+      const int layer = sp.first_layer + i;
       auto problem = layer_problem(sp.layers[static_cast<size_t>(i)],
                                    i > 0 ? &sp.layers[static_cast<size_t>(i - 1)] : nullptr, sc,
-                                   layer_ops, sp.first_layer + i, i == n - 1, vs == virtual_stages - 1);
+                                   workload.ops_of_layer(layer), layer, i == n - 1, vs == virtual_stages - 1);
       if (problem) {
         problem->virtual_stage = vs;
         problem->index = i;
@@ -174,9 +186,9 @@ std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Sc
   return std::nullopt;
 }
 
-void validate_plan(const RecomputePlan& plan, const Scenario& sc,
-                   const std::vector<model::Op>& layer_ops, const std::string& plan_label) {
-  if (const auto problem = find_plan_problem(plan, sc, layer_ops))
+void validate_plan(const RecomputePlan& plan, const Scenario& sc, const model::Workload& workload,
+                   const std::string& plan_label) {
+  if (const auto problem = find_plan_problem(plan, sc, workload))
     fail(ErrorCode::kPlanUnbuildable, "{}: key '{}': {}", plan_label, plan_key(*problem), problem->what);
 }
 
@@ -243,7 +255,7 @@ model::ResolvedScenario scenario_for_plan(const PlanFile& file, const std::strin
                             : overrides.empty() ? scenario_file : scenario_file + " with --set";
   const Scenario& sc = resolved.scenario();
   check_plan_scenario(file, plan_label, resolved, label);
-  validate_plan(file.plan, sc, model::layer_ops(sc.model, sc.parallel), plan_label);
+  validate_plan(file.plan, sc, model::gpt_workload(sc.model, sc.parallel), plan_label);
   return resolved;
 }
 

@@ -4,6 +4,7 @@
 /// was it made for the scenario it is about to run on.
 #include "model/gpt.hpp"
 #include "model/resolved_scenario.hpp"
+#include "model/workload.hpp"
 #include "scenarios/scenario.hpp"
 #include "strategies/plan_yaml.hpp"
 #include "strategies/recompute_plan.hpp"
@@ -32,17 +33,19 @@ int first_recompute_collective(const std::vector<model::Op>& layer_ops, const La
 std::string plan_key(const PlanProblem& problem);
 
 /// The first problem of `plan` for the resolved scenario `sc` (model preset filled in) with
-/// per-layer ops `layer_ops` (model::layer_ops of sc), or nothing: pp·v contiguous stages
-/// holding every layer; no layer drops its input (group 'input'); one layer's dropped groups
+/// workload `workload` (model::gpt_workload of sc; each layer's ops: ops_of_layer), or nothing:
+/// pp·v contiguous stages holding every layer; no layer drops its input (group 'input'); a
+/// layer drops only groups it has (a dense layer of a mixed model has no moe_act), unless it
+/// recomputes whole on demand (Megatron's full names every group); one layer's dropped groups
 /// come back all on demand or all overlapped; an overlapped recompute needs a window that its
 /// layer has (pp-wait: a non-last chunk's top layer; bwd-tp: any other layer) and re-runs no
 /// collective; a window only goes with overlap.
 std::optional<PlanProblem> find_plan_problem(const RecomputePlan& plan, const Scenario& sc,
-                                             const std::vector<model::Op>& layer_ops);
+                                             const model::Workload& workload);
 
 /// Throws lynx::Error "PLAN_LABEL: key 'stages[K]...': what" for the first problem found.
-void validate_plan(const RecomputePlan& plan, const Scenario& sc,
-                   const std::vector<model::Op>& layer_ops, const std::string& plan_label);
+void validate_plan(const RecomputePlan& plan, const Scenario& sc, const model::Workload& workload,
+                   const std::string& plan_label);
 
 /// Scenario keys a plan depends on: the model shape, the parallel layout and the GPU memory
 /// capacity. Every other field (bandwidths, latencies, efficiencies) may differ: a what-if.

@@ -419,8 +419,8 @@ PlanFile read_plan_text(const std::string& text, const std::string& file) {
   out.scenario_origins = scenario.origins();
   const YAML::Node stages = r.required(root, "stages", "");
   r.stages(stages, out.plan);
-  const auto problem = find_plan_problem(
-      out.plan, out.scenario, model::layer_ops(out.scenario.model, out.scenario.parallel));
+  const auto problem =
+      find_plan_problem(out.plan, out.scenario, model::gpt_workload(out.scenario.model, out.scenario.parallel));
   if (problem) r.fail_at(ErrorCode::kPlanUnbuildable, r.node_of(stages, *problem), plan_key(*problem), problem->what);
   return out;
 }

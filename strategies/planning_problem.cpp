@@ -31,8 +31,8 @@ TimePs recompute_work_ps(const LayerOption& option) {
 std::int64_t activation_bytes(const StageProblem& p, const std::vector<int>& option_of_layer) {
   std::int64_t kept = 0;
   std::int64_t transient = 0;
-  for (int o : option_of_layer) {
-    const LayerOption& opt = p.options[static_cast<size_t>(o)];
+  for (size_t l = 0; l < option_of_layer.size(); ++l) {
+    const LayerOption& opt = p.option(static_cast<int>(l), option_of_layer[l]);
     kept += opt.kept_bytes;
     transient = std::max(transient, opt.transient_bytes);
   }
@@ -45,7 +45,7 @@ StageSolution evaluate(const StageProblem& p, const std::vector<int>& option_of_
   StageSolution s;
   s.option_of_layer = option_of_layer;
   for (int l = 0; l < p.layers; ++l)
-    s.exposed_ps += exposed_ps(p, l, p.options[static_cast<size_t>(option_of_layer[static_cast<size_t>(l)])]);
+    s.exposed_ps += exposed_ps(p, l, p.option(l, option_of_layer[static_cast<size_t>(l)]));
   s.activation_bytes = activation_bytes(p, option_of_layer);
   s.feasible = s.activation_bytes <= p.budget_bytes;
   return s;

@@ -41,7 +41,11 @@ struct StageProblem {
   int layers = 0;                    ///< layers on this GPU (all model chunks)
   int in_flight = 1;                 ///< micro-batches whose activations are alive at once
   std::int64_t budget_bytes = 0;     ///< for activations: capacity − static − reserve − extras
-  std::vector<LayerOption> options;  ///< options[0] keeps everything
+  /// Every way to treat a layer, per kind of layer (a model mixing dense and MoE layers has
+  /// two: their op groups differ); option_sets[s][0] keeps everything.
+  std::vector<std::vector<LayerOption>> option_sets;
+  /// Per layer (size = layers, or empty: every layer takes set 0): its index into option_sets.
+  std::vector<int> set_of_layer;
   /// Window capacity (ps) available to layer i's overlapped recompute (size = layers): the
   /// exposed communication in the backward of the layer above, or the pipeline wait for the
   /// top layer.
@@ -58,11 +62,20 @@ struct StageProblem {
   /// in the others (1F1B's cool-down) a forward-window recompute starts at its consumer.
   std::vector<int> fwd_window_steps;
   int micro_batches = 0;  ///< backward steps per chunk (with fwd_window_steps)
+
+  int set_of(int layer) const {
+    return set_of_layer.empty() ? 0 : set_of_layer[static_cast<size_t>(layer)];
+  }
+  const std::vector<LayerOption>& options_of(int layer) const {
+    return option_sets[static_cast<size_t>(set_of(layer))];
+  }
+  /// Option `o` of layer `layer`'s set.
+  const LayerOption& option(int layer, int o) const { return options_of(layer)[static_cast<size_t>(o)]; }
 };
 
 /// A solution: the option index for every layer.
 struct StageSolution {
-  std::vector<int> option_of_layer;
+  std::vector<int> option_of_layer;  ///< into the layer's own set (StageProblem::options_of)
   TimePs exposed_ps = 0;           ///< objective: exposed recompute time per micro-batch
   std::int64_t activation_bytes = 0;  ///< in_flight · Σ kept + max transient
   bool feasible = false;           ///< false: nothing fits (the plan will be OOM)

@@ -7,7 +7,6 @@
 #include "model/workload.hpp"
 
 #include "common/error.hpp"
-#include "tests/error_of.hpp"
 #include "tests/model/op_helpers.hpp"
 
 #include <doctest/doctest.h>
@@ -20,7 +19,6 @@
 
 using namespace lynx;
 using namespace lynx::model;
-using lynx::test::error_of;
 using lynx::test::find_op;
 using lynx::test::names_of;
 using lynx::test::saved_in_group;
@@ -563,20 +561,3 @@ TEST_CASE("mixed dense and MoE layers: each global layer's ops and parameters") 
   CHECK(gpt_workload(dense_layer_model(m), layout(2, 1, 2)).dense_layer.empty());
 }
 
-TEST_CASE("mixed dense and MoE layers: the planners refuse them, the fixed strategies take them") {
-  ModelSpec m = small_moe();
-  m.moe.first_dense_layers = 1;
-  RecomputeSpec r;
-  for (RecomputeKind k : {RecomputeKind::kLynxHeu, RecomputeKind::kLynxOpt, RecomputeKind::kCheckmate}) {
-    r.strategy = k;
-    const std::string message = error_of([&] { check_recompute_layers(m, r); });
-    CAPTURE(message);
-    CHECK(message.find("model.moe.first_dense_layers 1 / layer_freq 1") != std::string::npos);
-  }
-  for (RecomputeKind k : {RecomputeKind::kNone, RecomputeKind::kFull, RecomputeKind::kSelective}) {
-    r.strategy = k;
-    CHECK_NOTHROW(check_recompute_layers(m, r));
-  }
-  r.strategy = RecomputeKind::kLynxHeu;  // every layer MoE: one kind
-  CHECK_NOTHROW(check_recompute_layers(small_moe(), r));
-}

@@ -163,7 +163,7 @@ TEST_CASE("full uniform recomputation in chunks of num_layers: the plan") {
 
   // A plan file may drop a layer's input only inside such a chunk.
   const Scenario sc = model::resolve_scenario(small_gpt(4, 1, 2, RecomputeKind::kFull), "t").scenario();
-  const auto ops = model::layer_ops(sc.model, sc.parallel);
+  const auto ops = model::gpt_workload(sc.model, sc.parallel);
   r.method = FullMethod::kUniform;
   r.num_layers = 4;
   strategies::RecomputePlan plan = strategies::plan_fixed_strategy(r, {4});

@@ -69,20 +69,21 @@ TEST_CASE("on random stages the MILP, where it proves optimality, never loses to
   for (int trial = 0; trial < 60; ++trial) {
     CAPTURE(trial);
     StageProblem p;
+    p.option_sets.resize(1);
     p.layers = static_cast<int>(rng.uniform(2, 12));
     p.in_flight = static_cast<int>(rng.uniform(1, 4));
     const std::int64_t full = rng.uniform(1000, 5000);
     LayerOption keep;
     keep.kept_bytes = full;
     keep.label = "keep";
-    p.options.push_back(keep);
+    p.option_sets[0].push_back(keep);
     for (int o = 0; o < 6; ++o) {
       LayerOption d;
       d.kept_bytes = rng.uniform(0, full - 1);
       d.transient_bytes = full - d.kept_bytes;
       d.recompute_ps = rng.uniform(1, 100) * 1000;
       d.label = "demand";
-      p.options.push_back(d);
+      p.option_sets[0].push_back(d);
       LayerOption v = d;
       v.overlapped = true;
       v.recompute_ps = 0;
@@ -91,7 +92,7 @@ TEST_CASE("on random stages the MILP, where it proves optimality, never loses to
       v.transient_bytes = 2 * d.transient_bytes;
       v.decision.window = Window::kBwdTpComm;
       v.label = "overlap";
-      p.options.push_back(v);
+      p.option_sets[0].push_back(v);
     }
     auto random_window = [&] {
       sim::WindowProfile w;

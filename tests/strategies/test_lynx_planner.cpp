@@ -80,14 +80,14 @@ TEST_CASE("lynx-heu equals lynx-opt and the brute-force optimum on a small stage
   StageProblem p;
   p.layers = 3;
   p.in_flight = 2;
-  p.options = layer_options(sc, topo, w, true);
+  p.option_sets = {layer_options(sc, topo, w.layer, true)};
   p.window_ps = {400'000'000, 400'000'000, 150'000'000};  // inner 400 us, top 150 us
-  const std::int64_t full = p.options[0].kept_bytes;
+  const std::int64_t full = p.option_sets[0][0].kept_bytes;
   for (double fraction : {8.0, 6.0, 4.0, 3.0, 2.5, 0.1}) {
     p.budget_bytes = static_cast<std::int64_t>(fraction * static_cast<double>(full));
     CAPTURE(fraction);
     // Brute force over every assignment.
-    const int n = static_cast<int>(p.options.size());
+    const int n = static_cast<int>(p.option_sets[0].size());
     TimePs best = std::numeric_limits<TimePs>::max();
     std::vector<int> a(3);
     for (a[0] = 0; a[0] < n; ++a[0])
@@ -167,7 +167,7 @@ TEST_CASE("recomputation-aware partitioning gives the uniform split when stages 
 
 TEST_CASE("min-max partition equals brute force over every contiguous split") {
   // Stage k costs n·(3 + k) + (stage 0 has an extra 5); stage 2 cannot hold more than 3 layers.
-  const auto cost = [](int k, int n) -> TimePs {
+  const auto cost = [](int k, int /*first*/, int n) -> TimePs {
     if (k == 2 && n > 3) return kInfeasiblePs;
     return n * (3 + k) + (k == 0 ? 5 : 0);
   };
@@ -176,16 +176,16 @@ TEST_CASE("min-max partition equals brute force over every contiguous split") {
   for (int a = 1; a <= layers - 2; ++a)
     for (int b = 1; a + b <= layers - 1; ++b) {
       const int c = layers - a - b;
-      best = std::min(best, std::max({cost(0, a), cost(1, b), cost(2, c)}));
+      best = std::min(best, std::max({cost(0, 0, a), cost(1, a, b), cost(2, a + b, c)}));
     }
   const std::vector<int> split = min_max_partition(layers, stages, cost);
   REQUIRE(split.size() == 3);
   CHECK(split[0] + split[1] + split[2] == layers);
-  CHECK(std::max({cost(0, split[0]), cost(1, split[1]), cost(2, split[2])}) == best);
+  CHECK(std::max({cost(0, 0, split[0]), cost(1, split[0], split[1]), cost(2, split[0] + split[1], split[2])}) == best);
   // Hand check: (4, 3, 3) → max(17, 12, 15) = 17; (3, 4, 3) → max(14, 16, 15) = 16 is optimal.
   CHECK(best == 16);
   // Every split infeasible → empty.
-  CHECK(min_max_partition(4, 2, [](int, int) { return kInfeasiblePs; }).empty());
+  CHECK(min_max_partition(4, 2, [](int, int, int) { return kInfeasiblePs; }).empty());
 }
 
 TEST_CASE("a forward-window recompute costs its window share only in the steps that have the window") {
@@ -251,8 +251,8 @@ TEST_CASE("interleaved balanced partition: equal chunks per GPU, the min-max spl
   // Brute force over every split of the 8 layer rows: none has a smaller slowest GPU.
   auto slowest = [&](const std::vector<int>& split) {
     TimePs worst = 0;
-    for (int k = 0; k < 4; ++k)
-      worst = std::max(worst, planner.partition_stage_time_ps(k, split[static_cast<size_t>(k)], 0));
+    for (int k = 0, first_row = 0; k < 4; first_row += split[static_cast<size_t>(k++)])
+      worst = std::max(worst, planner.partition_stage_time_ps(k, first_row, split[static_cast<size_t>(k)], 0));
     return worst;
   };
   TimePs best = kInfeasiblePs;
@@ -286,7 +286,7 @@ TEST_CASE("context parallelism: the attention core's recompute needs the ring, s
     const hw_models::Topology topo(resolved.hardware, gpus_used(resolved.parallel));
     const model::Workload w = model::gpt_workload(resolved.model, resolved.parallel);
     bool core_overlapped = false, mlp_overlapped = false;
-    for (const LayerOption& o : layer_options(resolved, topo, w, true)) {
+    for (const LayerOption& o : layer_options(resolved, topo, w.layer, true)) {
       if (!o.overlapped) continue;
       core_overlapped = core_overlapped || o.decision.action(model::OpGroup::kAttnCore) != Action::kKeep;
       mlp_overlapped = mlp_overlapped || o.decision.action(model::OpGroup::kMlp) != Action::kKeep;

@@ -55,17 +55,18 @@ LayerOption overlapped(std::int64_t kept_bytes, std::int64_t transient_bytes, Ti
 StageProblem random_problem(std::uint64_t seed, int layers, int option_count) {
   SplitMix rng{seed};
   StageProblem p;
+  p.option_sets.resize(1);
   p.layers = layers;
   p.in_flight = static_cast<int>(rng.uniform(1, 3));
   const std::int64_t full = rng.uniform(500'000, 1'000'000);
-  p.options.push_back(keep_all(full));
+  p.option_sets[0].push_back(keep_all(full));
   for (int i = 1; i < option_count; ++i) {
     const std::int64_t kept = rng.uniform(0, full - 1);
     const std::int64_t transient = rng.uniform(0, full / 2);
     if (rng.uniform(0, 1) == 0)
-      p.options.push_back(on_demand(kept, transient, rng.uniform(1'000, 5'000'000)));
+      p.option_sets[0].push_back(on_demand(kept, transient, rng.uniform(1'000, 5'000'000)));
     else
-      p.options.push_back(overlapped(kept, transient, rng.uniform(1'000, 6'000'000)));
+      p.option_sets[0].push_back(overlapped(kept, transient, rng.uniform(1'000, 6'000'000)));
   }
   for (int l = 0; l < layers; ++l) p.window_ps.push_back(rng.uniform(0, 4'000'000));
   const std::int64_t all_kept = p.in_flight * layers * full;
@@ -84,11 +85,10 @@ struct BruteForce {
 BruteForce brute_force(const StageProblem& p, bool allow_overlap) {
   BruteForce result;
   std::vector<int> choice(static_cast<size_t>(p.layers), 0);
-  const int n = static_cast<int>(p.options.size());
   while (true) {
     bool allowed = true;
-    for (int o : choice)
-      allowed = allowed && (allow_overlap || !p.options[static_cast<size_t>(o)].overlapped);
+    for (int l = 0; l < p.layers; ++l)
+      allowed = allowed && (allow_overlap || !p.option(l, choice[static_cast<size_t>(l)]).overlapped);
     if (allowed) {
       const StageSolution s = evaluate(p, choice);
       result.least_bytes = std::min(result.least_bytes, s.activation_bytes);
@@ -98,7 +98,7 @@ BruteForce brute_force(const StageProblem& p, bool allow_overlap) {
       }
     }
     int l = 0;  // odometer increment
-    while (l < p.layers && ++choice[static_cast<size_t>(l)] == n)
+    while (l < p.layers && ++choice[static_cast<size_t>(l)] == static_cast<int>(p.options_of(l).size()))
       choice[static_cast<size_t>(l++)] = 0;
     if (l == p.layers) break;
   }
@@ -121,7 +121,7 @@ TimePs unconstrained_exposed_ps(const StageProblem& p, bool allow_overlap) {
   TimePs sum = 0;
   for (int l = 0; l < p.layers; ++l) {
     TimePs best = std::numeric_limits<TimePs>::max();
-    for (const LayerOption& o : p.options)
+    for (const LayerOption& o : p.options_of(l))
       if (allow_overlap || !o.overlapped) best = std::min(best, exposed_ps(p, l, o));
     sum += best;
   }
@@ -137,7 +137,7 @@ bool check_against_brute_force(const StageProblem& p, bool allow_overlap) {
   const BruteForce expected = brute_force(p, allow_overlap);
   check_consistent(p, s);
   if (!allow_overlap)
-    for (int o : s.option_of_layer) CHECK_FALSE(p.options[static_cast<size_t>(o)].overlapped);
+    for (int l = 0; l < p.layers; ++l) CHECK_FALSE(p.option(l, s.option_of_layer[static_cast<size_t>(l)]).overlapped);
   if (expected.any_feasible) {
     CHECK(s.feasible);
     CHECK(s.status == "optimal");
@@ -160,7 +160,7 @@ StageProblem three_layer_problem(std::int64_t budget_bytes) {
   p.layers = 3;
   p.in_flight = 2;
   p.budget_bytes = budget_bytes;
-  p.options = {keep_all(100), on_demand(20, 30, 5000), overlapped(20, 30, 4000)};
+  p.option_sets = {{keep_all(100), on_demand(20, 30, 5000), overlapped(20, 30, 4000)}};
   p.window_ps = {1000, 6000, 2500};
   return p;
 }
@@ -175,6 +175,7 @@ StageProblem three_layer_problem(std::int64_t budget_bytes) {
 StageProblem gpt_like_problem(int layers, int chunks) {
   SplitMix rng{42};
   StageProblem p;
+  p.option_sets.resize(1);
   p.layers = layers;
   p.in_flight = 4;
   std::int64_t group_bytes[4];
@@ -187,7 +188,7 @@ StageProblem gpt_like_problem(int layers, int chunks) {
   const TimePs collective_ps = 300'000'000;
   std::int64_t full_bytes = input_bytes;
   for (std::int64_t b : group_bytes) full_bytes += b;
-  p.options.push_back(keep_all(full_bytes));
+  p.option_sets[0].push_back(keep_all(full_bytes));
   for (bool overlap : {false, true}) {
     for (int subset = 1; subset < 16; ++subset) {
       std::int64_t kept = full_bytes, transient = 0;
@@ -199,14 +200,14 @@ StageProblem gpt_like_problem(int layers, int chunks) {
         busy += group_ps[g];
       }
       if (!overlap)
-        p.options.push_back(on_demand(kept, transient, busy));
+        p.option_sets[0].push_back(on_demand(kept, transient, busy));
       else
-        p.options.push_back(overlapped(kept, transient, (subset & 1) ? 3 * busy : busy * 13 / 10));
+        p.option_sets[0].push_back(overlapped(kept, transient, (subset & 1) ? 3 * busy : busy * 13 / 10));
     }
   }
   TimePs whole_layer_ps = 2 * collective_ps;
   for (TimePs t : group_ps) whole_layer_ps += t;
-  p.options.push_back(on_demand(input_bytes, full_bytes / 2, whole_layer_ps));
+  p.option_sets[0].push_back(on_demand(input_bytes, full_bytes / 2, whole_layer_ps));
 
   const int per_chunk = layers / chunks;
   for (int l = 0; l < layers; ++l)
@@ -215,7 +216,7 @@ StageProblem gpt_like_problem(int layers, int chunks) {
     return activation_bytes(p, std::vector<int>(static_cast<size_t>(layers), static_cast<int>(o)));
   };
   std::int64_t leanest = std::numeric_limits<std::int64_t>::max();
-  for (size_t o = 0; o < p.options.size(); ++o) leanest = std::min(leanest, uniform_bytes(o));
+  for (size_t o = 0; o < p.option_sets[0].size(); ++o) leanest = std::min(leanest, uniform_bytes(o));
   p.budget_bytes = (leanest + uniform_bytes(0)) / 2;
   return p;
 }
@@ -298,6 +299,37 @@ TEST_CASE("checkmate (no overlap) equals exhaustive search over on-demand option
   CHECK(binding > 40);
 }
 
+TEST_CASE("two kinds of layer (dense and MoE): MILP equals exhaustive search, lynx-heu fits whenever a plan fits") {
+  // Each layer picks from its own kind's options (a model mixing dense and MoE layers), whose
+  // sizes and counts differ; lynx-heu gives every kind a uniform policy at least, so it finds
+  // a plan exactly when one fits, never one faster than the optimum.
+  int binding = 0, heuristic_optimal = 0;
+  for (int layers = 2; layers <= 4; ++layers)
+    for (std::uint64_t seed = 0; seed < 12; ++seed) {
+      CAPTURE(layers);
+      CAPTURE(seed);
+      StageProblem p = random_problem(seed * 104729 + static_cast<std::uint64_t>(layers), layers, 5);
+      const StageProblem other_kind = random_problem(seed * 15485863 + 1, layers, 3);
+      p.option_sets.push_back(other_kind.option_sets[0]);
+      SplitMix rng{seed + 77};
+      for (int l = 0; l < layers; ++l) p.set_of_layer.push_back(static_cast<int>(rng.uniform(0, 1)));
+      p.set_of_layer[0] = 1;  // both kinds present
+      p.set_of_layer[1] = 0;
+      for (bool allow_overlap : {true, false}) binding += check_against_brute_force(p, allow_overlap) ? 1 : 0;
+      const BruteForce expected = brute_force(p, true);
+      const StageSolution heu = solve_stage_heuristic(p);
+      const StageSolution again = evaluate(p, heu.option_of_layer);
+      CHECK(heu.exposed_ps == again.exposed_ps);
+      CHECK(heu.activation_bytes == again.activation_bytes);
+      CHECK(heu.feasible == expected.any_feasible);
+      if (!expected.any_feasible) continue;
+      CHECK(heu.exposed_ps >= expected.best_exposed_ps);
+      heuristic_optimal += heu.exposed_ps == expected.best_exposed_ps ? 1 : 0;
+    }
+  CHECK(binding > 10);
+  CHECK(heuristic_optimal > 0);
+}
+
 TEST_CASE("hand-computed: one or two layers dropped, overlap free only where the window fits") {
   // Memory = 2 · Σ kept + max transient:
   //   nothing dropped:   2 · 300 = 600 B
@@ -366,13 +398,13 @@ TEST_CASE("hand-computed: of equally exposed plans the one that recomputes least
     p.layers = 3;
     p.in_flight = 1;
     p.budget_bytes = budget;
-    p.options = {keep_all(100), overlapped(20, 30, 4000), overlapped(40, 30, 1000), on_demand(20, 30, 5000)};
+    p.option_sets = {{keep_all(100), overlapped(20, 30, 4000), overlapped(40, 30, 1000), on_demand(20, 30, 5000)}};
     p.window_ps = {6000, 6000, 6000};
     return p;
   };
   auto work = [](const StageProblem& p, const StageSolution& s) {
     TimePs w = 0;
-    for (int o : s.option_of_layer) w += recompute_work_ps(p.options[static_cast<size_t>(o)]);
+    for (int o : s.option_of_layer) w += recompute_work_ps(p.option_sets[0][static_cast<size_t>(o)]);
     return w;
   };
   // The least work among the fitting plans of least exposed time, by exhaustive search.
@@ -424,7 +456,7 @@ TEST_CASE("hand-computed: the largest transient counts once, not summed over lay
   StageProblem p;
   p.layers = 2;
   p.in_flight = 1;
-  p.options = {keep_all(100), on_demand(10, 80, 1000), on_demand(50, 0, 3000)};
+  p.option_sets = {{keep_all(100), on_demand(10, 80, 1000), on_demand(50, 0, 3000)}};
   p.window_ps = {0, 0};
   SUBCASE("budget 150 B: A+A (2000 ps) beats keep+B (3000 ps)") {
     // Summing transients would charge A+A 20 + 160 = 180 B and pick keep+B instead.
@@ -459,7 +491,7 @@ TEST_CASE("malformed problems are rejected with lynx::Error") {
     CHECK_THROWS_AS(solve_stage_milp(p, {}), Error);
   }
   SUBCASE("no options") {
-    p.options.clear();
+    p.option_sets.clear();
     CHECK_THROWS_AS(solve_stage_milp(p, {}), Error);
   }
   SUBCASE("window count differs from layer count") {
@@ -467,11 +499,11 @@ TEST_CASE("malformed problems are rejected with lynx::Error") {
     CHECK_THROWS_AS(solve_stage_milp(p, {}), Error);
   }
   SUBCASE("negative size") {
-    p.options[1].kept_bytes = -1;
+    p.option_sets[0][1].kept_bytes = -1;
     CHECK_THROWS_AS(solve_stage_milp(p, {}), Error);
   }
   SUBCASE("checkmate with only overlapped options") {
-    p.options = {overlapped(20, 30, 4000)};
+    p.option_sets = {{overlapped(20, 30, 4000)}};
     MilpOptions checkmate;
     checkmate.allow_overlap = false;
     CHECK_THROWS_AS(solve_stage_milp(p, checkmate), Error);
@@ -480,7 +512,7 @@ TEST_CASE("malformed problems are rejected with lynx::Error") {
 
 TEST_CASE("96 layers x 32 options: a consistent plan that beats every uniform plan (speed: bench/sim_bench)") {
   const StageProblem p = gpt_like_problem(96, 4);
-  REQUIRE(p.options.size() == 32);
+  REQUIRE(p.option_sets[0].size() == 32);
   for (bool allow_overlap : {true, false}) {
     CAPTURE(allow_overlap);
     MilpOptions options;
@@ -491,12 +523,12 @@ TEST_CASE("96 layers x 32 options: a consistent plan that beats every uniform pl
     CHECK((s.status == "optimal" || s.status.rfind("node limit", 0) == 0));
     CHECK(s.limit_bound == (s.status != "optimal"));
     if (!allow_overlap)
-      for (int o : s.option_of_layer) CHECK_FALSE(p.options[static_cast<size_t>(o)].overlapped);
+      for (int o : s.option_of_layer) CHECK_FALSE(p.option_sets[0][static_cast<size_t>(o)].overlapped);
     // Every uniform plan (all layers one option) that fits is an upper bound; the leanest
     // uniform plan fits by construction of the budget.
     int uniform_fits = 0;
-    for (size_t o = 0; o < p.options.size(); ++o) {
-      if (!allow_overlap && p.options[o].overlapped) continue;
+    for (size_t o = 0; o < p.option_sets[0].size(); ++o) {
+      if (!allow_overlap && p.option_sets[0][o].overlapped) continue;
       const StageSolution uniform = evaluate(p, std::vector<int>(96, static_cast<int>(o)));
       if (!uniform.feasible) continue;
       ++uniform_fits;

@@ -111,7 +111,7 @@ TEST_CASE("the planners' options: moe_act alone costs the activation kernel and 
   }
   REQUIRE(fc2 != nullptr);
   REQUIRE(swiglu != nullptr);
-  const std::vector<LayerOption> options = layer_options(sc, topo, w, true);
+  const std::vector<LayerOption> options = layer_options(sc, topo, w.layer, true);
   const LayerDecision alone = dropping({OpGroup::kMoeAct});
   bool demand = false, overlap = false;
   for (const LayerOption& o : options) {
@@ -140,7 +140,7 @@ TEST_CASE("the planners' options: moe_act alone costs the activation kernel and 
 TEST_CASE("dense layers: no option drops moe_act, 16 demand options as with four groups") {
   const Scenario sc = load(kDenseScenario);
   const hw_models::Topology topo(sc.hardware, gpus_used(sc.parallel));
-  const std::vector<LayerOption> options = layer_options(sc, topo, model::gpt_workload(sc.model, sc.parallel), true);
+  const std::vector<LayerOption> options = layer_options(sc, topo, model::gpt_workload(sc.model, sc.parallel).layer, true);
   for (const LayerOption& o : options) CHECK(o.decision.action(OpGroup::kMoeAct) == Action::kKeep);
   CHECK(std::count_if(options.begin(), options.end(), [](const LayerOption& o) { return !o.overlapped; }) == 16);
 }
@@ -183,7 +183,7 @@ TEST_CASE("a program dropping moe_act re-runs only activation kernels and adds n
 TEST_CASE("plan files: moe_act round-trips, and full-recompute chunks need only the groups a layer has") {
   SUBCASE("MoE") {
     const Scenario sc = load(kMoeScenario);
-    const std::vector<model::Op> ops = model::layer_ops(sc.model, sc.parallel);
+    const model::Workload ops = model::gpt_workload(sc.model, sc.parallel);
     PlanFile file;
     file.scenario = sc;
     file.plan = uniform_plan(sc, dropping({OpGroup::kMoeAct}, Action::kOverlap));
@@ -201,6 +201,6 @@ TEST_CASE("plan files: moe_act round-trips, and full-recompute chunks need only 
   }
   SUBCASE("dense: a chunk that does not list moe_act is whole") {
     const Scenario sc = load(kDenseScenario);
-    CHECK_FALSE(find_plan_problem(two_layer_chunk(sc), sc, model::layer_ops(sc.model, sc.parallel)).has_value());
+    CHECK_FALSE(find_plan_problem(two_layer_chunk(sc), sc, model::gpt_workload(sc.model, sc.parallel)).has_value());
   }
 }

@@ -360,7 +360,7 @@ TEST_CASE("a plan that asks for what the builder cannot build is a user error na
   }
   SUBCASE("validate_plan checks plans in memory the same way") {
     const Scenario sc = unit_scenario();
-    const auto ops = model::layer_ops(sc.model, sc.parallel);
+    const auto ops = model::gpt_workload(sc.model, sc.parallel);
     CHECK_NOTHROW(validate_plan(sample_plan(), sc, ops, "live"));
     RecomputePlan mixed = sample_plan();
     mixed.stages[0].layers[1] = dropping({OpGroup::kAttnCore}, Action::kRecompute, Window::kNone);
