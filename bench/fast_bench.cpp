@@ -6,6 +6,8 @@
 // in the set's order; --timeline: one configuration (a line of a set) run in both modes, its
 // iteration times and fast mode's composed steps per stage, to compare with exact mode's
 // `lynxsim run ... --trace`: tools/trace_steps.py TRACE.json --compare FAST.txt).
+// FAST_BENCH_SET=key=value adds one override to every point of the rate sweep (e.g.
+// parallel.pipeline_exchange=overlapped, against the default's blocking 1F1B exchanges).
 #include "common/clock.hpp"
 #include "common/statistics.hpp"
 #include "common/text.hpp"
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -111,7 +114,7 @@ void rate() {
                fmt::format("parallel.global_batch={}", 128 * dp), fmt::format("parallel.schedule={}", schedule),
                fmt::format("parallel.virtual_stages={}", std::strcmp(schedule, "interleaved") == 0 ? 2 : 1),
                "parallel.sequence_parallel=true", fmt::format("recompute.strategy={}", strategy),
-               "sim.mode=fast"}));
+               "sim.mode=fast", std::getenv("FAST_BENCH_SET") ? std::getenv("FAST_BENCH_SET") : "sim.mode=fast"}));
         }
     }
   fast::StepCache::shared().clear();

@@ -455,6 +455,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
   // rendezvous); once all are sent and its inputs have arrived, the exchange ends with the
   // synchronize (every stream of the GPU idle) and the stage may run its next step. Returns
   // whether anything was timed.
+  std::vector<Interval> transfers;  // progress_exchange's scratch: what the compute stream waits for
   auto progress_exchange = [&](int s) {
     StageState& g = state[static_cast<size_t>(s)];
     bool progressed = false, all_sent = true;
@@ -481,7 +482,7 @@ FastResult simulate_fast(const Scenario& sc, const strategies::RecomputePlan& pl
       q.timed = progressed = true;
     }
     if (!all_sent) return progressed;
-    std::vector<Interval> transfers;  // what the compute stream waits for, to count it as pp exposed
+    transfers.clear();  // to count the wait as pp exposed
     TimePs done = std::max({g.posted_ps, g.compute_free_ps, g.tail_end_ps, g.dp_free_ps, g.pp_free_ps});
     for (const auto& [forward, at] : g.receives) {
       const Arrival& in = (forward ? fwd_in : bwd_in)[at];
